@@ -1,0 +1,128 @@
+// pld — address-free dispatch arguments (internal; included by host.hpp).
+//
+// The rank processes are forked before a dispatch is built, so nothing with an address may cross:
+// a HostTensor view travels as (shared block id, byte offset, shape), a window view as
+// (domain, buffer, offset, shape), a scalar by value. Each kernel parameter type has an ArgCodec;
+// a pointer parameter is a compile-time error.
+#pragma once
+
+#include <pld/error.hpp>
+#include <pld/export.hpp>
+#include <pld/tensor.hpp>
+#include <pld/window.hpp>
+
+#include <cstring>
+#include <string>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+namespace pld::detail {
+
+class ArgWriter {
+ public:
+  template <class T>
+  void value(const T& v) {
+    static_assert(std::is_trivially_copyable_v<T>);
+    const auto* p = reinterpret_cast<const std::byte*>(&v);
+    bytes_.insert(bytes_.end(), p, p + sizeof(T));
+  }
+  void note_block(std::uint32_t id) { blocks_.push_back(id); }
+  void note_domain(std::uint32_t id) { domains_.push_back(id); }
+  std::vector<std::byte>& bytes() { return bytes_; }
+  const std::vector<std::uint32_t>& blocks() const { return blocks_; }
+  const std::vector<std::uint32_t>& domains() const { return domains_; }
+
+ private:
+  std::vector<std::byte> bytes_;
+  std::vector<std::uint32_t> blocks_;
+  std::vector<std::uint32_t> domains_;
+};
+
+class ArgReader {
+ public:
+  ArgReader(const std::byte* data, std::size_t size) : p_(data), end_(data + size) {}
+  template <class T>
+  T value() {
+    static_assert(std::is_trivially_copyable_v<T>);
+    if (static_cast<std::size_t>(end_ - p_) < sizeof(T)) throw_usage("dispatch: truncated argument frame (internal)");
+    T v;
+    std::memcpy(&v, p_, sizeof(T));
+    p_ += sizeof(T);
+    return v;
+  }
+
+ private:
+  const std::byte* p_;
+  const std::byte* end_;
+};
+
+/// Rank side: local address of a shared block (maps it on first use).
+PLD_API std::byte* rank_block_base(std::uint32_t id);
+/// Rank side: state of a comm domain delivered with the dispatch.
+PLD_API const DomainState* rank_domain(std::uint32_t id);
+[[noreturn]] PLD_API void throw_unshared_tensor(int arg_index);
+
+/// Scalars and other trivially copyable, pointer-free values travel by value.
+template <class T>
+struct ArgCodec {
+  static_assert(!std::is_pointer_v<T> && !std::is_member_pointer_v<T>,
+                "pld::Host::dispatch: pointer parameters are not address-free; pass a pld::Tensor, a "
+                "pld::DistributedTensor or a value");
+  static_assert(std::is_trivially_copyable_v<T>,
+                "pld::Host::dispatch: kernel parameters must be pld::Tensor, pld::DistributedTensor or "
+                "trivially copyable values");
+  static void encode(ArgWriter& w, const T& v, int) { w.value(v); }
+  static T decode(ArgReader& r) { return r.template value<T>(); }
+};
+
+template <class T>
+struct ArgCodec<Tensor<T>> {
+  static void encode(ArgWriter& w, const Tensor<T>& t, int arg_index) {
+    if (t.block() == 0 && t.numel() > 0) throw_unshared_tensor(arg_index);
+    w.note_block(t.block());
+    w.value(t.block());
+    w.value(t.block_offset());
+    w.value(t.shape());
+  }
+  static Tensor<T> decode(ArgReader& r) {
+    const auto block = r.template value<std::uint32_t>();
+    const auto offset = r.template value<std::uint64_t>();
+    const auto shape = r.template value<Dims>();
+    std::byte* base = block ? rank_block_base(block) : nullptr;
+    return Tensor<T>(base ? reinterpret_cast<T*>(base + offset) : nullptr, shape, block, offset);
+  }
+};
+
+template <class T>
+struct ArgCodec<DistributedTensor<T>> {
+  static void encode(ArgWriter& w, const DistributedTensor<T>& t, int) {
+    w.note_domain(t.ref().domain);
+    w.value(t.ref());
+    w.value(t.shape());
+  }
+  static DistributedTensor<T> decode(ArgReader& r) {
+    const auto ref = r.template value<WindowRef>();
+    const auto shape = r.template value<Dims>();
+    return DistributedTensor<T>(ref, shape, rank_domain(ref.domain));
+  }
+};
+
+/// Entry point of a dispatch in the rank: decodes the arguments left to right and calls `fn`.
+using Trampoline = void (*)(void (*fn)(), ArgReader& reader);
+
+template <class... P>
+void trampoline(void (*fn)(), ArgReader& reader) {
+  auto kernel = reinterpret_cast<void (*)(P...)>(fn);
+  std::tuple<std::decay_t<P>...> args{ArgCodec<std::decay_t<P>>::decode(reader)...};
+  std::apply(kernel, args);
+}
+
+template <class... P, class... A, std::size_t... I>
+void encode_args(ArgWriter& w, std::index_sequence<I...>, A&&... args) {
+  (ArgCodec<std::decay_t<P>>::encode(w, static_cast<std::decay_t<P>>(std::forward<A>(args)), static_cast<int>(I)),
+   ...);
+}
+
+}  // namespace pld::detail

@@ -1,0 +1,148 @@
+// pld — the host side: configuration, the orchestrator's Host handle, comm domains, pld::run.
+//
+// The orchestrator is an ordinary function `void orch(pld::Host& h, Args...)` run in the host
+// process. It allocates window buffers and records dispatches; when it returns, pld checks the
+// whole call (every member of a used domain got work, ...) and only then sends the dispatches to
+// the ranks, which run them in program order per rank.
+#pragma once
+
+#include <pld/detail/dispatch.hpp>
+#include <pld/error.hpp>
+#include <pld/export.hpp>
+#include <pld/tensor.hpp>
+#include <pld/types.hpp>
+#include <pld/window.hpp>
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+namespace pld {
+
+/// Which machinery carries windows and signals.
+enum class BackendKind {
+  Auto,  ///< mpi when started under mpirun (issue #6), else shm
+  Shm,   ///< ranks are forked processes on this machine; windows in shared memory
+};
+
+/// How a distributed program is laid out. Rank r runs "on" device `device_ids[r]`.
+struct DistributedConfig {
+  /// One rank per entry: non-empty, non-negative, distinct (at most kMaxRanks).
+  std::vector<int> device_ids;
+  BackendKind backend = BackendKind::Auto;
+  /// Size of every rank's symmetric window heap in bytes; 0 = PLD_HEAP_BYTES (default 256 MiB).
+  /// The heap is reserved, not committed: only pages that are touched use memory.
+  std::uint64_t heap_bytes = 0;
+  /// Deadline of every wait in seconds; 0 = PLD_WAIT_TIMEOUT (default 300).
+  double wait_timeout = 0;
+
+  /// Throws UsageError for an empty, negative or duplicate device list or a bad value.
+  PLD_API void validate() const;
+  int world_size() const { return static_cast<int>(device_ids.size()); }
+};
+
+namespace detail {
+class HostSession;
+}
+
+/// A comm domain: a subset of the world's ranks with its own windows and signal cells. Ranks
+/// inside it are domain-local: rank(ctx) is the position in the sorted member list. The world
+/// itself is a domain (`Host::world()`); a rank may belong to several overlapping domains.
+class PLD_API CommDomain {
+ public:
+  CommDomain(detail::HostSession* session, std::uint32_t id) : session_(session), id_(id) {}
+
+  /// Number of ranks in the domain.
+  int size() const;
+  /// World ranks of the members, ascending.
+  const std::vector<int>& ranks() const;
+
+  /// Reserves `bytes` at the same offset of every member's window, zero-filled.
+  /// The size is in BYTES: `alloc_window_buffer(n * sizeof(float))`. Passing an element count
+  /// (or a rank count) here is the classic bug; `window<T>` catches views that do not fit.
+  WindowBuffer alloc_window_buffer(std::uint64_t bytes, const std::string& name = {});
+  /// Convenience form: `shape` elements of `dtype`.
+  WindowBuffer alloc_window_buffer(const Dims& shape, DType dtype, const std::string& name = {});
+
+  /// A typed view of `buffer` with `shape`; the view must fit in the buffer.
+  template <Element T>
+  DistributedTensor<T> window(const WindowBuffer& buffer, const Dims& shape) const {
+    return DistributedTensor<T>(window_ref(buffer, shape, dtype_of<T>), shape);
+  }
+
+  std::uint32_t id() const { return id_; }
+
+ private:
+  detail::WindowRef window_ref(const WindowBuffer& buffer, const Dims& shape, DType dtype) const;
+  detail::HostSession* session_;
+  std::uint32_t id_;
+};
+
+/// The orchestrator's handle: allocates windows of the world domain, creates sub-domains and
+/// records dispatches.
+class PLD_API Host {
+ public:
+  explicit Host(detail::HostSession* session);
+
+  /// Number of ranks (len(device_ids)).
+  int world_size() const;
+  /// The world domain: every rank.
+  CommDomain& world() { return world_; }
+
+  WindowBuffer alloc_window_buffer(std::uint64_t bytes, const std::string& name = {}) {
+    return world_.alloc_window_buffer(bytes, name);
+  }
+  WindowBuffer alloc_window_buffer(const Dims& shape, DType dtype, const std::string& name = {}) {
+    return world_.alloc_window_buffer(shape, dtype, name);
+  }
+  template <Element T>
+  DistributedTensor<T> window(const WindowBuffer& buffer, const Dims& shape) const {
+    return world_.window<T>(buffer, shape);
+  }
+
+  /// A comm domain over `ranks` (world ranks, distinct). Domain-local rank i is the i-th smallest.
+  CommDomain domain(const std::vector<int>& ranks);
+
+  /// Runs `kernel(args...)` on world rank `rank` (the model's `device=r`). `kernel` is a function
+  /// or capture-less lambda returning void; arguments are converted to its parameter types and
+  /// travel address-free (HostTensor views, window views, values). Dispatches to one rank run in
+  /// program order.
+  template <class F, class... A>
+  void dispatch(int rank, F&& kernel, A&&... args) {
+    dispatch_fn(rank, +kernel, std::forward<A>(args)...);
+  }
+
+ private:
+  template <class R, class... P, class... A>
+  void dispatch_fn(int rank, R (*kernel)(P...), A&&... args) {
+    static_assert(std::is_void_v<R>, "pld::Host::dispatch: a kernel returns void; write results into tensors");
+    static_assert(sizeof...(P) == sizeof...(A),
+                  "pld::Host::dispatch: pass exactly one argument per kernel parameter");
+    check_rank("dispatch", rank);
+    detail::ArgWriter writer;
+    detail::encode_args<P...>(writer, std::index_sequence_for<P...>{}, std::forward<A>(args)...);
+    record_dispatch(rank, &detail::trampoline<P...>, reinterpret_cast<void (*)()>(kernel), writer);
+  }
+  void check_rank(const char* op, int rank) const;
+  void record_dispatch(int rank, detail::Trampoline trampoline, void (*kernel)(), detail::ArgWriter& writer);
+
+  detail::HostSession* session_;
+  CommDomain world_;
+};
+
+namespace detail {
+PLD_API void run(const DistributedConfig& config, const std::function<void(Host&)>& orchestrator);
+}
+
+/// One-shot execution: forks one rank process per device id, runs `orchestrator(host, args...)`
+/// on the host, executes its dispatches, and returns when every rank has finished. Throws
+/// UsageError for bad input found on the host and RankError (naming the rank and the cause) for a
+/// failure on a rank; either way no rank process and no shared memory is left behind.
+template <class Orchestrator, class... Args>
+void run(const DistributedConfig& config, Orchestrator&& orchestrator, Args&&... args) {
+  detail::run(config, [&](Host& host) { std::invoke(orchestrator, host, args...); });
+}
+
+}  // namespace pld

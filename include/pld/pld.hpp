@@ -1,0 +1,15 @@
+// pld — a C++20 runtime for distributed programs in the symmetric memory + signals model.
+//
+//   #include <pld/pld.hpp>
+//
+// Host side (host.hpp): DistributedConfig, pld::run, Host, CommDomain, HostTensor.
+// Kernel side (kernel.hpp): pld::system (notify / wait / comm ctx), pld::tile, pld::tensor.
+// See docs/ for the user guide and examples/tutorial/ for the step-by-step ladder.
+#pragma once
+
+#include <pld/error.hpp>
+#include <pld/host.hpp>
+#include <pld/kernel.hpp>
+#include <pld/tensor.hpp>
+#include <pld/types.hpp>
+#include <pld/window.hpp>

@@ -1,0 +1,31 @@
+// shm backend: construction and teardown. Heaps are mapped in window.cc, notify/wait live in
+// signal.cc, put/get/atomic add in rma.cc.
+#include "backend/shm/backend.h"
+
+#include <fmt/format.h>
+#include <sys/mman.h>
+
+#include <new>
+
+namespace pld::detail {
+
+ShmBackend::ShmBackend(int world_size, std::uint64_t heap_bytes, double wait_timeout, std::int64_t wait_spin)
+    : world_size_(world_size), heap_bytes_(heap_bytes), wait_timeout_(wait_timeout), wait_spin_(wait_spin) {
+  try {
+    control_ = new (map_memfd("pld-control", sizeof(ControlBlock))) ControlBlock();
+    for (int r = 0; r < world_size; ++r)
+      bases_.push_back(map_memfd(fmt::format("pld-window-rank{}", r).c_str(), heap_bytes));
+  } catch (...) {
+    this->~ShmBackend();
+    throw;
+  }
+}
+
+ShmBackend::~ShmBackend() {
+  for (std::byte* base : bases_) munmap(base, heap_bytes_);
+  bases_.clear();
+  if (control_) munmap(control_, sizeof(ControlBlock));
+  control_ = nullptr;
+}
+
+}  // namespace pld::detail

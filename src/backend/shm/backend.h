@@ -1,0 +1,89 @@
+// shm backend: every rank's window heap is a memfd mapped by every process (the host and all
+// rank processes), so a peer's window is plain memory at heap_base(peer) + offset. A small
+// control block, also shared, holds each rank's state and current wait (for deadline reports
+// and for waking sleepers when the job aborts).
+#pragma once
+
+#include "backend/backend.h"
+
+#include <pld/window.hpp>
+
+#include <atomic>
+#include <cstdint>
+#include <vector>
+
+namespace pld::detail {
+
+enum class RankState : std::uint32_t { Idle = 0, Running = 1, Waiting = 2, Exited = 3 };
+
+/// One rank's published state. Written by the rank, read by the host for reports.
+struct alignas(64) RankSlot {
+  std::atomic<std::uint32_t> state{0};
+  std::atomic<std::int32_t> sleepers{0};  // threads of the rank asleep on a futex
+  std::atomic<std::uint64_t> dispatch{0};  // sequence number of the dispatch being run
+  // The wait in progress (meaningful while state == Waiting).
+  std::uint32_t wait_domain = 0;
+  std::uint32_t wait_buffer = 0;
+  std::int32_t wait_ndim = 0;
+  std::int32_t wait_cmp = 0;
+  std::int32_t wait_expected = 0;
+  std::uint64_t wait_offset = 0;  // byte offset of the cell in the rank's own heap
+  std::int64_t wait_offsets[kMaxDims] = {};
+};
+
+struct ControlBlock {
+  std::atomic<std::uint32_t> abort{0};  // non-zero: every wait fails with AbortedError
+  RankSlot slots[kMaxRanks];
+};
+
+/// Creates a memfd of `bytes`, maps it shared and closes the descriptor (window.cc).
+std::byte* map_memfd(const char* label, std::uint64_t bytes);
+
+/// Shared-memory windows. Built by the host before it forks; the rank processes inherit the
+/// object and every mapping, so the same instance works on both sides.
+class ShmBackend final : public Backend {
+ public:
+  ShmBackend(int world_size, std::uint64_t heap_bytes, double wait_timeout, std::int64_t wait_spin);
+  ~ShmBackend() override;
+  ShmBackend(const ShmBackend&) = delete;
+  ShmBackend& operator=(const ShmBackend&) = delete;
+
+  /// Called in a freshly forked rank process.
+  void become_rank(int rank) { my_rank_ = rank; }
+  int my_rank() const { return my_rank_; }
+
+  const char* name() const override { return "shm"; }
+  int world_size() const override { return world_size_; }
+  std::uint64_t heap_bytes() const override { return heap_bytes_; }
+  std::byte* heap_base(int rank) const override { return bases_[static_cast<std::size_t>(rank)]; }
+
+  void put(int rank, std::uint64_t offset, const void* src, std::size_t bytes) override;
+  void get(void* dst, int rank, std::uint64_t offset, std::size_t bytes) override;
+  void atomic_add(int rank, std::uint64_t offset, const void* src, std::size_t count, DType dtype) override;
+  void notify(int rank, std::uint64_t offset, std::int32_t value, NotifyOp op) override;
+  WaitStatus wait(std::uint64_t offset, std::int32_t expected, WaitCmp cmp, const WaitSite& site,
+                  std::int32_t* seen) override;
+
+  // Host side.
+  ControlBlock& control() { return *control_; }
+  /// Zero `bytes` at `offset` of `rank`'s heap (window allocation).
+  void zero(int rank, std::uint64_t offset, std::size_t bytes);
+  /// Makes every current and future wait fail with AbortedError and wakes the sleepers.
+  void abort_waits();
+  /// Clears the abort flag (before the next call on a reused rank group).
+  void clear_abort();
+  /// Current value of `rank`'s cell at `offset`.
+  std::int32_t peek(int rank, std::uint64_t offset) const;
+  double wait_timeout() const { return wait_timeout_; }
+
+ private:
+  int world_size_;
+  std::uint64_t heap_bytes_;
+  double wait_timeout_;
+  std::int64_t wait_spin_;
+  int my_rank_ = -1;
+  std::vector<std::byte*> bases_;
+  ControlBlock* control_ = nullptr;
+};
+
+}  // namespace pld::detail

@@ -1,0 +1,126 @@
+// Signals of the shm backend. notify is one atomic read-modify-write on the peer's cell (a full
+// barrier on x86, so it also orders earlier non-temporal stores) followed by a futex wake only
+// when the peer has a sleeper. wait polls the local cell for PLD_WAIT_SPIN rounds, yields a few
+// times, then sleeps on the cell's futex in bounded slices so that an abort or the deadline is
+// noticed. The sleeper count and the cell form a Dekker pair (both seq_cst): either the notifier
+// sees the sleeper and wakes it, or the sleeper sees the new value before it sleeps.
+#include "backend/shm/backend.h"
+
+#include <linux/futex.h>
+#include <sched.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <climits>
+#include <ctime>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define PLD_CPU_RELAX() _mm_pause()
+#else
+#define PLD_CPU_RELAX() asm volatile("" ::: "memory")
+#endif
+
+namespace pld::detail {
+
+namespace {
+
+void futex_wake_all(std::int32_t* addr) {
+  syscall(SYS_futex, addr, FUTEX_WAKE, INT_MAX, nullptr, nullptr, 0);
+}
+
+void futex_sleep(std::int32_t* addr, std::int32_t seen, double seconds) {
+  timespec ts;
+  ts.tv_sec = static_cast<time_t>(seconds);
+  ts.tv_nsec = static_cast<long>((seconds - static_cast<double>(ts.tv_sec)) * 1e9);
+  syscall(SYS_futex, addr, FUTEX_WAIT, seen, &ts, nullptr, 0);
+}
+
+bool satisfied(std::int32_t value, std::int32_t expected, WaitCmp cmp) {
+  return cmp == WaitCmp::Eq ? value == expected : value >= expected;
+}
+
+constexpr int kYields = 16;
+constexpr double kSleepSlice = 0.1;  // seconds
+
+}  // namespace
+
+void ShmBackend::notify(int rank, std::uint64_t offset, std::int32_t value, NotifyOp op) {
+  auto* cell = reinterpret_cast<std::int32_t*>(heap_base(rank) + offset);
+  std::atomic_ref<std::int32_t> a(*cell);
+  if (op == NotifyOp::Set)
+    a.exchange(value, std::memory_order_seq_cst);
+  else
+    a.fetch_add(value, std::memory_order_seq_cst);
+  if (control_->slots[rank].sleepers.load(std::memory_order_seq_cst) > 0) futex_wake_all(cell);
+}
+
+WaitStatus ShmBackend::wait(std::uint64_t offset, std::int32_t expected, WaitCmp cmp, const WaitSite& site,
+                            std::int32_t* seen) {
+  auto* cell = reinterpret_cast<std::int32_t*>(heap_base(my_rank_) + offset);
+  std::atomic_ref<std::int32_t> a(*cell);
+  std::int32_t v = a.load(std::memory_order_acquire);
+  for (std::int64_t i = 0; !satisfied(v, expected, cmp) && i < wait_spin_; ++i) {
+    PLD_CPU_RELAX();
+    v = a.load(std::memory_order_acquire);
+  }
+  *seen = v;
+  if (satisfied(v, expected, cmp)) return WaitStatus::Ok;
+
+  // Slow path: publish the wait (deadline reports, abort wake-ups), then yield, then sleep.
+  RankSlot& slot = control_->slots[my_rank_];
+  slot.wait_domain = site.domain;
+  slot.wait_buffer = site.buffer;
+  slot.wait_ndim = site.offsets ? site.offsets->size() : 0;
+  for (int d = 0; d < slot.wait_ndim; ++d) slot.wait_offsets[d] = (*site.offsets)[d];
+  slot.wait_cmp = static_cast<std::int32_t>(cmp);
+  slot.wait_expected = expected;
+  slot.wait_offset = offset;
+  slot.state.store(static_cast<std::uint32_t>(RankState::Waiting), std::memory_order_seq_cst);
+
+  using Clock = std::chrono::steady_clock;
+  const auto deadline = Clock::now() + std::chrono::duration<double>(wait_timeout_);
+  WaitStatus status = WaitStatus::Ok;
+  for (int round = 0;; ++round) {
+    v = a.load(std::memory_order_acquire);
+    if (satisfied(v, expected, cmp)) break;
+    if (control_->abort.load(std::memory_order_acquire)) {
+      status = WaitStatus::Aborted;
+      break;
+    }
+    const double left = std::chrono::duration<double>(deadline - Clock::now()).count();
+    if (left <= 0) {
+      status = WaitStatus::Timeout;
+      break;
+    }
+    if (round < kYields) {
+      sched_yield();
+      continue;
+    }
+    slot.sleepers.fetch_add(1, std::memory_order_seq_cst);
+    v = a.load(std::memory_order_seq_cst);
+    if (!satisfied(v, expected, cmp) && !control_->abort.load(std::memory_order_seq_cst))
+      futex_sleep(cell, v, std::min(left, kSleepSlice));
+    slot.sleepers.fetch_sub(1, std::memory_order_seq_cst);
+  }
+  *seen = v;
+  if (status != WaitStatus::Timeout)  // a timed-out wait stays published for the host's report
+    slot.state.store(static_cast<std::uint32_t>(RankState::Running), std::memory_order_release);
+  std::atomic_thread_fence(std::memory_order_acquire);
+  return status;
+}
+
+void ShmBackend::abort_waits() {
+  control_->abort.store(1, std::memory_order_seq_cst);
+  for (int r = 0; r < world_size_; ++r) {
+    RankSlot& slot = control_->slots[r];
+    if (slot.state.load(std::memory_order_acquire) == static_cast<std::uint32_t>(RankState::Waiting))
+      futex_wake_all(reinterpret_cast<std::int32_t*>(bases_[static_cast<std::size_t>(r)] + slot.wait_offset));
+  }
+}
+
+void ShmBackend::clear_abort() { control_->abort.store(0, std::memory_order_seq_cst); }
+
+}  // namespace pld::detail

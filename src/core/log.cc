@@ -1,0 +1,83 @@
+#include "core/log.h"
+
+#include "core/settings.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <mutex>
+
+namespace pld::detail {
+
+namespace {
+struct LogState {
+  int rank = -1;
+  int level = -1;  // resolved lazily from PLD_LOG
+  std::FILE* file = nullptr;
+  std::mutex mutex;
+};
+LogState& state() {
+  static LogState s;
+  return s;
+}
+
+int parse_level() {
+  const std::string v = setting_string(Setting::Log);
+  if (v == "error") return 0;
+  if (v == "warn") return 1;
+  if (v == "info") return 2;
+  if (v == "debug" || v == "trace") return 3;
+  return 1;
+}
+
+std::string expand(const std::string& pattern, int rank) {
+  std::string out;
+  char host[256] = {};
+  gethostname(host, sizeof host - 1);
+  for (std::size_t i = 0; i < pattern.size(); ++i) {
+    if (pattern[i] == '%' && i + 1 < pattern.size()) {
+      const char c = pattern[++i];
+      if (c == 'h') out += host;
+      else if (c == 'p') out += std::to_string(getpid());
+      else if (c == 'r') out += rank < 0 ? std::string("host") : std::to_string(rank);
+      else out += c;
+    } else {
+      out += pattern[i];
+    }
+  }
+  return out;
+}
+}  // namespace
+
+void log_set_rank(int rank) {
+  LogState& s = state();
+  std::lock_guard lock(s.mutex);
+  s.rank = rank;
+  if (s.file && s.file != stderr) std::fclose(s.file);
+  s.file = nullptr;  // re-opened for the new rank (PLD_LOG_FILE may contain %r / %p)
+}
+
+bool log_enabled(LogLevel level) {
+  LogState& s = state();
+  if (s.level < 0) s.level = parse_level();
+  return static_cast<int>(level) <= s.level;
+}
+
+void log_line(LogLevel level, const std::string& text) {
+  static const char* kNames[] = {"ERROR", "WARN", "INFO", "DEBUG"};
+  LogState& s = state();
+  std::lock_guard lock(s.mutex);
+  if (!s.file) {
+    const std::string path = setting_string(Setting::LogFile);
+    s.file = path.empty() ? stderr : std::fopen(expand(path, s.rank).c_str(), "a");
+    if (!s.file) s.file = stderr;
+  }
+  char host[256] = {};
+  gethostname(host, sizeof host - 1);
+  const std::string who = s.rank < 0 ? std::string("host") : std::to_string(s.rank);
+  std::fprintf(s.file, "%s:%d:%s pld %s %s\n", host, static_cast<int>(getpid()), who.c_str(),
+               kNames[static_cast<int>(level)], text.c_str());
+  std::fflush(s.file);
+}
+
+}  // namespace pld::detail

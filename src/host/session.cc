@@ -1,0 +1,166 @@
+#include "host/session.h"
+
+#include "core/block.h"
+
+#include <pld/error.hpp>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+
+namespace pld::detail {
+
+namespace {
+constexpr std::size_t kMaxArgBytes = 48 * 1024;
+
+std::string label_of(const std::vector<int>& members, int world_size) {
+  if (static_cast<int>(members.size()) == world_size) return "world";
+  return fmt::format("{{{}}}", fmt::join(members, ", "));
+}
+}  // namespace
+
+HostSession::HostSession(int world_size, std::uint64_t heap_bytes)
+    : world_size_(world_size), heap_bytes_(heap_bytes), heap_top_(static_cast<std::size_t>(world_size), 0) {
+  std::vector<int> all(static_cast<std::size_t>(world_size));
+  for (int r = 0; r < world_size; ++r) all[static_cast<std::size_t>(r)] = r;
+  domain_create(all);
+  domains_[0].label = "world";
+}
+
+std::uint32_t HostSession::domain_create(const std::vector<int>& ranks) {
+  if (ranks.empty())
+    throw UsageError("Host::domain: the rank list is empty; a comm domain needs at least one rank");
+  std::vector<int> members = ranks;
+  std::sort(members.begin(), members.end());
+  for (std::size_t i = 0; i < members.size(); ++i) {
+    if (members[i] < 0 || members[i] >= world_size_)
+      throw UsageError(fmt::format("Host::domain({}): rank {} out of range [0, {}); list world ranks",
+                                   fmt::join(ranks, ", "), members[i], world_size_));
+    if (i && members[i] == members[i - 1])
+      throw UsageError(fmt::format("Host::domain({}): rank {} is listed twice; list each rank once",
+                                   fmt::join(ranks, ", "), members[i]));
+  }
+  DomainRecord d;
+  d.id = static_cast<std::uint32_t>(domains_.size());
+  d.members = members;
+  d.local_of.assign(static_cast<std::size_t>(world_size_), -1);
+  for (std::size_t i = 0; i < members.size(); ++i) d.local_of[static_cast<std::size_t>(members[i])] = static_cast<int>(i);
+  d.label = d.id == 0 ? std::string("world") : label_of(members, -1);
+  d.dispatched.assign(members.size(), false);
+  domains_.push_back(std::move(d));
+  return domains_.back().id;
+}
+
+WindowBuffer HostSession::alloc(std::uint32_t domain, std::uint64_t bytes, const std::string& name) {
+  DomainRecord& d = domains_.at(domain);
+  const std::string real_name = name.empty() ? fmt::format("window{}", d.buffers.size()) : name;
+  for (const BufferInfo& b : d.buffers)
+    if (b.name == real_name)
+      throw UsageError(fmt::format("alloc_window_buffer: a buffer named '{}' already exists in comm domain {}; give "
+                                   "each buffer a unique name",
+                                   real_name, d.label));
+  // Symmetric: the same offset on every member, above everything any member already uses.
+  std::uint64_t offset = 0;
+  for (int r : d.members) offset = std::max(offset, heap_top_[static_cast<std::size_t>(r)]);
+  offset = (offset + kWindowAlignment - 1) / kWindowAlignment * kWindowAlignment;
+  if (bytes > heap_bytes_ || offset > heap_bytes_ - bytes)
+    throw UsageError(fmt::format("alloc_window_buffer('{}', {} bytes): does not fit the window heap of {} bytes per "
+                                 "rank ({} already in use in comm domain {}); raise DistributedConfig::heap_bytes or "
+                                 "PLD_HEAP_BYTES, or allocate less (the size is in bytes, not elements)",
+                                 real_name, bytes, heap_bytes_, offset, d.label));
+  for (int r : d.members) heap_top_[static_cast<std::size_t>(r)] = offset + bytes;
+  const auto id = static_cast<std::uint32_t>(d.buffers.size());
+  d.buffers.push_back(BufferInfo{offset, bytes, real_name});
+  return WindowBuffer{WindowRef{domain, id, offset, bytes}, real_name};
+}
+
+WindowRef HostSession::view(std::uint32_t domain, const WindowBuffer& buffer, const Dims& shape, DType dtype) const {
+  const DomainRecord& d = domains_.at(domain);
+  const WindowRef& ref = buffer.ref;
+  if (ref.domain != domain) {
+    const std::string owner = ref.domain < domains_.size() ? domains_[ref.domain].label : std::string("?");
+    throw UsageError(fmt::format("window: buffer '{}' belongs to comm domain {}, not {}; make the view with the "
+                                 "domain that allocated it",
+                                 buffer.name, owner, d.label));
+  }
+  if (ref.buffer >= d.buffers.size() || d.buffers[ref.buffer].offset != ref.offset ||
+      d.buffers[ref.buffer].bytes != ref.bytes)
+    throw UsageError(fmt::format("window: buffer '{}' was not allocated in this orchestrator call; windows live for "
+                                 "one call, allocate it again",
+                                 buffer.name));
+  for (Index e : shape)
+    if (e < 0)
+      throw UsageError(fmt::format("window('{}', {}): shape has a negative extent; extents must be >= 0", buffer.name,
+                                   shape.str()));
+  const std::uint64_t need = static_cast<std::uint64_t>(shape.numel()) * dtype_size(dtype);
+  if (need > ref.bytes)
+    throw UsageError(fmt::format("window('{}', {}, {}): the view needs {} bytes but the buffer has {} bytes; "
+                                 "alloc_window_buffer takes a size in BYTES (e.g. n * sizeof(T)), not elements",
+                                 buffer.name, shape.str(), dtype_name(dtype), need, ref.bytes));
+  return ref;
+}
+
+void HostSession::record(int rank, Trampoline trampoline, void (*kernel)(), ArgWriter& writer) {
+  if (writer.bytes().size() > kMaxArgBytes)
+    throw UsageError(fmt::format("dispatch to rank {}: the arguments take {} bytes, more than the {} allowed; pass "
+                                 "large data in a HostTensor",
+                                 rank, writer.bytes().size(), kMaxArgBytes));
+  DispatchRecord rec;
+  rec.rank = rank;
+  rec.trampoline = trampoline;
+  rec.kernel = kernel;
+  rec.args = std::move(writer.bytes());
+  for (std::uint32_t b : writer.blocks()) {
+    if (b == 0 || std::find(rec.blocks.begin(), rec.blocks.end(), b) != rec.blocks.end()) continue;
+    BlockRecord br;
+    if (!BlockRegistry::instance().find(b, &br))
+      throw UsageError(fmt::format("dispatch to rank {}: a Tensor argument views a HostTensor that was already "
+                                   "destroyed; keep the HostTensor alive until pld::run returns",
+                                   rank));
+    if (auto owner = br.owner.lock()) keep_alive_.push_back(std::move(owner));
+    rec.blocks.push_back(b);
+  }
+  for (std::uint32_t id : writer.domains()) {
+    if (std::find(rec.domains.begin(), rec.domains.end(), id) != rec.domains.end()) continue;
+    if (id >= domains_.size())
+      throw UsageError(fmt::format("dispatch to rank {}: a window view comes from another orchestrator call; "
+                                   "windows live for one call",
+                                   rank));
+    DomainRecord& d = domains_[id];
+    const int local = d.local_of[static_cast<std::size_t>(rank)];
+    if (local < 0)
+      throw UsageError(fmt::format("dispatch to rank {}: an argument is a window of comm domain {}, which rank {} is "
+                                   "not a member of; dispatch it to a member or allocate it in a domain that "
+                                   "contains rank {}",
+                                   rank, d.label, rank, rank));
+    d.used = true;
+    d.dispatched[static_cast<std::size_t>(local)] = true;
+    rec.domains.push_back(id);
+  }
+  dispatches_.push_back(std::move(rec));
+}
+
+void HostSession::finish() const {
+  for (const DomainRecord& d : domains_) {
+    if (!d.used) continue;
+    std::vector<int> missing, present;
+    for (std::size_t i = 0; i < d.members.size(); ++i) (d.dispatched[i] ? present : missing).push_back(d.members[i]);
+    if (!missing.empty())
+      throw UsageError(fmt::format(
+          "pld::run: rank{} {} received no dispatch using comm domain {} while rank{} {} did; every member of a "
+          "domain must take part (peers would wait for it forever): dispatch to every member, e.g. "
+          "for (int r = 0; r < h.world_size(); ++r) h.dispatch(r, ...)",
+          missing.size() > 1 ? "s" : "", fmt::join(missing, ", "), d.label, present.size() > 1 ? "s" : "",
+          fmt::join(present, ", ")));
+  }
+}
+
+std::string HostSession::describe_buffer(std::uint32_t domain, std::uint32_t buffer) const {
+  if (domain >= domains_.size()) return "?";
+  const DomainRecord& d = domains_[domain];
+  const std::string name = buffer < d.buffers.size() ? d.buffers[buffer].name : std::string("?");
+  return fmt::format("'{}' of domain {}", name, d.label);
+}
+
+}  // namespace pld::detail

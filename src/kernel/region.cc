@@ -1,0 +1,125 @@
+#include "kernel/region.h"
+
+#include "rank/runtime.h"
+
+#include <pld/error.hpp>
+
+#include <fmt/format.h>
+
+namespace pld::detail {
+
+void check_box(const std::string& op, const char* what, const Dims& shape, const Dims& offsets, const Dims& extent,
+               const char* remedy) {
+  if (offsets.size() != shape.size())
+    throw UsageError(fmt::format("{}: {} offsets {} have rank {} but {} has rank {} (shape {}); give one offset "
+                                 "per dimension",
+                                 op, what, offsets.str(), offsets.size(), what, shape.size(), shape.str()));
+  if (extent.size() != shape.size())
+    throw UsageError(fmt::format("{}: {} extent {} has rank {} but {} has rank {} (shape {}); give one extent per "
+                                 "dimension",
+                                 op, what, extent.str(), extent.size(), what, shape.size(), shape.str()));
+  for (int d = 0; d < shape.size(); ++d) {
+    if (offsets[d] < 0)
+      throw UsageError(fmt::format("{}: {} offset {} in dimension {} is negative (offsets {}); offsets must be >= 0",
+                                   op, what, offsets[d], d, offsets.str()));
+    if (extent[d] < 0)
+      throw UsageError(fmt::format("{}: extent {} in dimension {} is negative (extent {}); extents must be >= 0", op,
+                                   extent[d], d, extent.str()));
+    if (offsets[d] + extent[d] > shape[d])
+      throw UsageError(fmt::format("{}: {} region exceeds dimension {}: offset {} + extent {} > {} (shape {}, offsets "
+                                   "{}, extent {}); {}",
+                                   op, what, d, offsets[d], extent[d], shape[d], shape.str(), offsets.str(),
+                                   extent.str(), remedy));
+  }
+}
+
+void check_peer(const std::string& op, const DomainState& state, int peer) {
+  if (peer < 0 || peer >= state.nranks())
+    throw UsageError(fmt::format("{}: peer {} out of range [0, {}) of comm domain {}; peers are domain-local ranks "
+                                 "(use pld::rank(ctx) / pld::nranks(ctx))",
+                                 op, peer, state.nranks(), state.label));
+}
+
+const DomainState& bound_state(const std::string& op, const WindowDesc& w) {
+  if (!w.state) {
+    RankRuntime::get(op.c_str());  // throws "called outside a kernel" on the host
+    throw UsageError(fmt::format("{}: the window view is not bound to a comm domain; create it with "
+                                 "Host::window<T>() and pass it to the kernel through Host::dispatch",
+                                 op));
+  }
+  return *w.state;
+}
+
+void check_dtype(const char* op, DType a, DType b) {
+  if (a != b)
+    throw UsageError(fmt::format("{}: src dtype ({}) must match target dtype ({})", op, dtype_name(a), dtype_name(b)));
+}
+
+void check_atomic(const char* op, AtomicType atomic, DType dtype) {
+  if (atomic == AtomicType::None) return;
+  if (atomic != AtomicType::Add)
+    throw UsageError(fmt::format("{}: atomic {} must be AtomicType::None or AtomicType::Add", op, static_cast<int>(atomic)));
+  switch (dtype) {
+    case DType::FP32: case DType::FP16: case DType::BF16: case DType::INT32: case DType::INT16: case DType::INT8:
+      return;
+    default:
+      throw UsageError(fmt::format("{}: AtomicType::Add requires an fp32/bf16/fp16/int32/int16/int8 dtype, got {}; "
+                                   "accumulate in one of those types or use a plain store with a signal",
+                                   op, dtype_name(dtype)));
+  }
+}
+
+Dims strides_of(const Dims& shape) {
+  Dims s = shape;
+  Index acc = 1;
+  for (int d = shape.size() - 1; d >= 0; --d) {
+    s[d] = acc;
+    acc *= shape[d];
+  }
+  return s;
+}
+
+RowCursor::RowCursor(const Dims& shape, const Dims& offsets, const Dims& extent)
+    : stride_(strides_of(shape)), extent_(extent), index_(extent) {
+  for (int d = 0; d < shape.size(); ++d) {
+    index_[d] = 0;
+    linear_ += offsets[d] * stride_[d];
+  }
+}
+
+void RowCursor::next() {
+  for (int d = extent_.size() - 2; d >= 0; --d) {
+    ++index_[d];
+    linear_ += stride_[d];
+    if (index_[d] < extent_[d]) return;
+    linear_ -= extent_[d] * stride_[d];
+    index_[d] = 0;
+  }
+}
+
+void RowCursor::seek(Index row) {
+  for (int d = extent_.size() - 2; d >= 0; --d) {
+    linear_ -= index_[d] * stride_[d];
+    index_[d] = extent_[d] ? row % extent_[d] : 0;
+    row = extent_[d] ? row / extent_[d] : 0;
+    linear_ += index_[d] * stride_[d];
+  }
+}
+
+bool box_contiguous(const Dims& shape, const Dims& extent) {
+  // Contiguous iff, after the first dimension with extent > 1, every extent equals the shape.
+  int d = 0;
+  while (d < extent.size() && extent[d] == 1) ++d;
+  for (++d; d < extent.size(); ++d)
+    if (extent[d] != shape[d]) return false;
+  return true;
+}
+
+Dims pad_leading(const Dims& extent, int rank) {
+  Dims out;
+  for (int d = 0; d < rank - extent.size(); ++d) out.push_back(1);
+  for (Index e : extent) out.push_back(e);
+  return out;
+}
+
+}  // namespace pld::detail

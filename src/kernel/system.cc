@@ -1,0 +1,115 @@
+// pld::system: comm contexts, notify and wait.
+#include "kernel/region.h"
+#include "rank/runtime.h"
+
+#include <pld/error.hpp>
+#include <pld/kernel.hpp>
+
+#include <fmt/format.h>
+
+namespace pld {
+
+int CommCtx::rank() const {
+  if (!state_) throw UsageError("pld::rank(ctx): the CommCtx is empty; obtain it with pld::get_comm_ctx(dt) in a kernel");
+  return state_->rank;
+}
+int CommCtx::nranks() const {
+  if (!state_) throw UsageError("pld::nranks(ctx): the CommCtx is empty; obtain it with pld::get_comm_ctx(dt) in a kernel");
+  return state_->nranks();
+}
+int CommCtx::world_rank(int peer) const {
+  detail::check_peer("CommCtx::world_rank", *state_, peer);
+  return state_->members[static_cast<std::size_t>(peer)];
+}
+std::byte* CommCtx::windows_in(int peer) const {
+  detail::check_peer("CommCtx::windows_in", *state_, peer);
+  return state_->windows_in[static_cast<std::size_t>(peer)];
+}
+
+namespace detail {
+
+namespace {
+
+std::string signal_site(const char* op, const WindowDesc& s, const Dims& offsets) {
+  const std::string& name = s.state ? s.state->buffer_name(s.ref.buffer) : std::string("?");
+  return fmt::format("{}(signal '{}', offsets {})", op, name, offsets.str());
+}
+
+// Byte offset of the cell `offsets` of a signal window, after checking it exists.
+std::uint64_t cell_offset(const std::string& op, const WindowDesc& s, const Dims& offsets) {
+  Dims one = offsets;
+  for (int d = 0; d < one.size(); ++d) one[d] = 1;
+  check_box(op, "signal", s.shape, offsets, one, "pick a cell inside the signal window");
+  Index lin = 0;
+  for (int d = 0; d < s.shape.size(); ++d) lin = lin * s.shape[d] + offsets[d];
+  return s.ref.offset + static_cast<std::uint64_t>(lin) * sizeof(std::int32_t);
+}
+
+}  // namespace
+
+CommCtx comm_ctx(const char* op, const DomainState* state) {
+  if (!state) {
+    RankRuntime::get(op);
+    throw UsageError(fmt::format("{}: expects a DistributedTensor delivered by Host::dispatch (window-bound)", op));
+  }
+  return CommCtx(state);
+}
+
+LocalDesc window_local(const char* op, const WindowDesc& w) {
+  const DomainState& d = bound_state(op, w);
+  std::byte* base = d.windows_in[static_cast<std::size_t>(d.rank)];
+  return LocalDesc{base + w.ref.offset, w.shape, w.dtype, w.shape};
+}
+
+// Fast check of a signal cell; the slow path (cell_offset) produces the message.
+bool cell_fast(const WindowDesc& s, const Dims& offsets, std::uint64_t* off) {
+  if (offsets.size() != s.shape.size()) return false;
+  Index lin = 0;
+  for (int d = 0; d < s.shape.size(); ++d) {
+    if (offsets[d] < 0 || offsets[d] >= s.shape[d]) return false;
+    lin = lin * s.shape[d] + offsets[d];
+  }
+  *off = s.ref.offset + static_cast<std::uint64_t>(lin) * sizeof(std::int32_t);
+  return true;
+}
+
+void notify(const WindowDesc& signal, int peer, const Dims& offsets, std::int32_t value, NotifyOp op) {
+  const DomainState* d = signal.state;
+  std::uint64_t off = 0;
+  if (!d || (op != NotifyOp::AtomicAdd && op != NotifyOp::Set) || peer < 0 || peer >= d->nranks() ||
+      !cell_fast(signal, offsets, &off)) {
+    const std::string site = fmt::format("{} peer {}", signal_site("notify", signal, offsets), peer);
+    bound_state(site, signal);
+    if (op != NotifyOp::AtomicAdd && op != NotifyOp::Set)
+      throw UsageError(fmt::format("{}: op {} must be NotifyOp::AtomicAdd or NotifyOp::Set", site, static_cast<int>(op)));
+    check_peer(site, *d, peer);
+    off = cell_offset(site, signal, offsets);
+  }
+  d->backend->notify(d->members[static_cast<std::size_t>(peer)], off, value, op);
+}
+
+void wait(const WindowDesc& signal, const Dims& offsets, std::int32_t expected, WaitCmp cmp) {
+  const DomainState* d = signal.state;
+  std::uint64_t off = 0;
+  if (!d || (cmp != WaitCmp::Eq && cmp != WaitCmp::Ge) || !cell_fast(signal, offsets, &off)) {
+    const std::string site = signal_site("wait", signal, offsets);
+    bound_state(site, signal);
+    if (cmp != WaitCmp::Eq && cmp != WaitCmp::Ge)
+      throw UsageError(fmt::format("{}: cmp {} must be WaitCmp::Eq or WaitCmp::Ge", site, static_cast<int>(cmp)));
+    off = cell_offset(site, signal, offsets);
+  }
+  const WaitSite where{signal.ref.domain, signal.ref.buffer, &offsets};
+  std::int32_t seen = 0;
+  switch (d->backend->wait(off, expected, cmp, where, &seen)) {
+    case WaitStatus::Ok: return;
+    case WaitStatus::Timeout:
+      throw WaitTimeoutError(fmt::format("{}: waited for value {} {} but the cell holds {} at the deadline",
+                                         signal_site("wait", signal, offsets), cmp == WaitCmp::Eq ? "==" : ">=",
+                                         expected, seen));
+    case WaitStatus::Aborted:
+      throw AbortedError(fmt::format("{}: released because another rank failed", signal_site("wait", signal, offsets)));
+  }
+}
+
+}  // namespace detail
+}  // namespace pld

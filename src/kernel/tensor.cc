@@ -1,0 +1,96 @@
+// pld::tensor: put (push) and get (pull) between a rank-local array and a peer's window.
+#include "kernel/region.h"
+#include "rank/runtime.h"
+
+#include <pld/error.hpp>
+#include <pld/kernel.hpp>
+
+#include <fmt/format.h>
+
+namespace pld::detail {
+
+namespace {
+
+void check_chunks(const char* op, Index chunk_rows, Index chunk_cols, bool pipeline) {
+  if (chunk_rows < 0)
+    throw UsageError(fmt::format("{}: chunk_rows {} must be non-negative (0 = the whole transfer)", op, chunk_rows));
+  if (chunk_cols < 0)
+    throw UsageError(fmt::format("{}: chunk_cols {} must be non-negative (0 = the whole transfer)", op, chunk_cols));
+  if (pipeline && (chunk_rows <= 0 || chunk_cols <= 0))
+    throw UsageError(fmt::format("{}: pipeline=true requires both chunk_rows>0 and chunk_cols>0 (got chunk_rows={}, "
+                                 "chunk_cols={})",
+                                 op, chunk_rows, chunk_cols));
+}
+
+struct Region {
+  Dims window_offsets, local_offsets, shape;
+};
+
+// Validates the region arguments of put/get and returns the boxes on both sides.
+Region region_of(const char* op, const char* window_side, const char* local_side, const Dims& window_shape,
+                 const Dims& local_shape, const Dims* window_offsets, const Dims* local_offsets, const Dims* shape) {
+  if (window_shape.size() != local_shape.size())
+    throw UsageError(fmt::format("{}: {} (shape {}) and {} (shape {}) must have the same rank", op, window_side,
+                                 window_shape.str(), local_side, local_shape.str()));
+  Region r;
+  if (!shape) {
+    if (!(window_shape == local_shape))
+      throw UsageError(fmt::format("{}: {} and {} must have the same static shape for a full-slice transfer ({} vs "
+                                   "{}); pass dst_offsets, src_offsets and shape to move a region",
+                                   op, window_side, local_side, window_shape.str(), local_shape.str()));
+    r.shape = window_shape;
+    r.window_offsets = r.local_offsets = Dims(window_shape.begin(), window_shape.end());
+    for (int d = 0; d < r.shape.size(); ++d) r.window_offsets[d] = r.local_offsets[d] = 0;
+    return r;
+  }
+  r.shape = *shape;
+  r.window_offsets = *window_offsets;
+  r.local_offsets = *local_offsets;
+  const std::string what_w = fmt::format("{} subregion", window_side);
+  const std::string what_l = fmt::format("{} subregion", local_side);
+  check_box(op, what_w.c_str(), window_shape, r.window_offsets, r.shape, "shrink shape or move the offsets");
+  check_box(op, what_l.c_str(), local_shape, r.local_offsets, r.shape, "shrink shape or move the offsets");
+  return r;
+}
+
+}  // namespace
+
+void put(const WindowDesc& dst, int peer, const LocalDesc& src, const Dims* dst_offsets, const Dims* src_offsets,
+         const Dims* shape, const PutOptions& options) {
+  const char* op = "tensor::put";
+  const DomainState& d = bound_state(op, dst);
+  check_peer(op, d, peer);
+  check_dtype(op, src.dtype, dst.dtype);
+  check_atomic(op, options.atomic, dst.dtype);
+  check_chunks(op, options.chunk_rows, options.chunk_cols, options.pipeline);
+  const Region r = region_of(op, "dst", "src", dst.shape, src.shape, dst_offsets, src_offsets, shape);
+  const std::size_t esz = dtype_size(dst.dtype);
+  const int world_peer = d.members[static_cast<std::size_t>(peer)];
+  for_each_run(dst.shape, r.window_offsets, r.shape, src.shape, r.local_offsets, r.shape, options.chunk_rows,
+               options.chunk_cols, [&](Index w, Index l, Index n) {
+                 const std::uint64_t off = dst.ref.offset + static_cast<std::uint64_t>(w) * esz;
+                 if (options.atomic == AtomicType::Add)
+                   d.backend->atomic_add(world_peer, off, src.data + l * esz, static_cast<std::size_t>(n), dst.dtype);
+                 else
+                   d.backend->put(world_peer, off, src.data + l * esz, static_cast<std::size_t>(n) * esz);
+               });
+}
+
+void get(const LocalDesc& dst, int peer, const WindowDesc& src, const Dims* dst_offsets, const Dims* src_offsets,
+         const Dims* shape, const GetOptions& options) {
+  const char* op = "tensor::get";
+  const DomainState& d = bound_state(op, src);
+  check_peer(op, d, peer);
+  check_dtype(op, src.dtype, dst.dtype);
+  check_chunks(op, options.chunk_rows, options.chunk_cols, options.pipeline);
+  const Region r = region_of(op, "src", "dst", src.shape, dst.shape, src_offsets, dst_offsets, shape);
+  const std::size_t esz = dtype_size(src.dtype);
+  const int world_peer = d.members[static_cast<std::size_t>(peer)];
+  for_each_run(src.shape, r.window_offsets, r.shape, dst.shape, r.local_offsets, r.shape, options.chunk_rows,
+               options.chunk_cols, [&](Index w, Index l, Index n) {
+                 d.backend->get(dst.data + l * esz, world_peer, src.ref.offset + static_cast<std::uint64_t>(w) * esz,
+                                static_cast<std::size_t>(n) * esz);
+               });
+}
+
+}  // namespace pld::detail

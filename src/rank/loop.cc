@@ -1,0 +1,186 @@
+// The rank process: receives messages from the host and runs its dispatches in program order.
+// It never returns: it _exit()s when told to shut down or when the host goes away (the socket
+// closes, and PR_SET_PDEATHSIG kills it if the host dies first).
+#include "backend/shm/backend.h"
+#include "core/block.h"
+#include "core/log.h"
+#include "rank/runtime.h"
+#include "worker/channel.h"
+#include "worker/protocol.h"
+
+#include <pld/detail/dispatch.hpp>
+#include <pld/error.hpp>
+
+#include <cxxabi.h>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+#include <iostream>
+#include <typeinfo>
+
+namespace pld::detail {
+
+namespace {
+
+[[noreturn]] void leave(int code) {
+  std::cout.flush();
+  std::cerr.flush();
+  std::fflush(nullptr);
+  _exit(code);
+}
+
+template <class T>
+T take(const std::byte*& p) {
+  T v;
+  std::memcpy(&v, p, sizeof(T));
+  p += sizeof(T);
+  return v;
+}
+
+void reply(int fd, ReplyStatus status, std::uint64_t seq, const std::string& text) {
+  std::vector<std::byte> out(sizeof(ReplyHeader));
+  ReplyHeader h{status, 0, seq};
+  std::memcpy(out.data(), &h, sizeof h);
+  const std::size_t n = std::min(text.size(), kMaxMessage - sizeof h);
+  const auto* t = reinterpret_cast<const std::byte*>(text.data());
+  out.insert(out.end(), t, t + n);
+  try {
+    channel_send(fd, out.data(), out.size(), -1, false);
+  } catch (const Error&) {
+    leave(0);  // the host is gone
+  }
+}
+
+void define_domain(RankRuntime& rt, ShmBackend* backend, const std::byte* p) {
+  auto d = std::make_unique<DomainState>();
+  d->id = take<std::uint32_t>(p);
+  const auto n = take<std::uint32_t>(p);
+  d->rank = -1;
+  for (std::uint32_t i = 0; i < n; ++i) {
+    const int w = take<std::int32_t>(p);
+    if (w == rt.world_rank()) d->rank = static_cast<int>(i);
+    d->members.push_back(w);
+    d->windows_in.push_back(backend->heap_base(w));
+  }
+  const auto m = take<std::uint32_t>(p);
+  for (std::uint32_t i = 0; i < m; ++i) {
+    BufferInfo b;
+    b.offset = take<std::uint64_t>(p);
+    b.bytes = take<std::uint64_t>(p);
+    const auto len = take<std::uint32_t>(p);
+    b.name.assign(reinterpret_cast<const char*>(p), len);
+    p += len;
+    d->buffers.push_back(std::move(b));
+  }
+  d->label = static_cast<int>(n) == backend->world_size() && d->id == 0
+                 ? std::string("world")
+                 : fmt::format("{{{}}}", fmt::join(d->members, ", "));
+  d->backend = backend;
+  rt.domain_define(std::move(d));
+}
+
+void run_dispatch(int fd, ShmBackend* backend, const std::byte* p, const std::byte* end) {
+  const auto seq = take<std::uint64_t>(p);
+  const auto trampoline = reinterpret_cast<Trampoline>(take<std::uintptr_t>(p));
+  const auto kernel = reinterpret_cast<void (*)()>(take<std::uintptr_t>(p));
+  RankSlot& slot = backend->control().slots[backend->my_rank()];
+  slot.dispatch.store(seq, std::memory_order_relaxed);
+  slot.state.store(static_cast<std::uint32_t>(RankState::Running), std::memory_order_release);
+  if (backend->control().abort.load(std::memory_order_acquire)) {
+    slot.state.store(static_cast<std::uint32_t>(RankState::Idle), std::memory_order_release);
+    reply(fd, ReplyStatus::Aborted, seq, "skipped: the job is aborting");
+    return;
+  }
+  ReplyStatus status = ReplyStatus::Ok;
+  std::string text;
+  try {
+    ArgReader reader(p, static_cast<std::size_t>(end - p));
+    trampoline(kernel, reader);
+  } catch (const WaitTimeoutError& e) {
+    status = ReplyStatus::WaitTimeout;
+    text = e.what();
+  } catch (const AbortedError& e) {
+    status = ReplyStatus::Aborted;
+    text = e.what();
+  } catch (const UsageError& e) {
+    status = ReplyStatus::KernelError;
+    text = e.what();
+  } catch (const std::exception& e) {
+    status = ReplyStatus::KernelError;
+    int st = 0;
+    char* name = abi::__cxa_demangle(typeid(e).name(), nullptr, nullptr, &st);
+    text = fmt::format("kernel threw {}: {}", name ? name : typeid(e).name(), e.what());
+    std::free(name);
+  } catch (...) {
+    status = ReplyStatus::KernelError;
+    text = "kernel threw an exception that is not a std::exception";
+  }
+  if (status != ReplyStatus::WaitTimeout)  // a timed-out wait stays published for the host's report
+    slot.state.store(static_cast<std::uint32_t>(RankState::Idle), std::memory_order_release);
+  if (status == ReplyStatus::KernelError) log(LogLevel::Info, "dispatch {} failed: {}", seq, text);
+  reply(fd, status, seq, text);
+}
+
+}  // namespace
+
+void serve(int fd, int rank, ShmBackend* backend, RankRuntime& rt, std::vector<std::byte>& buf);
+
+[[noreturn]] void rank_main(int rank, int fd, ShmBackend* backend, pid_t host_pid,
+                            const std::vector<std::pair<std::uint32_t, BlockRecord>>& inherited,
+                            const std::vector<int>& close_fds) {
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (getppid() != host_pid) leave(1);  // the host died before we armed the death signal
+  for (int f : close_fds) close(f);
+  log_set_rank(rank);
+  backend->become_rank(rank);
+  auto runtime = std::make_unique<RankRuntime>(rank, backend);
+  for (const auto& [id, rec] : inherited) runtime->block_inherit(id, rec.base, rec.bytes);
+  RankRuntime& rt = *runtime;
+  RankRuntime::install(std::move(runtime));
+
+  std::vector<std::byte> buf;
+  try {
+    serve(fd, rank, backend, rt, buf);
+  } catch (const std::exception& e) {
+    log(LogLevel::Error, "rank runtime failed: {}", e.what());
+  } catch (...) {
+  }
+  leave(2);  // never unwind into the host's code that forked us
+}
+
+void serve(int fd, int rank, ShmBackend* backend, RankRuntime& rt, std::vector<std::byte>& buf) {
+  for (;;) {
+    int got_fd = -1;
+    long n = 0;
+    try {
+      n = channel_recv(fd, buf, &got_fd, false);
+    } catch (const Error&) {
+      n = 0;
+    }
+    if (n <= 0) leave(0);  // the host closed the socket or died
+    const std::byte* p = buf.data();
+    const std::byte* end = p + n;
+    switch (take<MessageType>(p)) {
+      case MessageType::Attach: {
+        const auto id = take<std::uint32_t>(p);
+        const auto bytes = take<std::uint64_t>(p);
+        rt.block_attach(id, got_fd, bytes);
+        break;
+      }
+      case MessageType::Retire: rt.block_retire(take<std::uint32_t>(p)); break;
+      case MessageType::Domain: define_domain(rt, backend, p); break;
+      case MessageType::Dispatch: run_dispatch(fd, backend, p, end); break;
+      case MessageType::EndCall: rt.domains_clear(); break;
+      case MessageType::Shutdown:
+        backend->control().slots[rank].state.store(static_cast<std::uint32_t>(RankState::Exited));
+        leave(0);
+    }
+  }
+}
+
+}  // namespace pld::detail

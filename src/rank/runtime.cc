@@ -1,0 +1,89 @@
+#include "rank/runtime.h"
+
+#include <pld/detail/dispatch.hpp>
+#include <pld/error.hpp>
+
+#include <fmt/format.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace pld::detail {
+
+namespace {
+std::unique_ptr<RankRuntime>& slot() {
+  static std::unique_ptr<RankRuntime> runtime;
+  return runtime;
+}
+}  // namespace
+
+const std::string& DomainState::buffer_name(std::uint32_t id) const {
+  static const std::string unknown = "?";
+  return id < buffers.size() ? buffers[id].name : unknown;
+}
+
+RankRuntime* RankRuntime::current() { return slot().get(); }
+
+RankRuntime& RankRuntime::get(const char* op) {
+  if (!slot())
+    throw UsageError(fmt::format("{}: called outside a kernel; kernel operations run inside a rank "
+                                 "process (pass the kernel to Host::dispatch)",
+                                 op));
+  return *slot();
+}
+
+void RankRuntime::install(std::unique_ptr<RankRuntime> runtime) { slot() = std::move(runtime); }
+
+std::byte* RankRuntime::block_base(std::uint32_t id) {
+  auto it = blocks_.find(id);
+  if (it == blocks_.end())
+    throw Error(fmt::format("pld: shared block {} was not delivered to rank {} (internal error)", id, world_rank_));
+  return it->second.base;
+}
+
+void RankRuntime::block_attach(std::uint32_t id, int fd, std::uint64_t bytes) {
+  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  const int e = errno;
+  close(fd);
+  if (p == MAP_FAILED)
+    throw Error(fmt::format("pld: rank {} cannot map a host tensor of {} bytes: {}", world_rank_, bytes,
+                            std::strerror(e)));
+  blocks_[id] = Block{static_cast<std::byte*>(p), bytes, true};
+}
+
+void RankRuntime::block_inherit(std::uint32_t id, std::byte* base, std::uint64_t bytes) {
+  blocks_[id] = Block{base, bytes, false};
+}
+
+void RankRuntime::block_retire(std::uint32_t id) {
+  auto it = blocks_.find(id);
+  if (it == blocks_.end()) return;
+  // Inherited mappings are the host's; unmapping our copy of the mapping is still right.
+  munmap(it->second.base, it->second.bytes);
+  blocks_.erase(it);
+}
+
+DomainState* RankRuntime::domain(std::uint32_t id) {
+  auto it = domains_.find(id);
+  return it == domains_.end() ? nullptr : it->second.get();
+}
+
+void RankRuntime::domain_define(std::unique_ptr<DomainState> state) {
+  const std::uint32_t id = state->id;
+  domains_[id] = std::move(state);
+}
+
+std::byte* rank_block_base(std::uint32_t id) { return RankRuntime::get("dispatch").block_base(id); }
+
+const DomainState* rank_domain(std::uint32_t id) {
+  RankRuntime& rt = RankRuntime::get("dispatch");
+  const DomainState* d = rt.domain(id);
+  if (!d)
+    throw Error(fmt::format("pld: comm domain {} was not delivered to rank {} (internal error)", id,
+                            rt.world_rank()));
+  return d;
+}
+
+}  // namespace pld::detail

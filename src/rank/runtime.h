@@ -1,0 +1,70 @@
+// Rank-side runtime state: which world rank this process is, its backend, the shared blocks it
+// has mapped (HostTensor storage) and the comm domains delivered by the host.
+#pragma once
+
+#include "backend/backend.h"
+
+#include <pld/window.hpp>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace pld::detail {
+
+struct BufferInfo {
+  std::uint64_t offset = 0;
+  std::uint64_t bytes = 0;
+  std::string name;
+};
+
+/// One comm domain as a member rank sees it.
+struct DomainState {
+  std::uint32_t id = 0;
+  int rank = 0;                      // domain-local rank of this process
+  std::vector<int> members;          // world ranks, ascending
+  std::vector<std::byte*> windows_in;  // heap base of each member (nullptr if not addressable)
+  std::vector<BufferInfo> buffers;   // by buffer id
+  std::string label;                 // "world" or "{1, 2}"
+  Backend* backend = nullptr;
+
+  int nranks() const { return static_cast<int>(members.size()); }
+  const std::string& buffer_name(std::uint32_t id) const;
+};
+
+class RankRuntime {
+ public:
+  /// The runtime of this rank process; throws UsageError when called outside a kernel.
+  static RankRuntime& get(const char* op);
+  static RankRuntime* current();
+  static void install(std::unique_ptr<RankRuntime> runtime);
+
+  RankRuntime(int world_rank, Backend* backend) : world_rank_(world_rank), backend_(backend) {}
+
+  int world_rank() const { return world_rank_; }
+  Backend& backend() { return *backend_; }
+
+  std::byte* block_base(std::uint32_t id);
+  void block_attach(std::uint32_t id, int fd, std::uint64_t bytes);
+  void block_inherit(std::uint32_t id, std::byte* base, std::uint64_t bytes);
+  void block_retire(std::uint32_t id);
+
+  DomainState* domain(std::uint32_t id);
+  void domain_define(std::unique_ptr<DomainState> state);
+  void domains_clear() { domains_.clear(); }
+
+ private:
+  struct Block {
+    std::byte* base;
+    std::uint64_t bytes;
+    bool owned;  // mapped by this process (not inherited from the host at fork)
+  };
+  int world_rank_;
+  Backend* backend_;
+  std::unordered_map<std::uint32_t, Block> blocks_;
+  std::unordered_map<std::uint32_t, std::unique_ptr<DomainState>> domains_;
+};
+
+}  // namespace pld::detail

@@ -1,0 +1,17 @@
+// A host <-> rank socket: whole packets, optionally carrying one file descriptor.
+#pragma once
+
+#include <cstddef>
+#include <vector>
+
+namespace pld::detail {
+
+/// Sends one packet. Returns false if it would block (non-blocking sockets); throws Error if the
+/// peer is gone or the packet is too large.
+bool channel_send(int fd, const void* data, std::size_t size, int pass_fd, bool nonblocking);
+
+/// Receives one packet into `buffer` (resized to the packet). Returns the packet size, 0 at end
+/// of stream, -1 if it would block. A received descriptor is stored in `*got_fd` (else -1).
+long channel_recv(int fd, std::vector<std::byte>& buffer, int* got_fd, bool nonblocking);
+
+}  // namespace pld::detail

@@ -1,0 +1,31 @@
+// Messages between the host and a rank process (one SOCK_SEQPACKET socket per rank; every
+// message is one packet, in order). Host -> rank messages start with a MessageType; the rank
+// answers every Dispatch with one Reply.
+#pragma once
+
+#include <cstdint>
+
+namespace pld::detail {
+
+enum class MessageType : std::uint32_t {
+  Attach = 1,    // u32 block id, u64 bytes; carries the block's memfd (SCM_RIGHTS)
+  Retire = 2,    // u32 block id: the HostTensor was destroyed, unmap it
+  Domain = 3,    // u32 id, u32 n, i32 members[n], u32 m, m x {u64 offset, u64 bytes, u32 len, name}
+  Dispatch = 4,  // u64 seq, trampoline, kernel, argument bytes
+  EndCall = 5,   // the orchestrator call is over: forget its domains
+  Shutdown = 6,  // exit
+};
+
+enum class ReplyStatus : std::uint32_t { Ok = 0, KernelError = 1, WaitTimeout = 2, Aborted = 3 };
+
+/// Rank -> host: u32 status, u64 seq, then the error text (no terminator).
+struct ReplyHeader {
+  ReplyStatus status;
+  std::uint32_t pad;
+  std::uint64_t seq;
+};
+
+/// Largest packet either side sends.
+inline constexpr std::size_t kMaxMessage = 64 * 1024;
+
+}  // namespace pld::detail

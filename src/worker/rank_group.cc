@@ -1,0 +1,395 @@
+#include "worker/rank_group.h"
+
+#include "core/block.h"
+#include "core/log.h"
+#include "worker/channel.h"
+#include "worker/protocol.h"
+#include "worker/report.h"
+
+#include <fmt/format.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <thread>
+
+namespace pld::detail {
+
+[[noreturn]] void rank_main(int rank, int fd, ShmBackend* backend, pid_t host_pid,
+                            const std::vector<std::pair<std::uint32_t, BlockRecord>>& inherited,
+                            const std::vector<int>& close_fds);
+
+namespace {
+
+constexpr double kAbortGrace = 5.0;     // seconds a released rank gets to answer before SIGKILL
+constexpr double kShutdownGrace = 2.0;  // seconds a rank gets to exit before SIGKILL
+
+template <class T>
+void put_value(std::vector<std::byte>& out, const T& v) {
+  const auto* p = reinterpret_cast<const std::byte*>(&v);
+  out.insert(out.end(), p, p + sizeof(T));
+}
+
+std::vector<std::byte> message(MessageType type) {
+  std::vector<std::byte> out;
+  put_value(out, type);
+  return out;
+}
+
+}  // namespace
+
+RankGroup::RankGroup(const GroupOptions& options) : options_(options) {
+  const int world = static_cast<int>(options.device_ids.size());
+  backend_ = std::make_unique<ShmBackend>(world, options.heap_bytes, options.wait_timeout, options.wait_spin);
+  dirty_.assign(static_cast<std::size_t>(world), 0);
+  ranks_.resize(static_cast<std::size_t>(world));
+  fork_ranks();
+}
+
+RankGroup::~RankGroup() { shutdown(); }
+
+std::string RankGroup::who(int r) const {
+  return fmt::format("rank {} (device {})", r, options_.device_ids[static_cast<std::size_t>(r)]);
+}
+
+void RankGroup::fork_ranks() {
+  std::fflush(nullptr);  // buffered output must not be duplicated into the children
+  const auto inherited = BlockRegistry::instance().snapshot();
+  const pid_t host_pid = getpid();
+  std::vector<int> host_ends;
+  for (int r = 0; r < world_size(); ++r) {
+    int sv[2];
+    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) {
+      shutdown();
+      throw RankError(r, RankFailure::Startup, fmt::format("pld: cannot create the socket for {}: {}", who(r),
+                                                           std::strerror(errno)));
+    }
+    const pid_t pid = fork();
+    if (pid < 0) {
+      const int e = errno;
+      close(sv[0]);
+      close(sv[1]);
+      shutdown();
+      throw RankError(r, RankFailure::Startup, fmt::format("pld: cannot fork {}: {}", who(r), std::strerror(e)));
+    }
+    if (pid == 0) {
+      close(sv[0]);
+      std::vector<int> close_fds = host_ends;
+      for (const auto& [id, rec] : inherited) close_fds.push_back(rec.fd);
+      rank_main(r, sv[1], backend_.get(), host_pid, inherited, close_fds);
+    }
+    close(sv[1]);
+    Rank& rank = ranks_[static_cast<std::size_t>(r)];
+    rank.pid = pid;
+    rank.fd = sv[0];
+    rank.alive = true;
+    for (const auto& [id, rec] : inherited) rank.blocks.insert(id);
+    host_ends.push_back(sv[0]);
+  }
+  log(LogLevel::Info, "started {} rank processes on the {} backend (heap {} bytes per rank)", world_size(),
+      backend_->name(), options_.heap_bytes);
+}
+
+void RankGroup::build_queues(const HostSession& session) {
+  // Blocks a rank has mapped whose HostTensor is gone: unmap them.
+  for (Rank& rank : ranks_) {
+    for (auto it = rank.blocks.begin(); it != rank.blocks.end();) {
+      BlockRecord rec;
+      if (BlockRegistry::instance().find(*it, &rec)) {
+        ++it;
+        continue;
+      }
+      auto m = message(MessageType::Retire);
+      put_value(m, *it);
+      rank.queue.push_back(Outgoing{std::move(m)});
+      it = rank.blocks.erase(it);
+    }
+  }
+  std::vector<std::vector<bool>> domain_sent(ranks_.size(), std::vector<bool>(session.domains().size(), false));
+  const auto& dispatches = session.dispatches();
+  for (std::size_t i = 0; i < dispatches.size(); ++i) {
+    const DispatchRecord& d = dispatches[i];
+    Rank& rank = ranks_[static_cast<std::size_t>(d.rank)];
+    for (std::uint32_t b : d.blocks) {
+      if (rank.blocks.count(b)) continue;
+      BlockRecord rec;
+      if (!BlockRegistry::instance().find(b, &rec)) continue;  // kept alive by the session; cannot happen
+      auto m = message(MessageType::Attach);
+      put_value(m, b);
+      put_value(m, rec.bytes);
+      rank.queue.push_back(Outgoing{std::move(m), rec.fd, b});
+      rank.blocks.insert(b);  // queued in order before any dispatch that needs it
+    }
+    for (std::uint32_t id : d.domains) {
+      auto sent = domain_sent[static_cast<std::size_t>(d.rank)][id];
+      if (sent) continue;
+      domain_sent[static_cast<std::size_t>(d.rank)][id] = true;
+      const DomainRecord& dom = session.domain(id);
+      auto m = message(MessageType::Domain);
+      put_value(m, dom.id);
+      put_value(m, static_cast<std::uint32_t>(dom.members.size()));
+      for (int w : dom.members) put_value(m, static_cast<std::int32_t>(w));
+      put_value(m, static_cast<std::uint32_t>(dom.buffers.size()));
+      for (const BufferInfo& b : dom.buffers) {
+        put_value(m, b.offset);
+        put_value(m, b.bytes);
+        const std::string name = b.name.substr(0, 200);
+        put_value(m, static_cast<std::uint32_t>(name.size()));
+        const auto* p = reinterpret_cast<const std::byte*>(name.data());
+        m.insert(m.end(), p, p + name.size());
+      }
+      if (m.size() > kMaxMessage)
+        throw UsageError(fmt::format("pld::run: comm domain {} has too many window buffers ({}) to describe in one "
+                                     "message; use fewer, larger buffers",
+                                     dom.label, dom.buffers.size()));
+      rank.queue.push_back(Outgoing{std::move(m)});
+    }
+    auto m = message(MessageType::Dispatch);
+    put_value(m, call_base_ + i);
+    put_value(m, reinterpret_cast<std::uintptr_t>(d.trampoline));
+    put_value(m, reinterpret_cast<std::uintptr_t>(d.kernel));
+    m.insert(m.end(), d.args.begin(), d.args.end());
+    rank.queue.push_back(Outgoing{std::move(m), -1, 0, static_cast<std::int64_t>(i)});
+  }
+  for (Rank& rank : ranks_) rank.queue.push_back(Outgoing{message(MessageType::EndCall)});
+}
+
+void RankGroup::pump_sends(int r) {
+  Rank& rank = ranks_[static_cast<std::size_t>(r)];
+  while (rank.alive && !rank.queue.empty()) {
+    Outgoing& out = rank.queue.front();
+    bool ok = false;
+    try {
+      ok = channel_send(rank.fd, out.bytes.data(), out.bytes.size(), out.fd, true);
+    } catch (const Error&) {
+      on_death(r);
+      return;
+    }
+    if (!ok) return;
+    if (out.dispatch >= 0) {
+      ++rank.sent;
+      rank.in_flight.push_back(out.dispatch);
+    }
+    rank.queue.pop_front();
+  }
+}
+
+void RankGroup::read_replies(int r, const HostSession& session) {
+  Rank& rank = ranks_[static_cast<std::size_t>(r)];
+  std::vector<std::byte> buf;
+  while (rank.alive) {
+    int fd = -1;
+    long n = 0;
+    try {
+      n = channel_recv(rank.fd, buf, &fd, true);
+    } catch (const Error&) {
+      n = 0;
+    }
+    if (fd >= 0) close(fd);
+    if (n < 0) return;
+    if (n == 0) {
+      on_death(r);
+      return;
+    }
+    if (static_cast<std::size_t>(n) < sizeof(ReplyHeader)) continue;
+    ReplyHeader h;
+    std::memcpy(&h, buf.data(), sizeof h);
+    const std::string text(reinterpret_cast<const char*>(buf.data()) + sizeof h, static_cast<std::size_t>(n) - sizeof h);
+    ++rank.done;
+    const auto index = static_cast<std::int64_t>(h.seq - call_base_);
+    if (!rank.in_flight.empty()) rank.in_flight.pop_front();
+    if (h.status == ReplyStatus::Ok || h.status == ReplyStatus::Aborted) continue;
+    Failure f;
+    f.rank = r;
+    f.dispatch = index;
+    f.cause = h.status == ReplyStatus::WaitTimeout ? RankFailure::WaitTimeout : RankFailure::KernelError;
+    f.text = text;
+    if (f.cause == RankFailure::WaitTimeout && failure_.rank < 0) f.report = wait_report(session);
+    fail(std::move(f));
+  }
+}
+
+std::string RankGroup::reap_status(int r) {
+  Rank& rank = ranks_[static_cast<std::size_t>(r)];
+  int status = 0;
+  pid_t got;
+  do {
+    got = waitpid(rank.pid, &status, 0);
+  } while (got < 0 && errno == EINTR);
+  rank.pid = -1;
+  if (got < 0) return "ended (status unknown)";
+  if (WIFSIGNALED(status)) {
+    const int sig = WTERMSIG(status);
+    return fmt::format("was killed by signal {} ({}{})", sig, sigabbrev_np(sig) ? "SIG" : "",
+                       sigabbrev_np(sig) ? sigabbrev_np(sig) : strsignal(sig));
+  }
+  return fmt::format("exited with status {}", WEXITSTATUS(status));
+}
+
+void RankGroup::on_death(int r) {
+  Rank& rank = ranks_[static_cast<std::size_t>(r)];
+  if (!rank.alive) return;
+  rank.alive = false;
+  close(rank.fd);
+  rank.fd = -1;
+  const bool busy = rank.sent > rank.done || std::any_of(rank.queue.begin(), rank.queue.end(),
+                                                          [](const Outgoing& o) { return o.dispatch >= 0; });
+  const std::int64_t running = rank.in_flight.empty() ? -1 : rank.in_flight.front();
+  rank.in_flight.clear();
+  rank.queue.clear();
+  rank.done = rank.sent;
+  const std::string how = reap_status(r);
+  log(LogLevel::Warn, "{} {}", who(r), how);
+  if (!busy || aborting_) return;  // idle deaths surface at the next call; during an abort they are expected
+  Failure f;
+  f.rank = r;
+  f.dispatch = running;
+  f.cause = how.rfind("was killed", 0) == 0 ? RankFailure::Crashed : RankFailure::Exited;
+  f.text = fmt::format("the rank process {}", how);
+  fail(std::move(f));
+}
+
+void RankGroup::fail(Failure failure) {
+  if (failure_.rank < 0) failure_ = std::move(failure);
+  if (aborting_) return;
+  aborting_ = true;
+  backend_->abort_waits();
+  for (Rank& rank : ranks_) {
+    // Unsent dispatches are dropped; the rest of the queue (EndCall) still goes.
+    std::erase_if(rank.queue, [](const Outgoing& o) { return o.dispatch >= 0; });
+  }
+}
+
+void RankGroup::execute(const HostSession& session) {
+  for (int r = 0; r < world_size(); ++r)
+    if (!ranks_[static_cast<std::size_t>(r)].alive)
+      throw RankError(r, RankFailure::Exited,
+                      fmt::format("pld: {} is no longer running (it ended after an earlier failure)", who(r)));
+  backend_->clear_abort();
+  aborting_ = false;
+  failure_ = Failure{};
+
+  // Windows start zero-filled: clear whatever earlier calls may have written.
+  for (int r = 0; r < world_size(); ++r) {
+    const std::uint64_t top = session.heap_top(r);
+    const std::uint64_t z = std::min(top, dirty_[static_cast<std::size_t>(r)]);
+    if (z) backend_->zero(r, 0, z);
+    dirty_[static_cast<std::size_t>(r)] = std::max(dirty_[static_cast<std::size_t>(r)], top);
+  }
+  build_queues(session);
+
+  using Clock = std::chrono::steady_clock;
+  Clock::time_point abort_deadline{};
+  std::vector<pollfd> pfds(ranks_.size());
+  for (;;) {
+    for (int r = 0; r < world_size(); ++r) pump_sends(r);
+    bool busy = false;
+    for (std::size_t r = 0; r < ranks_.size(); ++r) {
+      const Rank& rank = ranks_[r];
+      pfds[r].fd = rank.alive ? rank.fd : -1;
+      pfds[r].events = static_cast<short>(POLLIN | (rank.queue.empty() ? 0 : POLLOUT));
+      pfds[r].revents = 0;
+      if (rank.alive && (rank.sent > rank.done || !rank.queue.empty())) busy = true;
+    }
+    if (!busy) break;
+    if (aborting_ && abort_deadline == Clock::time_point{})
+      abort_deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(kAbortGrace));
+    if (aborting_ && Clock::now() > abort_deadline) {
+      for (Rank& rank : ranks_)
+        if (rank.alive && rank.sent > rank.done) kill(rank.pid, SIGKILL);
+    }
+    const int n = poll(pfds.data(), pfds.size(), 200);
+    if (n < 0 && errno != EINTR) throw Error(fmt::format("pld: poll failed: {}", std::strerror(errno)));
+    for (int r = 0; r < world_size(); ++r) {
+      const short ev = pfds[static_cast<std::size_t>(r)].revents;
+      if (ev & (POLLIN | POLLHUP | POLLERR)) read_replies(r, session);
+    }
+  }
+  call_base_ += session.dispatches().size();
+
+  if (failure_.rank < 0) return;
+  const Failure& f = failure_;
+  std::string msg = fmt::format("{} failed ({})", who(f.rank), to_string(f.cause));
+  if (f.dispatch >= 0) msg += fmt::format(" in {}", describe_dispatch(session, f.dispatch));
+  msg += ": " + f.text;
+  if (!f.report.empty()) msg += "\n" + f.report;
+  log(LogLevel::Error, "{}", msg);
+  throw RankError(f.rank, f.cause, msg);
+}
+
+std::string RankGroup::describe_dispatch(const HostSession& session, std::int64_t index) const {
+  const auto& ds = session.dispatches();
+  if (index < 0 || static_cast<std::size_t>(index) >= ds.size()) return "a dispatch";
+  return fmt::format("dispatch #{} (kernel {})", index, kernel_name(ds[static_cast<std::size_t>(index)].kernel));
+}
+
+std::string RankGroup::wait_report(const HostSession& session) const {
+  std::string out = fmt::format("Waits at the deadline ({} s; PLD_WAIT_TIMEOUT or DistributedConfig::wait_timeout "
+                                "changes it):",
+                                options_.wait_timeout);
+  ControlBlock& c = backend_->control();
+  for (int r = 0; r < world_size(); ++r) {
+    const RankSlot& s = c.slots[r];
+    const auto state = static_cast<RankState>(s.state.load(std::memory_order_acquire));
+    out += "\n  " + who(r) + ": ";
+    if (!ranks_[static_cast<std::size_t>(r)].alive) {
+      out += "not running";
+    } else if (state == RankState::Waiting) {
+      Dims offs;
+      for (int d = 0; d < s.wait_ndim && d < kMaxDims; ++d) offs.push_back(s.wait_offsets[d]);
+      out += fmt::format("waiting on signal {} offsets {} for value {} {}; the cell holds {}",
+                         session.describe_buffer(s.wait_domain, s.wait_buffer), offs.str(),
+                         s.wait_cmp == static_cast<int>(WaitCmp::Eq) ? "==" : ">=", s.wait_expected,
+                         backend_->peek(r, s.wait_offset));
+    } else if (state == RankState::Running) {
+      out += "running a kernel (not in a wait)";
+    } else {
+      out += "idle (no dispatch in progress)";
+    }
+  }
+  out += "\nEvery wait needs matching notifies: check that each rank notifies before it waits, and that peers, "
+         "offsets and expected values agree.";
+  return out;
+}
+
+void RankGroup::shutdown() noexcept {
+  if (shut_down_) return;
+  shut_down_ = true;
+  const auto stop = message(MessageType::Shutdown);
+  for (Rank& rank : ranks_) {
+    if (!rank.alive) continue;
+    try {
+      channel_send(rank.fd, stop.data(), stop.size(), -1, true);
+    } catch (...) {
+    }
+    close(rank.fd);
+    rank.fd = -1;
+    rank.alive = false;
+  }
+  using Clock = std::chrono::steady_clock;
+  const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(kShutdownGrace));
+  for (Rank& rank : ranks_) {
+    if (rank.pid <= 0) continue;
+    int status;
+    for (;;) {
+      const pid_t got = waitpid(rank.pid, &status, WNOHANG);
+      if (got == rank.pid || (got < 0 && errno != EINTR)) break;
+      if (Clock::now() > deadline) {
+        kill(rank.pid, SIGKILL);
+        while (waitpid(rank.pid, &status, 0) < 0 && errno == EINTR) {
+        }
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    rank.pid = -1;
+  }
+}
+
+}  // namespace pld::detail

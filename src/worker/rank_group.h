@@ -1,0 +1,90 @@
+// RankGroup: the rank processes of one job on the shm backend. It forks them (once), executes
+// recorded orchestrator calls on them — streaming each rank's dispatches in program order over
+// its socket, collecting replies, watching for deaths — and, on the first failure, releases every
+// other rank's waits and turns the failure into a RankError that names the rank and the cause.
+#pragma once
+
+#include "backend/shm/backend.h"
+#include "host/session.h"
+
+#include <pld/error.hpp>
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <string>
+#include <unordered_set>
+#include <vector>
+
+namespace pld::detail {
+
+struct GroupOptions {
+  std::vector<int> device_ids;
+  std::uint64_t heap_bytes = 0;
+  double wait_timeout = 0;
+  std::int64_t wait_spin = 0;
+};
+
+class RankGroup {
+ public:
+  explicit RankGroup(const GroupOptions& options);
+  ~RankGroup();
+  RankGroup(const RankGroup&) = delete;
+  RankGroup& operator=(const RankGroup&) = delete;
+
+  int world_size() const { return static_cast<int>(ranks_.size()); }
+  ShmBackend& backend() { return *backend_; }
+
+  /// Runs one recorded orchestrator call to completion; throws RankError on a rank failure.
+  void execute(const HostSession& session);
+  /// Asks every rank to exit, then reaps them (SIGKILL after a grace period). Idempotent.
+  void shutdown() noexcept;
+
+ private:
+  struct Outgoing {
+    std::vector<std::byte> bytes;
+    int fd = -1;                 // descriptor to pass (Attach)
+    std::uint32_t block = 0;     // Attach: the block id
+    std::int64_t dispatch = -1;  // index into the call's dispatch list
+  };
+  struct Rank {
+    pid_t pid = -1;
+    int fd = -1;
+    bool alive = false;
+    std::unordered_set<std::uint32_t> blocks;  // shared blocks this process has mapped
+    std::deque<Outgoing> queue;
+    std::uint64_t sent = 0, done = 0;
+    std::deque<std::int64_t> in_flight;  // dispatch indices sent and not yet answered, oldest first
+  };
+  struct Failure {
+    int rank = -1;
+    RankFailure cause = RankFailure::KernelError;
+    std::int64_t dispatch = -1;
+    std::string text;
+    std::string report;
+  };
+
+  void fork_ranks();
+  void build_queues(const HostSession& session);
+  void pump_sends(int r);
+  void read_replies(int r, const HostSession& session);
+  void on_death(int r);
+  void fail(Failure failure);
+  std::string wait_report(const HostSession& session) const;
+  std::string describe_dispatch(const HostSession& session, std::int64_t index) const;
+  std::string reap_status(int r);
+  std::string who(int r) const;
+
+  GroupOptions options_;
+  std::unique_ptr<ShmBackend> backend_;
+  std::vector<Rank> ranks_;
+  std::vector<std::uint64_t> dirty_;  // per rank: heap bytes that may be non-zero
+  std::uint64_t call_base_ = 0;  // sequence number of the current call's first dispatch
+  bool aborting_ = false;
+  Failure failure_;
+  bool shut_down_ = false;
+};
+
+}  // namespace pld::detail
