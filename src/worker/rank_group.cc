@@ -245,7 +245,7 @@ void RankGroup::on_death(int r) {
   rank.queue.clear();
   rank.done = rank.sent;
   const std::string how = reap_status(r);
-  log(LogLevel::Warn, "{} {}", who(r), how);
+  log(LogLevel::Info, "{} {}", who(r), how);
   if (!busy || aborting_) return;  // idle deaths surface at the next call; during an abort they are expected
   Failure f;
   f.rank = r;
@@ -319,14 +319,18 @@ void RankGroup::execute(const HostSession& session) {
   if (f.dispatch >= 0) msg += fmt::format(" in {}", describe_dispatch(session, f.dispatch));
   msg += ": " + f.text;
   if (!f.report.empty()) msg += "\n" + f.report;
-  log(LogLevel::Error, "{}", msg);
+  log(LogLevel::Info, "{}", msg);
   throw RankError(f.rank, f.cause, msg);
 }
 
 std::string RankGroup::describe_dispatch(const HostSession& session, std::int64_t index) const {
   const auto& ds = session.dispatches();
   if (index < 0 || static_cast<std::size_t>(index) >= ds.size()) return "a dispatch";
-  return fmt::format("dispatch #{} (kernel {})", index, kernel_name(ds[static_cast<std::size_t>(index)].kernel));
+  const DispatchRecord& d = ds[static_cast<std::size_t>(index)];
+  // Number the dispatch among its rank's own, in program order.
+  std::int64_t nth = 0;
+  for (std::int64_t i = 0; i < index; ++i) nth += ds[static_cast<std::size_t>(i)].rank == d.rank;
+  return fmt::format("its dispatch #{} (kernel {})", nth, kernel_name(d.kernel));
 }
 
 std::string RankGroup::wait_report(const HostSession& session) const {
