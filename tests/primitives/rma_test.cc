@@ -1,0 +1,221 @@
+// put / get / remote_store for every dtype, at P = 1, 2, 3, 4, 8, with transfers of 0, 1, an odd
+// number and many elements; atomic add under contention from every rank at once.
+#include "support.hpp"
+
+namespace pld::test {
+namespace {
+
+constexpr int kRankCounts[] = {1, 2, 3, 4, 8};
+constexpr Index kSizes[] = {0, 1, 37, 65537};
+
+/// A barrier on a fresh signal row: notify every rank at [row, me], wait for every [row, s].
+void barrier(const DistributedTensor<std::int32_t>& sig, int row) {
+  auto ctx = get_comm_ctx(sig);
+  const int me = rank(ctx), n = nranks(ctx);
+  for (int p = 0; p < n; ++p) system::notify(sig, p, {row, me}, 1, NotifyOp::AtomicAdd);
+  for (int s = 0; s < n; ++s) system::wait(sig, {row, s}, 1, WaitCmp::Ge);
+}
+
+enum Mode : int { kRegion = 0, kChunked = 1, kPipelined = 2, kWindowSource = 3 };
+
+// Rank r puts its row into row r of its right neighbour's [P, N] window; then every rank copies
+// its whole window out with a self-get.
+template <class T>
+void put_ring(DistributedTensor<T> win, DistributedTensor<std::int32_t> sig, Tensor<T> src, Tensor<T> out, int mode) {
+  auto ctx = get_comm_ctx(win);
+  const int me = rank(ctx), n = nranks(ctx);
+  const Index len = win.shape()[1];
+  const int right = (me + 1) % n;
+  PutOptions opt;
+  if (mode == kChunked) opt = PutOptions{.chunk_rows = 1, .chunk_cols = 5};
+  if (mode == kPipelined) opt = PutOptions{.chunk_rows = 1, .chunk_cols = 16, .pipeline = true};
+  if (mode == kWindowSource) {
+    // Stage into my own window row `me` first, then push that window row.
+    tensor::put(win, me, src, {me, 0}, {0, 0}, {1, len});
+    tensor::put(win, right, win, {me, 0}, {me, 0}, {1, len}, opt);
+  } else {
+    tensor::put(win, right, src, {me, 0}, {0, 0}, {1, len}, opt);
+  }
+  barrier(sig, 0);
+  tensor::get(out, me, win);
+}
+
+template <class T>
+class Rma : public ::testing::Test {};
+TYPED_TEST_SUITE(Rma, AllTypes, TypeNames);
+
+TYPED_TEST(Rma, PutRingEveryModeSizeAndRankCount) {
+  using T = TypeParam;
+  for (int p : kRankCounts) {
+    for (int mode : {kRegion, kChunked, kPipelined, kWindowSource}) {
+      std::vector<HostTensor<T>> srcs, outs;
+      for (Index n : kSizes) {
+        auto src = HostTensor<T>::zeros({p, 1, n});
+        for (int r = 0; r < p; ++r)
+          for (Index i = 0; i < n; ++i) src(r, 0, i) = pattern<T>(r, i);
+        srcs.push_back(src);
+        outs.push_back(HostTensor<T>::full({p, p, n}, T(static_cast<float>(99))));
+      }
+      run(ranks(p), [&](Host& h) {
+        for (std::size_t k = 0; k < std::size(kSizes); ++k) {
+          const Index n = kSizes[k];
+          auto w = h.alloc_window_buffer({p, n}, dtype_of<T>);
+          auto s = h.alloc_window_buffer({1, p}, DType::INT32);
+          for (int r = 0; r < p; ++r)
+            h.dispatch(r, put_ring<T>, h.window<T>(w, {p, n}), h.window<std::int32_t>(s, {1, p}), srcs[k][r],
+                       outs[k][r], mode);
+        }
+      });
+      for (std::size_t k = 0; k < std::size(kSizes); ++k)
+        for (int r = 0; r < p; ++r) {
+          const int left = (r + p - 1) % p;
+          for (int row = 0; row < p; ++row)
+            for (Index i = 0; i < kSizes[k]; ++i) {
+              // Row `left` came from the left neighbour; with a window source, my own staging row too.
+              const bool staged = mode == kWindowSource && row == r;
+              const T expect = row == left ? pattern<T>(left, i) : staged ? pattern<T>(r, i) : T(static_cast<float>(0));
+              ASSERT_EQ(value(outs[k](r, row, i)), value(expect))
+                  << "P=" << p << " mode=" << mode << " n=" << kSizes[k] << " rank " << r << " row " << row << " i " << i;
+            }
+        }
+    }
+  }
+}
+
+// Every rank stages its row in its own window, then gets its left neighbour's (pull), both as a
+// full slice into a host tensor and as a region into its own window.
+template <class T>
+void get_ring(DistributedTensor<T> win, DistributedTensor<T> landing, DistributedTensor<std::int32_t> sig,
+              Tensor<T> src, Tensor<T> out, Tensor<T> out2) {
+  auto ctx = get_comm_ctx(win);
+  const int me = rank(ctx), n = nranks(ctx);
+  const Index len = win.shape()[1];
+  const int left = (me + n - 1) % n;
+  tile::store(tile::load(src, {0, 0}, {1, len}), {0, 0}, win);
+  barrier(sig, 0);  // the source publishes before the reader gets
+  tensor::get(out, left, win, GetOptions{.chunk_rows = 1, .chunk_cols = 7});
+  tensor::get(landing, left, win, {1, 0}, {0, 0}, {1, len});
+  tensor::get(out2, me, landing);
+}
+
+TYPED_TEST(Rma, GetRingFullSliceAndRegion) {
+  using T = TypeParam;
+  for (int p : kRankCounts) {
+    for (Index n : kSizes) {
+      auto src = HostTensor<T>::zeros({p, 1, n});
+      for (int r = 0; r < p; ++r)
+        for (Index i = 0; i < n; ++i) src(r, 0, i) = pattern<T>(r, i);
+      auto out = HostTensor<T>::zeros({p, 1, n});
+      auto out2 = HostTensor<T>::zeros({p, 2, n});
+      run(ranks(p), [&](Host& h) {
+        auto w = h.alloc_window_buffer({1, n}, dtype_of<T>, "win");
+        auto l = h.alloc_window_buffer({2, n}, dtype_of<T>, "landing");
+        auto s = h.alloc_window_buffer({1, p}, DType::INT32, "sig");
+        for (int r = 0; r < p; ++r)
+          h.dispatch(r, get_ring<T>, h.window<T>(w, {1, n}), h.window<T>(l, {2, n}),
+                     h.window<std::int32_t>(s, {1, p}), src[r], out[r], out2[r]);
+      });
+      for (int r = 0; r < p; ++r) {
+        const int left = (r + p - 1) % p;
+        for (Index i = 0; i < n; ++i) {
+          ASSERT_EQ(value(out(r, 0, i)), value(pattern<T>(left, i))) << "P=" << p << " n=" << n << " rank " << r;
+          ASSERT_EQ(value(out2(r, 0, i)), value(T(static_cast<float>(0))));
+          ASSERT_EQ(value(out2(r, 1, i)), value(pattern<T>(left, i)));
+        }
+      }
+    }
+  }
+}
+
+template <class T>
+T small_pattern(std::int64_t rank, std::int64_t i) {
+  return static_cast<T>(static_cast<float>((rank * 3 + i) % 15));
+}
+
+// Every rank adds its values into every rank's window (itself included) at the same time, with
+// put(atomic=Add) into row 0 and remote_store(atomic=Add) into row 1.
+template <class T>
+void atomic_all(DistributedTensor<T> win, DistributedTensor<std::int32_t> sig, Tensor<T> src, Tensor<T> out) {
+  auto ctx = get_comm_ctx(win);
+  const int me = rank(ctx), n = nranks(ctx);
+  const Index len = win.shape()[1];
+  const auto t = tile::load(src, {0, 0}, {1, len});
+  for (int k = 0; k < n; ++k) {
+    const int p = (me + k) % n;  // staggered start, so that every element is contended
+    tensor::put(win, p, src, {0, 0}, {0, 0}, {1, len}, PutOptions{.atomic = AtomicType::Add});
+    tile::remote_store(t, win, p, {1, 0}, AtomicType::Add);
+  }
+  barrier(sig, 0);
+  tensor::get(out, me, win);
+}
+
+template <class T>
+class AtomicRma : public ::testing::Test {};
+TYPED_TEST_SUITE(AtomicRma, AtomicTypes, TypeNames);
+
+TYPED_TEST(AtomicRma, AddFromEveryRankAtOnce) {
+  using T = TypeParam;
+  for (int p : kRankCounts) {
+    for (Index n : kSizes) {
+      auto src = HostTensor<T>::zeros({p, 1, n});
+      for (int r = 0; r < p; ++r)
+        for (Index i = 0; i < n; ++i) src(r, 0, i) = small_pattern<T>(r, i);
+      auto out = HostTensor<T>::zeros({p, 2, n});
+      run(ranks(p), [&](Host& h) {
+        auto w = h.alloc_window_buffer({2, n}, dtype_of<T>, "acc");
+        auto s = h.alloc_window_buffer({1, p}, DType::INT32, "sig");
+        for (int r = 0; r < p; ++r)
+          h.dispatch(r, atomic_all<T>, h.window<T>(w, {2, n}), h.window<std::int32_t>(s, {1, p}), src[r], out[r]);
+      });
+      for (int r = 0; r < p; ++r)
+        for (Index i = 0; i < n; ++i) {
+          float expect = 0;
+          for (int s = 0; s < p; ++s) expect += static_cast<float>(small_pattern<T>(s, i));
+          ASSERT_EQ(static_cast<float>(value(out(r, 0, i))), expect) << "put P=" << p << " n=" << n << " rank " << r;
+          ASSERT_EQ(static_cast<float>(value(out(r, 1, i))), expect) << "remote_store P=" << p << " n=" << n;
+        }
+    }
+  }
+}
+
+// tensor::remote_store: a [1, 1, cols] host tensor lands on the inner two dims of a 3-D window.
+template <class T>
+void remote_store_3d(DistributedTensor<T> win, DistributedTensor<std::int32_t> sig, Tensor<T> src, Tensor<T> out) {
+  auto ctx = get_comm_ctx(win);
+  const int me = rank(ctx), n = nranks(ctx);
+  const int right = (me + 1) % n;
+  tensor::remote_store(src, win, right, {me, 1, 2});
+  barrier(sig, 0);
+  tensor::get(out, me, win);
+}
+
+TYPED_TEST(Rma, TensorRemoteStoreLandsOnInnerDims) {
+  using T = TypeParam;
+  for (int p : kRankCounts) {
+    constexpr Index kCols = 13;
+    auto src = HostTensor<T>::zeros({p, 1, 1, kCols});
+    for (int r = 0; r < p; ++r)
+      for (Index i = 0; i < kCols; ++i) src(r, 0, 0, i) = pattern<T>(r, i);
+    auto out = HostTensor<T>::zeros({p, p, 3, kCols + 4});
+    run(ranks(p), [&](Host& h) {
+      auto w = h.alloc_window_buffer({p, 3, kCols + 4}, dtype_of<T>, "win");
+      auto s = h.alloc_window_buffer({1, p}, DType::INT32, "sig");
+      for (int r = 0; r < p; ++r)
+        h.dispatch(r, remote_store_3d<T>, h.window<T>(w, {p, 3, kCols + 4}), h.window<std::int32_t>(s, {1, p}),
+                   src[r], out[r]);
+    });
+    for (int r = 0; r < p; ++r) {
+      const int left = (r + p - 1) % p;
+      for (int a = 0; a < p; ++a)
+        for (int b = 0; b < 3; ++b)
+          for (Index c = 0; c < kCols + 4; ++c) {
+            const bool inside = a == left && b == 1 && c >= 2 && c < 2 + kCols;
+            const T expect = inside ? pattern<T>(left, c - 2) : T(static_cast<float>(0));
+            ASSERT_EQ(value(out(r, a, b, c)), value(expect)) << "P=" << p << " rank " << r;
+          }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace pld::test

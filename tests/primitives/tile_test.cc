@@ -1,0 +1,85 @@
+// Tile operations for every dtype: load/store, element read/write, add/sub/mul/max/min, and
+// remote_load with a valid_shape that stops short of the window's end.
+#include "support.hpp"
+
+namespace pld::test {
+namespace {
+
+constexpr Index kRows = 5, kCols = 19;
+
+template <class T>
+T combine(int op, T x, T y) {
+  using C = detail::Compute<T>;
+  switch (op) {
+    case 0: return T(C(x) + C(y));
+    case 1: return T(C(x) - C(y));
+    case 2: return T(C(x) * C(y));
+    case 3: return C(x) < C(y) ? y : x;
+    default: return C(y) < C(x) ? y : x;
+  }
+}
+
+template <class T>
+void tile_ops(DistributedTensor<T> win, DistributedTensor<std::int32_t> sig, Tensor<T> a, Tensor<T> b, Tensor<T> out) {
+  auto ctx = get_comm_ctx(win);
+  const int me = rank(ctx), n = nranks(ctx);
+  const auto ta = tile::load(a, {0, 0}, {kRows, kCols});
+  const auto tb = tile::load(b, {0, 0}, {kRows, kCols});
+  tile::store(tile::add(ta, tb), {0, 0, 0}, out);
+  tile::store(tile::sub(ta, tb), {1, 0, 0}, out);
+  tile::store(tile::mul(ta, tb), {2, 0, 0}, out);
+  tile::store(tile::max(ta, tb), {3, 0, 0}, out);
+  tile::store(tile::min(ta, tb), {4, 0, 0}, out);
+  // Element access: out[5] = a transposed in place where it fits (read + write).
+  for (Index r = 0; r < kRows; ++r)
+    for (Index c = 0; c < kRows; ++c) tile::write(out, {5, r, c}, tile::read(a, {c, r}));
+  // Publish a in my window, then read a window of the left neighbour's that overhangs the end:
+  // the requested box is [kRows, kCols] at (1, 2); only [kRows - 1, kCols - 2] is valid.
+  tile::store(ta, {0, 0}, win);
+  for (int p = 0; p < n; ++p) system::notify(sig, p, {me}, 1, NotifyOp::AtomicAdd);
+  for (int s = 0; s < n; ++s) system::wait(sig, {s}, 1, WaitCmp::Ge);
+  const int left = (me + n - 1) % n;
+  const auto t = tile::remote_load(win, left, {1, 2}, {kRows, kCols}, {kRows - 1, kCols - 2});
+  tile::store(t, {6, 0, 0}, out);
+}
+
+template <class T>
+class Tiles : public ::testing::Test {};
+TYPED_TEST_SUITE(Tiles, AllTypes, TypeNames);
+
+TYPED_TEST(Tiles, ElementwiseLoadStoreAndRemoteLoad) {
+  using T = TypeParam;
+  for (int p : {1, 2, 3, 4, 8}) {
+    auto a = HostTensor<T>::zeros({p, kRows, kCols});
+    auto b = HostTensor<T>::zeros({p, kRows, kCols});
+    for (int r = 0; r < p; ++r)
+      for (Index i = 0; i < kRows; ++i)
+        for (Index j = 0; j < kCols; ++j) {
+          a(r, i, j) = pattern<T>(r, i * kCols + j);
+          b(r, i, j) = pattern<T>(r + 3, i * kCols + j + 5);
+        }
+    auto out = HostTensor<T>::zeros({p, 7, kRows, kCols});
+    run(ranks(p), [&](Host& h) {
+      auto w = h.alloc_window_buffer({kRows, kCols}, dtype_of<T>, "win");
+      auto s = h.alloc_window_buffer({p}, DType::INT32, "sig");
+      for (int r = 0; r < p; ++r)
+        h.dispatch(r, tile_ops<T>, h.window<T>(w, {kRows, kCols}), h.window<std::int32_t>(s, {p}), a[r], b[r], out[r]);
+    });
+    for (int r = 0; r < p; ++r) {
+      const int left = (r + p - 1) % p;
+      for (Index i = 0; i < kRows; ++i)
+        for (Index j = 0; j < kCols; ++j) {
+          for (int op = 0; op < 5; ++op)
+            ASSERT_EQ(value(out(r, op, i, j)), value(combine<T>(op, a(r, i, j), b(r, i, j))))
+                << "op " << op << " P=" << p;
+          if (j < kRows) ASSERT_EQ(value(out(r, 5, i, j)), value(a(r, j, i)));
+          const bool valid = i < kRows - 1 && j < kCols - 2;
+          const T expect = valid ? a(left, i + 1, j + 2) : T(static_cast<float>(0));
+          ASSERT_EQ(value(out(r, 6, i, j)), value(expect)) << "remote_load P=" << p << " rank " << r;
+        }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace pld::test

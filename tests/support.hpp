@@ -1,0 +1,80 @@
+// Shared test support: run an orchestrator on P forked ranks, typed value patterns that are exact
+// in every dtype, and a listener that fails any test leaving a process or /dev/shm entry behind.
+#pragma once
+
+#include <pld/pld.hpp>
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <numeric>
+#include <string>
+#include <vector>
+
+namespace pld::test {
+
+/// Config for P ranks (device ids 0..P-1) with a wait deadline that no passing test approaches.
+inline DistributedConfig ranks(int p, double wait_timeout = 60) {
+  DistributedConfig c;
+  c.device_ids.resize(static_cast<std::size_t>(p));
+  std::iota(c.device_ids.begin(), c.device_ids.end(), 0);
+  c.wait_timeout = wait_timeout;
+  c.heap_bytes = 64ull << 20;
+  return c;
+}
+
+/// A small non-negative integer pattern, exact in every dtype (int8 and bf16 included).
+template <class T>
+T pattern(std::int64_t rank, std::int64_t i) {
+  return static_cast<T>(static_cast<float>((rank * 7 + i * 3) % 23));
+}
+
+/// Comparable value (float for fp16/bf16).
+template <class T>
+auto value(T v) {
+  if constexpr (std::is_same_v<T, fp16> || std::is_same_v<T, bf16>)
+    return static_cast<float>(v);
+  else
+    return v;
+}
+
+/// Every element type pld supports, and the ones atomic add supports.
+using AllTypes = ::testing::Types<float, fp16, bf16, std::int32_t, std::int16_t, std::int8_t, std::int64_t, double,
+                                  std::uint8_t>;
+using AtomicTypes = ::testing::Types<float, fp16, bf16, std::int32_t, std::int16_t, std::int8_t>;
+
+class TypeNames {
+ public:
+  template <class T>
+  static std::string GetName(int) {
+    return dtype_name(dtype_of<T>);
+  }
+};
+
+/// Runs `body` expecting a RankError from `rank` whose message contains `needle`.
+template <class F>
+void expect_rank_error(F&& body, int rank, RankFailure cause, const std::string& needle) {
+  try {
+    body();
+    ADD_FAILURE() << "expected a RankError from rank " << rank << " containing '" << needle << "'";
+  } catch (const RankError& e) {
+    EXPECT_EQ(e.rank(), rank) << e.what();
+    EXPECT_EQ(e.cause(), cause) << e.what();
+    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << "message: " << e.what();
+  }
+}
+
+/// Runs `body` expecting a UsageError (thrown on the host) whose message contains `needle`.
+template <class F>
+void expect_usage_error(F&& body, const std::string& needle) {
+  try {
+    body();
+    ADD_FAILURE() << "expected a UsageError containing '" << needle << "'";
+  } catch (const RankError& e) {
+    ADD_FAILURE() << "expected a host-side UsageError, got a RankError: " << e.what();
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << "message: " << e.what();
+  }
+}
+
+}  // namespace pld::test

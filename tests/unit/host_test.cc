@@ -1,0 +1,134 @@
+// Host-side validation: everything knowable on the host fails before any rank starts.
+#include "support.hpp"
+
+#include <cstdlib>
+
+namespace pld::test {
+namespace {
+
+void nop(DistributedTensor<float>) {}
+void nop_tensor(Tensor<float>) {}
+void nop_scalar(int) {}
+
+TEST(Config, ValidatesDeviceIds) {
+  expect_usage_error([] { run(DistributedConfig{}, [](Host&) {}); }, "device_ids is empty");
+  expect_usage_error([] { run(DistributedConfig{.device_ids = {0, -1}}, [](Host&) {}); }, "device id -1 is negative");
+  expect_usage_error([] { run(DistributedConfig{.device_ids = {3, 1, 3}}, [](Host&) {}); }, "device id 3 appears twice");
+  expect_usage_error([] { run(DistributedConfig{.device_ids = {0}, .wait_timeout = -1}, [](Host&) {}); },
+                     "wait_timeout");
+}
+
+TEST(Config, DeviceIdsNeedNotBeContiguous) {
+  auto out = HostTensor<std::int32_t>::zeros({3});
+  run(DistributedConfig{.device_ids = {7, 2, 5}}, [&](Host& h) {
+    EXPECT_EQ(h.world_size(), 3);
+    for (int r = 0; r < 3; ++r) h.dispatch(r, nop_scalar, r);
+  });
+}
+
+TEST(Config, EnvironmentIsValidated) {
+  setenv("PLD_HEAP_BYTES", "lots", 1);
+  expect_usage_error([] { run(DistributedConfig{.device_ids = {0}}, [](Host& h) { h.dispatch(0, nop_scalar, 1); }); },
+                     "PLD_HEAP_BYTES='lots'");
+  unsetenv("PLD_HEAP_BYTES");
+  setenv("PLD_WAIT_TIMEOUT", "-3", 1);
+  expect_usage_error([] { run(DistributedConfig{.device_ids = {0}}, [](Host& h) { h.dispatch(0, nop_scalar, 1); }); },
+                     "PLD_WAIT_TIMEOUT='-3'");
+  unsetenv("PLD_WAIT_TIMEOUT");
+}
+
+TEST(HostValidation, WindowLargerThanHeap) {
+  auto cfg = ranks(2);
+  cfg.heap_bytes = 1 << 20;
+  expect_usage_error([&] { run(cfg, [](Host& h) { h.alloc_window_buffer(2 << 20, "big"); }); },
+                     "does not fit the window heap");
+}
+
+TEST(HostValidation, ViewLargerThanBufferNamesTheBytesBug) {
+  expect_usage_error(
+      [] {
+        run(ranks(2), [](Host& h) {
+          auto b = h.alloc_window_buffer(256, "data");  // 256 BYTES, meant 256 floats
+          h.window<float>(b, {1, 256});
+        });
+      },
+      "size in BYTES");
+}
+
+TEST(HostValidation, AllocShapeForm) {
+  expect_usage_error([] { run(ranks(1), [](Host& h) { h.alloc_window_buffer(Dims{}, DType::FP32); }); },
+                     "shape is empty");
+  expect_usage_error([] { run(ranks(1), [](Host& h) { h.alloc_window_buffer({2, -1}, DType::FP32); }); },
+                     "negative extent");
+  expect_usage_error(
+      [] {
+        run(ranks(1), [](Host& h) {
+          h.alloc_window_buffer(4, "x");
+          h.alloc_window_buffer(4, "x");
+        });
+      },
+      "already exists");
+}
+
+TEST(HostValidation, DispatchRankOutOfRange) {
+  expect_usage_error([] { run(ranks(2), [](Host& h) { h.dispatch(2, nop_scalar, 0); }); }, "rank 2 out of range [0, 2)");
+  expect_usage_error([] { run(ranks(2), [](Host& h) { h.dispatch(-1, nop_scalar, 0); }); }, "rank -1 out of range");
+}
+
+TEST(HostValidation, WorldRankWithoutDispatch) {
+  expect_usage_error(
+      [] {
+        run(ranks(4), [](Host& h) {
+          auto b = h.alloc_window_buffer(64);
+          for (int r = 0; r < 3; ++r) h.dispatch(r, nop, h.window<float>(b, {4}));
+        });
+      },
+      "rank 3 received no dispatch using comm domain world");
+}
+
+TEST(HostValidation, DomainWindowToNonMember) {
+  expect_usage_error(
+      [] {
+        run(ranks(3), [](Host& h) {
+          auto d = h.domain({1, 2});
+          auto b = d.alloc_window_buffer(64);
+          h.dispatch(0, nop, d.window<float>(b, {4}));
+        });
+      },
+      "rank 0 is not a member");
+  expect_usage_error(
+      [] {
+        run(ranks(3), [](Host& h) {
+          auto d = h.domain({1, 2});
+          auto b = h.alloc_window_buffer(64);
+          d.window<float>(b, {4});
+        });
+      },
+      "belongs to comm domain world");
+}
+
+TEST(HostValidation, DomainRanks) {
+  expect_usage_error([] { run(ranks(3), [](Host& h) { h.domain({}); }); }, "rank list is empty");
+  expect_usage_error([] { run(ranks(3), [](Host& h) { h.domain({0, 3}); }); }, "rank 3 out of range");
+  expect_usage_error([] { run(ranks(3), [](Host& h) { h.domain({1, 1}); }); }, "listed twice");
+}
+
+TEST(HostValidation, TensorNotInSharedMemory) {
+  std::vector<float> local(4);
+  expect_usage_error(
+      [&] { run(ranks(1), [&](Host& h) { h.dispatch(0, nop_tensor, Tensor<float>(local.data(), {4})); }); },
+      "does not view pld shared memory");
+}
+
+TEST(HostValidation, KernelOperationsOutsideAKernel) {
+  run(ranks(1), [](Host& h) {
+    auto b = h.alloc_window_buffer(64, "sig");
+    auto s = h.window<std::int32_t>(b, {4});
+    expect_usage_error([&] { system::notify(s, 0, {0}, 1, NotifyOp::Set); }, "called outside a kernel");
+    expect_usage_error([&] { get_comm_ctx(s); }, "called outside a kernel");
+    h.dispatch(0, nop_scalar, 0);
+  });
+}
+
+}  // namespace
+}  // namespace pld::test

@@ -1,0 +1,85 @@
+// Value types: Dims, dtypes, fp16/bf16 rounding, HostTensor factories and views.
+#include "support.hpp"
+
+#include <cmath>
+#include <limits>
+
+namespace pld::test {
+namespace {
+
+TEST(Dims, BracedListsNumelAndDropFront) {
+  const Dims d{2, 3, 4};
+  EXPECT_EQ(d.size(), 3);
+  EXPECT_EQ(d.numel(), 24);
+  EXPECT_EQ(d.drop_front(), (Dims{3, 4}));
+  EXPECT_EQ(d.str(), "[2, 3, 4]");
+  EXPECT_EQ(Dims{}.numel(), 1);
+  EXPECT_THROW((Dims{1, 2, 3, 4, 5, 6, 7, 8, 9}), UsageError);
+}
+
+TEST(DType, SizesAndNames) {
+  EXPECT_EQ(dtype_size(DType::FP32), 4u);
+  EXPECT_EQ(dtype_size(DType::BF16), 2u);
+  EXPECT_EQ(dtype_size(DType::INT64), 8u);
+  EXPECT_EQ(dtype_size(DType::UINT8), 1u);
+  EXPECT_STREQ(dtype_name(DType::FP16), "fp16");
+  EXPECT_EQ(dtype_of<bf16>, DType::BF16);
+  EXPECT_EQ(dtype_of<std::int8_t>, DType::INT8);
+}
+
+TEST(Half, Fp16RoundsToNearestEven) {
+  EXPECT_EQ(static_cast<float>(fp16(1.0f)), 1.0f);
+  EXPECT_EQ(fp16(1.0f).bits, 0x3c00);
+  EXPECT_EQ(static_cast<float>(fp16(2049.0f)), 2048.0f);  // tie -> even
+  EXPECT_EQ(static_cast<float>(fp16(2051.0f)), 2052.0f);
+  EXPECT_EQ(static_cast<float>(fp16(65504.0f)), 65504.0f);
+  EXPECT_TRUE(std::isinf(static_cast<float>(fp16(1e6f))));
+  EXPECT_TRUE(std::isnan(static_cast<float>(fp16(std::numeric_limits<float>::quiet_NaN()))));
+}
+
+TEST(Half, Bf16RoundsToNearestEven) {
+  EXPECT_EQ(bf16(1.0f).bits, 0x3f80);
+  EXPECT_EQ(static_cast<float>(bf16(257.0f)), 256.0f);  // tie -> even
+  EXPECT_EQ(static_cast<float>(bf16(259.0f)), 260.0f);
+  EXPECT_EQ(static_cast<float>(bf16(-3.0f)), -3.0f);
+  EXPECT_TRUE(std::isnan(static_cast<float>(bf16(std::numeric_limits<float>::quiet_NaN()))));
+}
+
+TEST(HostTensor, FactoriesAndViews) {
+  auto t = HostTensor<float>::arange({2, 3, 4});
+  EXPECT_EQ(t.numel(), 24);
+  EXPECT_EQ(t(1, 2, 3), 23.0f);
+  const Tensor<float> row = t[1];
+  EXPECT_EQ(row.shape(), (Dims{3, 4}));
+  EXPECT_EQ(row(0, 0), 12.0f);
+  EXPECT_EQ(row.block(), t.view().block());
+  EXPECT_EQ(row.block_offset(), 12 * sizeof(float));
+  EXPECT_THROW(t[2], UsageError);
+  EXPECT_THROW(t.at({0, 3, 0}), UsageError);
+
+  auto z = HostTensor<std::int32_t>::zeros({0, 5});
+  EXPECT_EQ(z.numel(), 0);
+  auto f = HostTensor<bf16>::full({3}, bf16(2.5f));
+  EXPECT_EQ(static_cast<float>(f(2)), 2.5f);
+  auto v = HostTensor<std::int16_t>::from(std::vector<std::int16_t>{1, 2, 3, 4}, {2, 2});
+  EXPECT_EQ(v(1, 0), 3);
+  EXPECT_THROW(HostTensor<std::int16_t>::from(std::vector<std::int16_t>{1, 2, 3}, {2, 2}), UsageError);
+  auto r1 = HostTensor<double>::random({100}, 42), r2 = HostTensor<double>::random({100}, 42);
+  EXPECT_EQ(r1.to_vector(), r2.to_vector());
+  auto i8 = HostTensor<std::int8_t>::random({1000}, 7, -3, 3);
+  for (auto x : i8.span()) EXPECT_TRUE(x >= -3 && x <= 3);
+  EXPECT_THROW(HostTensor<float>({-1, 2}), UsageError);
+}
+
+TEST(HostTensor, CopiesShareStorageCloneDoesNot) {
+  auto a = HostTensor<float>::zeros({4});
+  auto b = a;
+  b(0) = 5;
+  EXPECT_EQ(a(0), 5.0f);
+  auto c = a.clone();
+  c(0) = 7;
+  EXPECT_EQ(a(0), 5.0f);
+}
+
+}  // namespace
+}  // namespace pld::test
