@@ -1,0 +1,26 @@
+// pld — introspection: the library version and the registry of environment variables (the same
+// list that docs/environment.md and `pld-info --print-env` show).
+#pragma once
+
+#include <pld/export.hpp>
+
+#include <string>
+#include <vector>
+
+namespace pld {
+
+struct SettingDescription {
+  std::string name;           ///< e.g. "PLD_WAIT_TIMEOUT"
+  std::string type;           ///< "bytes", "seconds", "count", "string", "path"
+  std::string default_value;  ///< as written in the registry
+  std::string value;          ///< the value in this process's environment ("" if unset)
+  std::string description;
+};
+
+/// Every environment variable pld reads, in registry order.
+PLD_API std::vector<SettingDescription> describe_settings();
+
+/// "0.1.0"
+PLD_API const char* version();
+
+}  // namespace pld

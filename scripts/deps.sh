@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages pld needs to build, test and benchmark (only those missing).
+set -euo pipefail
+packages=(
+  g++ make cmake                        # C++20 toolchain, CMake >= 3.25
+  libgtest-dev libgmock-dev             # tests
+  libfmt-dev                            # formatting
+  libcli11-dev                          # command lines (tutorials, tools, benchmarks)
+  nlohmann-json3-dev                    # JSON (benchmark output, traces)
+  libhwy-dev                            # SIMD and fp16/bf16
+)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  sudo=""
+  if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
+  echo "pld: installing ${missing[*]}"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
+fi

@@ -1,0 +1,33 @@
+// pld-info: prints pld's version and every environment variable it reads (name, type, default,
+// current value, description). `--markdown` prints the table docs/environment.md embeds.
+#include <pld/info.hpp>
+
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+
+int main(int argc, char** argv) {
+  CLI::App app{"pld-info: version and environment variables of the pld runtime"};
+  bool print_env = false, markdown = false;
+  app.add_flag("--print-env", print_env, "list every environment variable with its current value");
+  app.add_flag("--markdown", markdown, "print the variables as a Markdown table (for docs/environment.md)");
+  CLI11_PARSE(app, argc, argv);
+
+  if (markdown) {
+    std::printf("| Variable | Type | Default | Description |\n|---|---|---|---|\n");
+    for (const auto& s : pld::describe_settings())
+      std::printf("| `%s` | %s | `%s` | %s |\n", s.name.c_str(), s.type.c_str(),
+                  s.default_value.empty() ? "" : s.default_value.c_str(), s.description.c_str());
+    return 0;
+  }
+  std::printf("pld %s\n", pld::version());
+  if (!print_env) {
+    std::printf("backends: shm\n(--print-env lists the environment variables)\n");
+    return 0;
+  }
+  for (const auto& s : pld::describe_settings())
+    std::printf("%-18s %-8s default=%-6s current=%-8s %s\n", s.name.c_str(), s.type.c_str(),
+                s.default_value.empty() ? "\"\"" : s.default_value.c_str(), s.value.empty() ? "(unset)" : s.value.c_str(),
+                s.description.c_str());
+  return 0;
+}
