@@ -24,6 +24,10 @@
 
 namespace pld {
 
+namespace detail {
+PLD_API Dims checked_valid(const char* op, const Dims& shape, const Dims& valid);
+}
+
 /// A rank-local block of values (the model's on-chip tile): `shape` elements, of which the
 /// leading `valid_shape` box holds data. Elements outside the valid box are zero.
 template <Element T>
@@ -32,9 +36,8 @@ class Tile {
   Tile() = default;
   explicit Tile(const Dims& shape) : Tile(shape, shape) {}
   Tile(const Dims& shape, const Dims& valid_shape)
-      : shape_(shape), valid_(valid_shape), data_(static_cast<std::size_t>(shape.numel())) {
-    detail::check_shape("Tile", shape);
-  }
+      : shape_(shape), valid_(detail::checked_valid("Tile", shape, valid_shape)),
+        data_(static_cast<std::size_t>(shape.numel())) {}
 
   const Dims& shape() const { return shape_; }
   const Dims& valid_shape() const { return valid_; }
@@ -119,7 +122,6 @@ PLD_API void put(const WindowDesc& dst, int peer, const LocalDesc& src, const Di
 PLD_API void get(const LocalDesc& dst, int peer, const WindowDesc& src, const Dims* dst_offsets,
                  const Dims* src_offsets, const Dims* shape, const GetOptions& options);
 PLD_API void check_same_shape(const char* op, const Dims& a, const Dims& b);
-PLD_API Dims checked_valid(const char* op, const Dims& shape, const Dims& valid);
 
 template <class T, class F>
 Tile<T> elementwise(const char* op, const Tile<T>& a, const Tile<T>& b, F f) {

@@ -60,6 +60,8 @@ class Tensor {
   Tensor(T* data, Dims shape, std::uint32_t block = 0, std::uint64_t block_offset = 0)
       : data_(data), shape_(shape), block_(block), block_offset_(block_offset) {
     detail::check_shape("Tensor", shape);
+    if (!data && shape.numel() > 0)
+      detail::throw_usage("Tensor: null data for shape " + shape.str() + "; a view needs memory behind it");
   }
 
   T* data() const { return data_; }
@@ -129,6 +131,9 @@ class HostTensor {
   }
   /// Uniform random values in [lo, hi) from a fixed seed (integers: [lo, hi]).
   static HostTensor random(const Dims& shape, std::uint64_t seed, double lo = -1, double hi = 1) {
+    if (!(lo <= hi))
+      detail::throw_usage("HostTensor::random: lo " + std::to_string(lo) + " must not exceed hi " +
+                          std::to_string(hi));
     HostTensor t(shape);
     std::mt19937_64 gen(seed);
     for (Index i = 0; i < t.numel(); ++i) {
