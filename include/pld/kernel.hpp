@@ -240,7 +240,8 @@ void write(const DistributedTensor<T>& dst, const Dims& offsets, T value) {
   detail::element_write("tile::write", detail::window_local("tile::write", detail::desc(dst)), offsets, &value);
 }
 
-/// Element-wise arithmetic on tiles of equal shape (fp16/bf16 computed in float).
+/// Element-wise arithmetic on tiles of equal shape (fp16/bf16 computed in float, rounded once;
+/// integers wrap). max/min with a NaN operand return the second operand, as the collectives do.
 template <class T>
 Tile<T> add(const Tile<T>& a, const Tile<T>& b) {
   using C = detail::Compute<T>;
@@ -259,12 +260,12 @@ Tile<T> mul(const Tile<T>& a, const Tile<T>& b) {
 template <class T>
 Tile<T> max(const Tile<T>& a, const Tile<T>& b) {
   using C = detail::Compute<T>;
-  return detail::elementwise("tile::max", a, b, [](T x, T y) { return C(x) < C(y) ? y : x; });
+  return detail::elementwise("tile::max", a, b, [](T x, T y) { return C(x) > C(y) ? x : y; });
 }
 template <class T>
 Tile<T> min(const Tile<T>& a, const Tile<T>& b) {
   using C = detail::Compute<T>;
-  return detail::elementwise("tile::min", a, b, [](T x, T y) { return C(y) < C(x) ? y : x; });
+  return detail::elementwise("tile::min", a, b, [](T x, T y) { return C(x) < C(y) ? x : y; });
 }
 
 /// Reads the box `[offsets, offsets + shape)` of rank `peer`'s copy of `src` (peer is

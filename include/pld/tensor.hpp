@@ -8,6 +8,7 @@
 #include <pld/types.hpp>
 
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <random>
 #include <span>
@@ -129,11 +130,21 @@ class HostTensor {
     for (Index i = 0; i < t.numel(); ++i) t.data()[i] = static_cast<T>(start + step * static_cast<double>(i));
     return t;
   }
-  /// Uniform random values in [lo, hi) from a fixed seed (integers: [lo, hi]).
-  static HostTensor random(const Dims& shape, std::uint64_t seed, double lo = -1, double hi = 1) {
+  /// Uniform random values from a fixed seed: floating point in [-1, 1), signed integers in
+  /// [-8, 8], unsigned in [0, 16].
+  static HostTensor random(const Dims& shape, std::uint64_t seed) {
+    if constexpr (std::is_integral_v<T>) return random(shape, seed, std::is_signed_v<T> ? -8 : 0, std::is_signed_v<T> ? 8 : 16);
+    else return random(shape, seed, -1, 1);
+  }
+  /// Uniform random values in [lo, hi) (integers: [lo, hi]); the range must fit the type.
+  static HostTensor random(const Dims& shape, std::uint64_t seed, double lo, double hi) {
     if (!(lo <= hi))
       detail::throw_usage("HostTensor::random: lo " + std::to_string(lo) + " must not exceed hi " +
                           std::to_string(hi));
+    if constexpr (std::is_integral_v<T>)
+      if (lo < static_cast<double>(std::numeric_limits<T>::min()) || hi > static_cast<double>(std::numeric_limits<T>::max()))
+        detail::throw_usage("HostTensor::random: range [" + std::to_string(lo) + ", " + std::to_string(hi) +
+                            "] does not fit " + dtype_name(dtype_of<T>) + "; pick bounds the type can hold");
     HostTensor t(shape);
     std::mt19937_64 gen(seed);
     for (Index i = 0; i < t.numel(); ++i) {

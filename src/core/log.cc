@@ -2,8 +2,11 @@
 
 #include "core/settings.h"
 
+#include <pld/error.hpp>
+
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <mutex>
 
@@ -26,8 +29,8 @@ int parse_level() {
   if (v == "error") return 0;
   if (v == "warn") return 1;
   if (v == "info") return 2;
-  if (v == "debug" || v == "trace") return 3;
-  return 1;
+  if (v == "debug") return 3;
+  return -1;
 }
 
 std::string expand(const std::string& pattern, int rank) {
@@ -57,9 +60,15 @@ void log_set_rank(int rank) {
   s.file = nullptr;  // re-opened for the new rank (PLD_LOG_FILE may contain %r / %p)
 }
 
+void log_check_level() {
+  if (parse_level() < 0)
+    throw UsageError(fmt::format("PLD_LOG='{}' is not a log level; use error, warn, info or debug",
+                                 setting_string(Setting::Log)));
+}
+
 bool log_enabled(LogLevel level) {
   LogState& s = state();
-  if (s.level < 0) s.level = parse_level();
+  if (s.level < 0) s.level = std::max(parse_level(), 1);
   return static_cast<int>(level) <= s.level;
 }
 

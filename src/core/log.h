@@ -13,6 +13,8 @@ enum class LogLevel { Error = 0, Warn = 1, Info = 2, Debug = 3 };
 /// Set once per process: -1 for the host, else the world rank.
 void log_set_rank(int rank);
 bool log_enabled(LogLevel level);
+/// Throws UsageError if PLD_LOG is not one of error, warn, info, debug.
+void log_check_level();
 void log_line(LogLevel level, const std::string& text);
 
 template <class... A>

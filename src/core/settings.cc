@@ -28,25 +28,33 @@ std::string setting_string(Setting s) {
 }
 
 std::uint64_t parse_bytes(const std::string& text, const char* what) {
-  char* end = nullptr;
-  errno = 0;
-  const unsigned long long v = std::strtoull(text.c_str(), &end, 10);
-  std::uint64_t scale = 1;
-  if (end && *end) {
-    switch (*end) {
-      case 'k': case 'K': scale = 1ull << 10; break;
-      case 'm': case 'M': scale = 1ull << 20; break;
-      case 'g': case 'G': scale = 1ull << 30; break;
-      default: scale = 0;
-    }
-    if (scale && end[1] && !((end[1] == 'i' || end[1] == 'B') && (end[2] == 0 || (end[2] == 'B' && end[3] == 0))))
-      scale = 0;
+  // <digits>[K|M|G][i][B]: "4096", "256M", "1GiB", "64KB".
+  std::size_t i = 0;
+  std::uint64_t v = 0;
+  bool ok = !text.empty();
+  for (; i < text.size() && text[i] >= '0' && text[i] <= '9'; ++i) {
+    const std::uint64_t digit = static_cast<std::uint64_t>(text[i] - '0');
+    if (v > (UINT64_MAX - digit) / 10) ok = false;
+    v = v * 10 + digit;
   }
-  if (text.empty() || end == text.c_str() || scale == 0 || errno != 0 || text[0] == '-')
+  if (i == 0) ok = false;
+  std::uint64_t scale = 1;
+  if (i < text.size()) {
+    switch (text[i]) {
+      case 'k': case 'K': scale = 1ull << 10; ++i; break;
+      case 'm': case 'M': scale = 1ull << 20; ++i; break;
+      case 'g': case 'G': scale = 1ull << 30; ++i; break;
+      default: break;
+    }
+  }
+  const std::string tail = text.substr(i);
+  if (!(tail.empty() || tail == "B" || (scale > 1 && (tail == "i" || tail == "iB")))) ok = false;
+  if (ok && v > UINT64_MAX / scale) ok = false;
+  if (!ok)
     throw UsageError(fmt::format("{}='{}' is not a byte size; write a count with an optional K, M or G suffix, "
                                  "e.g. 256M",
                                  what, text));
-  return static_cast<std::uint64_t>(v) * scale;
+  return v * scale;
 }
 
 std::uint64_t setting_bytes(Setting s) { return parse_bytes(setting_string(s), setting_info(s).name); }

@@ -143,6 +143,13 @@ void HostSession::record(int rank, Trampoline trampoline, void (*kernel)(), ArgW
 
 void HostSession::finish() const {
   for (const DomainRecord& d : domains_) {
+    // A domain is described to each rank in one message (members, then buffers with names).
+    std::size_t bytes = 16 + 4 * d.members.size();
+    for (const BufferInfo& b : d.buffers) bytes += 20 + std::min<std::size_t>(b.name.size(), 200);
+    if (bytes > kMaxDomainMessage)
+      throw UsageError(fmt::format("pld::run: comm domain {} has too many window buffers ({}) to describe to the "
+                                   "ranks; use fewer, larger buffers",
+                                   d.label, d.buffers.size()));
     if (!d.used) continue;
     std::vector<int> missing, present;
     for (std::size_t i = 0; i < d.members.size(); ++i) (d.dispatched[i] ? present : missing).push_back(d.members[i]);

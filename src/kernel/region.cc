@@ -8,27 +8,27 @@
 
 namespace pld::detail {
 
-void check_box(const std::string& op, const char* what, const Dims& shape, const Dims& offsets, const Dims& extent,
-               const char* remedy) {
+void check_box(const std::string& op, const char* operand, const char* region, const Dims& shape, const Dims& offsets,
+               const Dims& extent, const char* remedy) {
   if (offsets.size() != shape.size())
-    throw UsageError(fmt::format("{}: {} offsets {} have rank {} but {} has rank {} (shape {}); give one offset "
-                                 "per dimension",
-                                 op, what, offsets.str(), offsets.size(), what, shape.size(), shape.str()));
-  if (extent.size() != shape.size())
-    throw UsageError(fmt::format("{}: {} extent {} has rank {} but {} has rank {} (shape {}); give one extent per "
+    throw UsageError(fmt::format("{}: {} offsets {} have rank {} but the {} has rank {} (shape {}); give one offset per "
                                  "dimension",
-                                 op, what, extent.str(), extent.size(), what, shape.size(), shape.str()));
+                                 op, operand, offsets.str(), offsets.size(), operand, shape.size(), shape.str()));
+  if (extent.size() != shape.size())
+    throw UsageError(fmt::format("{}: {} extent {} has rank {} but the {} has rank {} (shape {}); give one extent per "
+                                 "dimension",
+                                 op, operand, extent.str(), extent.size(), operand, shape.size(), shape.str()));
   for (int d = 0; d < shape.size(); ++d) {
     if (offsets[d] < 0)
       throw UsageError(fmt::format("{}: {} offset {} in dimension {} is negative (offsets {}); offsets must be >= 0",
-                                   op, what, offsets[d], d, offsets.str()));
+                                   op, operand, offsets[d], d, offsets.str()));
     if (extent[d] < 0)
       throw UsageError(fmt::format("{}: extent {} in dimension {} is negative (extent {}); extents must be >= 0", op,
                                    extent[d], d, extent.str()));
     if (offsets[d] + extent[d] > shape[d])
-      throw UsageError(fmt::format("{}: {} region exceeds dimension {}: offset {} + extent {} > {} (shape {}, offsets "
-                                   "{}, extent {}); {}",
-                                   op, what, d, offsets[d], extent[d], shape[d], shape.str(), offsets.str(),
+      throw UsageError(fmt::format("{}: {} {} exceeds dimension {}: offset {} + extent {} > {} (shape {}, offsets {}, "
+                                   "extent {}); {}",
+                                   op, operand, region, d, offsets[d], extent[d], shape[d], shape.str(), offsets.str(),
                                    extent.str(), remedy));
   }
 }

@@ -11,10 +11,11 @@
 namespace pld::detail {
 
 /// Throws UsageError unless `offsets` has the rank of `shape`, is non-negative, `extent` is
-/// non-negative, and `offsets + extent <= shape` in every dimension. `what` names the operand
-/// ("src", "dst", "signal", ...); `remedy` is appended to an out-of-range message.
-void check_box(const std::string& op, const char* what, const Dims& shape, const Dims& offsets, const Dims& extent,
-               const char* remedy);
+/// non-negative, and `offsets + extent <= shape` in every dimension. `operand` names the operand
+/// ("src", "signal", ...) and `region` what is addressed in it ("box", "cell", "subregion");
+/// `remedy` is appended to an out-of-range message.
+void check_box(const std::string& op, const char* operand, const char* region, const Dims& shape, const Dims& offsets,
+               const Dims& extent, const char* remedy);
 
 /// Checks that `peer` is a domain-local rank of `state`.
 void check_peer(const std::string& op, const DomainState& state, int peer);

@@ -18,10 +18,12 @@ int CommCtx::nranks() const {
   return state_->nranks();
 }
 int CommCtx::world_rank(int peer) const {
+  if (!state_) throw UsageError("CommCtx::world_rank: the CommCtx is empty; obtain it with pld::get_comm_ctx(dt) in a kernel");
   detail::check_peer("CommCtx::world_rank", *state_, peer);
   return state_->members[static_cast<std::size_t>(peer)];
 }
 std::byte* CommCtx::windows_in(int peer) const {
+  if (!state_) throw UsageError("CommCtx::windows_in: the CommCtx is empty; obtain it with pld::get_comm_ctx(dt) in a kernel");
   detail::check_peer("CommCtx::windows_in", *state_, peer);
   return state_->windows_in[static_cast<std::size_t>(peer)];
 }
@@ -39,7 +41,7 @@ std::string signal_site(const char* op, const WindowDesc& s, const Dims& offsets
 std::uint64_t cell_offset(const std::string& op, const WindowDesc& s, const Dims& offsets) {
   Dims one = offsets;
   for (int d = 0; d < one.size(); ++d) one[d] = 1;
-  check_box(op, "signal", s.shape, offsets, one, "pick a cell inside the signal window");
+  check_box(op, "signal", "cell", s.shape, offsets, one, "pick a cell inside the signal window");
   Index lin = 0;
   for (int d = 0; d < s.shape.size(); ++d) lin = lin * s.shape[d] + offsets[d];
   return s.ref.offset + static_cast<std::uint64_t>(lin) * sizeof(std::int32_t);
@@ -78,7 +80,7 @@ void notify(const WindowDesc& signal, int peer, const Dims& offsets, std::int32_
   std::uint64_t off = 0;
   if (!d || (op != NotifyOp::AtomicAdd && op != NotifyOp::Set) || peer < 0 || peer >= d->nranks() ||
       !cell_fast(signal, offsets, &off)) {
-    const std::string site = fmt::format("{} peer {}", signal_site("notify", signal, offsets), peer);
+    const std::string site = signal_site("notify", signal, offsets);
     bound_state(site, signal);
     if (op != NotifyOp::AtomicAdd && op != NotifyOp::Set)
       throw UsageError(fmt::format("{}: op {} must be NotifyOp::AtomicAdd or NotifyOp::Set", site, static_cast<int>(op)));

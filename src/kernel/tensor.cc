@@ -46,10 +46,8 @@ Region region_of(const char* op, const char* window_side, const char* local_side
   r.shape = *shape;
   r.window_offsets = *window_offsets;
   r.local_offsets = *local_offsets;
-  const std::string what_w = fmt::format("{} subregion", window_side);
-  const std::string what_l = fmt::format("{} subregion", local_side);
-  check_box(op, what_w.c_str(), window_shape, r.window_offsets, r.shape, "shrink shape or move the offsets");
-  check_box(op, what_l.c_str(), local_shape, r.local_offsets, r.shape, "shrink shape or move the offsets");
+  check_box(op, window_side, "subregion", window_shape, r.window_offsets, r.shape, "shrink shape or move the offsets");
+  check_box(op, local_side, "subregion", local_shape, r.local_offsets, r.shape, "shrink shape or move the offsets");
   return r;
 }
 

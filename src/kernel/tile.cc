@@ -50,7 +50,7 @@ void tile_load(const char* op, LocalDesc& tile, const LocalDesc& src, const Dims
     throw UsageError(fmt::format("{}: tile shape {} has rank {} but the source has rank {} (shape {}); load a box of "
                                  "the source's rank",
                                  op, tile.shape.str(), tile.shape.size(), src.shape.size(), src.shape.str()));
-  check_box(op, "src", src.shape, offsets, tile.valid, "load a smaller box or pass a smaller valid_shape");
+  check_box(op, "src", "box", src.shape, offsets, tile.valid, "load a smaller box or pass a smaller valid_shape");
   Dims zero = tile.shape;
   for (int d = 0; d < zero.size(); ++d) zero[d] = 0;
   copy_local(tile, zero, tile.valid, src, offsets, tile.valid);
@@ -62,7 +62,7 @@ void tile_store(const char* op, const LocalDesc& tile, const LocalDesc& dst, con
     throw UsageError(fmt::format("{}: tile shape {} has more dimensions than the destination (shape {})", op,
                                  tile.shape.str(), dst.shape.str()));
   const Dims ext = pad_leading(tile.valid, dst.shape.size());
-  check_box(op, "dst", dst.shape, offsets, ext, "store at smaller offsets or into a larger tensor");
+  check_box(op, "dst", "box", dst.shape, offsets, ext, "store at smaller offsets or into a larger tensor");
   Dims zero = tile.shape;
   for (int d = 0; d < zero.size(); ++d) zero[d] = 0;
   copy_local(dst, offsets, ext, tile, zero, tile.valid);
@@ -89,7 +89,7 @@ void remote_load(LocalDesc& tile, const WindowDesc& src, int peer, const Dims& o
     throw UsageError(fmt::format("{}: shape {} has rank {} but the window has rank {} (shape {}); give one extent per "
                                  "dimension",
                                  op, tile.shape.str(), tile.shape.size(), src.shape.size(), src.shape.str()));
-  check_box(op, "window", src.shape, offsets, tile.valid, "reads past the end: pass a smaller valid_shape");
+  check_box(op, "window", "box", src.shape, offsets, tile.valid, "reads past the end: pass a smaller valid_shape");
   const std::size_t esz = dtype_size(tile.dtype);
   Dims zero = tile.shape;
   for (int i = 0; i < zero.size(); ++i) zero[i] = 0;
@@ -118,7 +118,7 @@ void remote_store(const char* op, const LocalDesc& src, const WindowDesc& dst, i
                                    op, i, src.shape.str()));
   const Dims inner{src.valid[src.valid.size() - 2], src.valid[src.valid.size() - 1]};
   const Dims ext = pad_leading(inner, dst.shape.size());
-  check_box(op, "target", dst.shape, offsets, ext, "push exceeds the peer's target region: store a smaller tile or "
+  check_box(op, "target", "box", dst.shape, offsets, ext, "push exceeds the peer's target region: store a smaller tile or "
                                                    "at smaller offsets");
   const std::size_t esz = dtype_size(dst.dtype);
   Dims zero = src.shape;

@@ -98,6 +98,7 @@ void run_dispatch(int fd, ShmBackend* backend, const std::byte* p, const std::by
   }
   ReplyStatus status = ReplyStatus::Ok;
   std::string text;
+  log(LogLevel::Debug, "dispatch seq {} starts", seq);
   try {
     ArgReader reader(p, static_cast<std::size_t>(end - p));
     trampoline(kernel, reader);
@@ -122,7 +123,7 @@ void run_dispatch(int fd, ShmBackend* backend, const std::byte* p, const std::by
   }
   if (status != ReplyStatus::WaitTimeout)  // a timed-out wait stays published for the host's report
     slot.state.store(static_cast<std::uint32_t>(RankState::Idle), std::memory_order_release);
-  if (status == ReplyStatus::KernelError) log(LogLevel::Info, "dispatch {} failed: {}", seq, text);
+  if (status != ReplyStatus::Ok) log(LogLevel::Debug, "dispatch seq {} ended: {}", seq, text);
   reply(fd, status, seq, text);
 }
 

@@ -144,10 +144,6 @@ void RankGroup::build_queues(const HostSession& session) {
         const auto* p = reinterpret_cast<const std::byte*>(name.data());
         m.insert(m.end(), p, p + name.size());
       }
-      if (m.size() > kMaxMessage)
-        throw UsageError(fmt::format("pld::run: comm domain {} has too many window buffers ({}) to describe in one "
-                                     "message; use fewer, larger buffers",
-                                     dom.label, dom.buffers.size()));
       rank.queue.push_back(Outgoing{std::move(m)});
     }
     auto m = message(MessageType::Dispatch);

@@ -44,12 +44,17 @@ namespace detail {
 
 GroupOptions group_options(const DistributedConfig& config) {
   config.validate();
-  const std::string backend = setting_string(Setting::Backend);
-  if (backend != "auto" && backend != "shm")
-    throw UsageError(fmt::format("PLD_BACKEND='{}' is not a backend; use auto or shm", backend));
+  if (config.backend == BackendKind::Auto) {
+    const std::string backend = setting_string(Setting::Backend);
+    if (backend != "auto" && backend != "shm")
+      throw UsageError(fmt::format("PLD_BACKEND='{}' is not a backend; use auto or shm", backend));
+  }
+  log_check_level();
   GroupOptions o;
   o.device_ids = config.device_ids;
   o.heap_bytes = config.heap_bytes ? config.heap_bytes : setting_bytes(Setting::HeapBytes);
+  if (o.heap_bytes == 0)
+    throw UsageError("PLD_HEAP_BYTES=0: the window heap must have at least one page; write e.g. 256M");
   o.heap_bytes = (o.heap_bytes + 4095) / 4096 * 4096;
   o.wait_timeout = config.wait_timeout > 0 ? config.wait_timeout : setting_seconds(Setting::WaitTimeout);
   o.wait_spin = setting_int(Setting::WaitSpin);

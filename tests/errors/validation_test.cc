@@ -93,8 +93,8 @@ TEST_P(KernelMisuse, RaisesOnTheRankAndReleasesThePeer) {
 INSTANTIATE_TEST_SUITE_P(
     Cases, KernelMisuse,
     ::testing::Values(Case{kPeerOutOfRange, "peer 5 out of range [0, 2)"}, Case{kNegativePeer, "peer -1 out of range"},
-                      Case{kOffsetsRank, "signal offsets [0] have rank 1 but signal has rank 2"},
-                      Case{kOffsetOutside, "signal region exceeds dimension 0: offset 2 + extent 1 > 2"},
+                      Case{kOffsetsRank, "signal offsets [0] have rank 1 but the signal has rank 2"},
+                      Case{kOffsetOutside, "signal cell exceeds dimension 0: offset 2 + extent 1 > 2"},
                       Case{kNotifyOp, "must be NotifyOp::AtomicAdd or NotifyOp::Set"},
                       Case{kWaitCmp, "must be WaitCmp::Eq or WaitCmp::Ge"},
                       Case{kRemoteLoadPastEnd, "reads past the end: pass a smaller valid_shape"},
@@ -103,14 +103,14 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{kRemoteStoreLeadingDim, "src leading dimension 0 must be 1"},
                       Case{kRemoteStoreOutside, "push exceeds the peer's target region"},
                       Case{kPutShapeMismatch, "must have the same static shape"},
-                      Case{kPutRegionOutside, "dst subregion region exceeds dimension 1"},
+                      Case{kPutRegionOutside, "dst subregion exceeds dimension 1"},
                       Case{kPutPipelineWithoutChunks, "pipeline=true requires both chunk_rows>0 and chunk_cols>0"},
                       Case{kPutNegativeChunk, "chunk_cols -2 must be non-negative"},
                       Case{kPutAtomicInt64, "AtomicType::Add requires an fp32/bf16/fp16/int32/int16/int8 dtype, got int64"},
                       Case{kPutAtomicUint8, "got uint8"}, Case{kGetPeer, "tensor::get: peer 3 out of range"},
                       Case{kTileAddShapes, "tile::add: tile shapes [1, 4] and [4, 1] differ"},
                       Case{kValidShapeLargerThanShape, "valid_shape [1, 5] must lie within shape [1, 4]"},
-                      Case{kStoreOutside, "tile::store: dst region exceeds dimension 1"},
+                      Case{kStoreOutside, "tile::store: dst box exceeds dimension 1"},
                       Case{kElementOutside, "tile::read: index [0, 8] is outside shape [1, 8]"}),
     [](const auto& info) { return "case" + std::to_string(info.param.what); });
 

@@ -14,8 +14,8 @@ T combine(int op, T x, T y) {
     case 0: return T(C(x) + C(y));
     case 1: return T(C(x) - C(y));
     case 2: return T(C(x) * C(y));
-    case 3: return C(x) < C(y) ? y : x;
-    default: return C(y) < C(x) ? y : x;
+    case 3: return C(x) > C(y) ? x : y;
+    default: return C(x) < C(y) ? x : y;
   }
 }
 

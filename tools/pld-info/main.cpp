@@ -16,8 +16,8 @@ int main(int argc, char** argv) {
   if (markdown) {
     std::printf("| Variable | Type | Default | Description |\n|---|---|---|---|\n");
     for (const auto& s : pld::describe_settings())
-      std::printf("| `%s` | %s | `%s` | %s |\n", s.name.c_str(), s.type.c_str(),
-                  s.default_value.empty() ? "" : s.default_value.c_str(), s.description.c_str());
+      std::printf("| `%s` | %s | %s | %s |\n", s.name.c_str(), s.type.c_str(),
+                  s.default_value.empty() ? "*(empty)*" : ("`" + s.default_value + "`").c_str(), s.description.c_str());
     return 0;
   }
   std::printf("pld %s\n", pld::version());

@@ -45,11 +45,11 @@ void add_floats(std::byte* dst, const void* src, std::size_t count) {
 }  // namespace
 
 void ShmBackend::put(int rank, std::uint64_t offset, const void* src, std::size_t bytes) {
-  std::memcpy(heap_base(rank) + offset, src, bytes);
+  std::memmove(heap_base(rank) + offset, src, bytes);  // self-peer regions may overlap
 }
 
 void ShmBackend::get(void* dst, int rank, std::uint64_t offset, std::size_t bytes) {
-  std::memcpy(dst, heap_base(rank) + offset, bytes);
+  std::memmove(dst, heap_base(rank) + offset, bytes);
 }
 
 void ShmBackend::atomic_add(int rank, std::uint64_t offset, const void* src, std::size_t count, DType dtype) {
