@@ -6,6 +6,8 @@
 // the ranks, which run them in program order per rank.
 #pragma once
 
+#include <pld/collectives.hpp>
+#include <pld/detail/builtins.hpp>
 #include <pld/detail/dispatch.hpp>
 #include <pld/error.hpp>
 #include <pld/export.hpp>
@@ -105,6 +107,120 @@ class PLD_API Host {
   /// A comm domain over `ranks` (world ranks, distinct). Domain-local rank i is the i-th smallest.
   CommDomain domain(const std::vector<int>& ranks);
 
+  // ----- Host builtin collectives --------------------------------------------------------------
+  // Each records one builtin dispatch per member of the operands' comm domain, in program order
+  // with that rank's other dispatches. Operands are checked here, before any rank starts. Without
+  // a signal, pld uses its own per-domain signal window (self-clearing, so loops are fine).
+
+  void barrier(const DistributedTensor<std::int32_t>& signal) {
+    detail::BuiltinCall c;
+    c.kind = detail::Builtin::Barrier;
+    c.b = detail::desc(signal);
+    for (int r : builtin_ranks(c)) dispatch(r, detail::builtin_barrier, signal);
+  }
+  void barrier(const CommDomain& domain) { barrier(builtin_signal(domain.id())); }
+  void barrier() { barrier(world_); }
+
+  template <Element T>
+  void allreduce(const DistributedTensor<T>& target, const DistributedTensor<std::int32_t>& signal,
+                 const AllreduceOptions& options = {}) {
+    detail::BuiltinCall c;
+    c.kind = detail::Builtin::Allreduce;
+    c.a = detail::desc(target);
+    c.b = detail::desc(signal);
+    c.allreduce = options;
+    for (int r : builtin_ranks(c)) dispatch(r, detail::builtin_allreduce<T>, target, signal, options);
+  }
+  template <Element T>
+  void allreduce(const DistributedTensor<T>& target, const AllreduceOptions& options = {}) {
+    allreduce(target, builtin_signal(target.ref().domain), options);
+  }
+
+  template <Element T>
+  void broadcast(const DistributedTensor<T>& target, const DistributedTensor<std::int32_t>& signal, int root,
+                 int core_num = 1) {
+    detail::BuiltinCall c;
+    c.kind = detail::Builtin::Broadcast;
+    c.a = detail::desc(target);
+    c.b = detail::desc(signal);
+    c.root = root;
+    c.core_num = core_num;
+    for (int r : builtin_ranks(c)) dispatch(r, detail::builtin_broadcast<T>, target, signal, root, core_num);
+  }
+  template <Element T>
+  void broadcast(const DistributedTensor<T>& target, int root, int core_num = 1) {
+    broadcast(target, builtin_signal(target.ref().domain), root, core_num);
+  }
+
+  template <Element T>
+  void allgather(const DistributedTensor<T>& local, const DistributedTensor<T>& target,
+                 const DistributedTensor<std::int32_t>& signal, int core_num = 1) {
+    detail::BuiltinCall c;
+    c.kind = detail::Builtin::Allgather;
+    c.a = detail::desc(target);
+    c.b = detail::desc(signal);
+    c.c = detail::desc(local);
+    c.core_num = core_num;
+    for (int r : builtin_ranks(c)) dispatch(r, detail::builtin_allgather<T>, local, target, signal, core_num);
+  }
+  template <Element T>
+  void allgather(const DistributedTensor<T>& local, const DistributedTensor<T>& target, int core_num = 1) {
+    allgather(local, target, builtin_signal(target.ref().domain), core_num);
+  }
+
+  template <Element T>
+  void reduce_scatter(const DistributedTensor<T>& target, const DistributedTensor<std::int32_t>& signal,
+                      ReduceOp op = ReduceOp::Sum, int core_num = 1) {
+    detail::BuiltinCall c;
+    c.kind = detail::Builtin::ReduceScatter;
+    c.a = detail::desc(target);
+    c.b = detail::desc(signal);
+    c.op = op;
+    c.core_num = core_num;
+    for (int r : builtin_ranks(c)) dispatch(r, detail::builtin_reduce_scatter<T>, target, signal, op, core_num);
+  }
+  template <Element T>
+  void reduce_scatter(const DistributedTensor<T>& target, ReduceOp op = ReduceOp::Sum, int core_num = 1) {
+    reduce_scatter(target, builtin_signal(target.ref().domain), op, core_num);
+  }
+
+  template <Element T>
+  void all_to_all(const DistributedTensor<T>& input, const DistributedTensor<T>& target,
+                  const DistributedTensor<std::int32_t>& signal, int core_num = 1) {
+    detail::BuiltinCall c;
+    c.kind = detail::Builtin::AllToAll;
+    c.a = detail::desc(target);
+    c.b = detail::desc(signal);
+    c.c = detail::desc(input);
+    c.core_num = core_num;
+    for (int r : builtin_ranks(c)) dispatch(r, detail::builtin_all_to_all<T>, input, target, signal, core_num);
+  }
+  template <Element T>
+  void all_to_all(const DistributedTensor<T>& input, const DistributedTensor<T>& target, int core_num = 1) {
+    all_to_all(input, target, builtin_signal(target.ref().domain), core_num);
+  }
+
+  template <Element T>
+  void all_to_all_v(const DistributedTensor<T>& input, const DistributedTensor<T>& target,
+                    const DistributedTensor<std::int32_t>& signal, const DistributedTensor<std::int32_t>& send_counts,
+                    const DistributedTensor<std::int32_t>& recv_counts) {
+    detail::BuiltinCall c;
+    c.kind = detail::Builtin::AllToAllV;
+    c.a = detail::desc(target);
+    c.b = detail::desc(signal);
+    c.c = detail::desc(input);
+    c.d = detail::desc(send_counts);
+    c.e = detail::desc(recv_counts);
+    for (int r : builtin_ranks(c))
+      dispatch(r, detail::builtin_all_to_all_v<T>, input, target, signal, send_counts, recv_counts);
+  }
+  template <Element T>
+  void all_to_all_v(const DistributedTensor<T>& input, const DistributedTensor<T>& target,
+                    const DistributedTensor<std::int32_t>& send_counts,
+                    const DistributedTensor<std::int32_t>& recv_counts) {
+    all_to_all_v(input, target, builtin_signal(target.ref().domain), send_counts, recv_counts);
+  }
+
   /// Runs `kernel(args...)` on world rank `rank` (the model's `device=r`). `kernel` is a function
   /// or capture-less lambda returning void; arguments are converted to its parameter types and
   /// travel address-free (HostTensor views, window views, values). Dispatches to one rank run in
@@ -126,6 +242,10 @@ class PLD_API Host {
     record_dispatch(rank, &detail::trampoline<P...>, reinterpret_cast<void (*)()>(kernel), writer);
   }
   void check_rank(const char* op, int rank) const;
+  /// Checks a builtin call's operands on the host and returns the member ranks to dispatch to.
+  const std::vector<int>& builtin_ranks(detail::BuiltinCall& call);
+  /// pld's own signal window for host builtins on `domain` (one per domain and call).
+  DistributedTensor<std::int32_t> builtin_signal(std::uint32_t domain);
   void record_dispatch(int rank, detail::Trampoline trampoline, void (*kernel)(), detail::ArgWriter& writer);
 
   detail::HostSession* session_;

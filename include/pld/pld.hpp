@@ -10,6 +10,7 @@
 #include <pld/error.hpp>
 #include <pld/host.hpp>
 #include <pld/info.hpp>
+#include <pld/collectives.hpp>
 #include <pld/kernel.hpp>
 #include <pld/tensor.hpp>
 #include <pld/types.hpp>

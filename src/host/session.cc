@@ -163,6 +163,32 @@ void HostSession::finish() const {
   }
 }
 
+const DomainState& HostSession::host_state(std::uint32_t domain) {
+  if (host_states_.size() < domains_.size()) host_states_.resize(domains_.size());
+  auto& st = host_states_.at(domain);
+  if (!st) st = std::make_unique<DomainState>();
+  const DomainRecord& d = domains_.at(domain);
+  st->id = d.id;
+  st->rank = 0;
+  st->members = d.members;
+  st->windows_in.assign(d.members.size(), nullptr);
+  st->buffers = d.buffers;
+  st->label = d.label;
+  return *st;
+}
+
+const WindowBuffer& HostSession::builtin_signal(std::uint32_t domain) {
+  if (builtin_signals_.size() < domains_.size()) builtin_signals_.resize(domains_.size());
+  auto& sig = builtin_signals_.at(domain);
+  if (!sig) {
+    const auto rows = static_cast<std::uint64_t>(domains_.at(domain).members.size());
+    sig = std::make_unique<WindowBuffer>(
+        alloc(domain, rows * static_cast<std::uint64_t>(kBuiltinSignalColumns) * sizeof(std::int32_t),
+              "pld.builtin_signal"));
+  }
+  return *sig;
+}
+
 std::string HostSession::describe_buffer(std::uint32_t domain, std::uint32_t buffer) const {
   if (domain >= domains_.size()) return "?";
   const DomainRecord& d = domains_[domain];

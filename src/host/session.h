@@ -55,6 +55,11 @@ class HostSession {
   const std::vector<DispatchRecord>& dispatches() const { return dispatches_; }
   /// End of the allocated part of `rank`'s window heap.
   std::uint64_t heap_top(int rank) const { return heap_top_[static_cast<std::size_t>(rank)]; }
+  /// The domain as a rank sees it, minus the rank-specific parts (for host-side checks).
+  const DomainState& host_state(std::uint32_t domain);
+  /// pld's signal window for host builtins on `domain`, allocated on first use in this call.
+  const WindowBuffer& builtin_signal(std::uint32_t domain);
+
   /// "buffer 'sig' of domain world" for reports.
   std::string describe_buffer(std::uint32_t domain, std::uint32_t buffer) const;
 
@@ -65,7 +70,12 @@ class HostSession {
   std::vector<DomainRecord> domains_;
   std::vector<DispatchRecord> dispatches_;
   std::vector<std::shared_ptr<void>> keep_alive_;  // host tensors in flight
+  std::vector<std::unique_ptr<DomainState>> host_states_;
+  std::vector<std::unique_ptr<WindowBuffer>> builtin_signals_;
 };
+
+/// Columns of pld's builtin signal: 16 lanes x 16 int32 (one cache line per lane).
+inline constexpr Index kBuiltinSignalColumns = 256;
 
 /// Alignment of every window buffer (one cache line: signals never share a line with a
 /// neighbouring buffer).

@@ -32,8 +32,9 @@ constexpr double kShutdownGrace = 2.0;  // seconds a rank gets to exit before SI
 
 template <class T>
 void put_value(std::vector<std::byte>& out, const T& v) {
-  const auto* p = reinterpret_cast<const std::byte*>(&v);
-  out.insert(out.end(), p, p + sizeof(T));
+  const std::size_t at = out.size();
+  out.resize(at + sizeof(T));
+  std::memcpy(out.data() + at, &v, sizeof(T));
 }
 
 std::vector<std::byte> message(MessageType type) {

@@ -25,8 +25,9 @@ class ArgWriter {
   template <class T>
   void value(const T& v) {
     static_assert(std::is_trivially_copyable_v<T>);
-    const auto* p = reinterpret_cast<const std::byte*>(&v);
-    bytes_.insert(bytes_.end(), p, p + sizeof(T));
+    const std::size_t at = bytes_.size();
+    bytes_.resize(at + sizeof(T));
+    std::memcpy(bytes_.data() + at, &v, sizeof(T));
   }
   void note_block(std::uint32_t id) { blocks_.push_back(id); }
   void note_domain(std::uint32_t id) { domains_.push_back(id); }

@@ -1,0 +1,57 @@
+// pld — the kernels behind the host builtin collectives (internal; included by host.hpp). Each is
+// dispatched once per member rank of the operands' comm domain and calls the composite collective.
+#pragma once
+
+#include <pld/collectives.hpp>
+#include <pld/window.hpp>
+
+#include <cstdint>
+
+namespace pld::detail {
+
+inline void builtin_barrier(DistributedTensor<std::int32_t> signal) { tensor::barrier(signal); }
+
+template <class T>
+void builtin_allreduce(DistributedTensor<T> target, DistributedTensor<std::int32_t> signal, AllreduceOptions options) {
+  tensor::allreduce(target, signal, options);
+}
+template <class T>
+void builtin_broadcast(DistributedTensor<T> target, DistributedTensor<std::int32_t> signal, int root, int core_num) {
+  tensor::broadcast(target, signal, root, core_num);
+}
+template <class T>
+void builtin_allgather(DistributedTensor<T> local, DistributedTensor<T> target, DistributedTensor<std::int32_t> signal,
+                       int core_num) {
+  tensor::allgather(local, target, signal, core_num);
+}
+template <class T>
+void builtin_reduce_scatter(DistributedTensor<T> target, DistributedTensor<std::int32_t> signal, ReduceOp op,
+                            int core_num) {
+  tensor::reduce_scatter(target, signal, op, core_num);
+}
+template <class T>
+void builtin_all_to_all(DistributedTensor<T> input, DistributedTensor<T> target, DistributedTensor<std::int32_t> signal,
+                        int core_num) {
+  tensor::all_to_all(input, target, signal, core_num);
+}
+template <class T>
+void builtin_all_to_all_v(DistributedTensor<T> input, DistributedTensor<T> target,
+                          DistributedTensor<std::int32_t> signal, DistributedTensor<std::int32_t> send_counts,
+                          DistributedTensor<std::int32_t> recv_counts) {
+  tensor::all_to_all_v(input, target, signal, send_counts, recv_counts);
+}
+
+enum class Builtin { Barrier, Allreduce, Broadcast, Allgather, ReduceScatter, AllToAll, AllToAllV };
+
+/// The operands of one host builtin call, for the host-side checks (a..e in the order of the
+/// collective's window parameters).
+struct BuiltinCall {
+  Builtin kind = Builtin::Barrier;
+  WindowDesc a, b, c, d, e;
+  AllreduceOptions allreduce;
+  int root = 0;
+  ReduceOp op = ReduceOp::Sum;
+  int core_num = 1;
+};
+
+}  // namespace pld::detail

@@ -1,0 +1,156 @@
+// allreduce, in place on a window, three schedules (docs/01-collectives.md):
+//
+//   Mesh     barrier; reduce all P copies into scratch; barrier (nobody reads me any more);
+//            store. Reads P x n per rank: for small vectors, where the two barriers dominate.
+//   TwoShot  barrier; rank r reduces segment r of every copy into its own copy and pushes the
+//            result into segment r of every peer's copy; barrier. Reads n and writes n per rank:
+//            the memory-traffic floor. Safe in place because only rank r touches segment r.
+//   Ring     2(P-1) neighbour steps (reduce-scatter, then allgather), a barrier before each and
+//            one after. Combines in ring order.
+#include "coll/checks.h"
+#include "coll/credit.h"
+#include "coll/lanes.h"
+#include "reduce/reduce.h"
+
+#include <pld/error.hpp>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+namespace pld::detail {
+
+namespace {
+
+struct Job {
+  const char* op;
+  const DomainState& d;
+  const WindowDesc& target;
+  const WindowDesc& signal;
+  ReduceOp rop;
+  std::size_t esz;
+  int stride;  // signal column stride per lane
+};
+
+std::vector<std::byte>& scratch(std::size_t bytes) {
+  thread_local std::vector<std::byte> buf;
+  if (buf.size() < bytes) buf.resize(bytes);
+  return buf;
+}
+
+void mesh(const Job& j, int lane, Range r) {
+  const int n = j.d.nranks();
+  CreditBarrier b(j.op, j.d, j.signal, lane * j.stride);
+  b.sync();  // every rank's input is staged
+  const std::size_t bytes = static_cast<std::size_t>(r.size()) * j.esz;
+  std::byte* tmp = scratch(bytes).data();
+  std::vector<const void*> srcs(static_cast<std::size_t>(n));
+  for (int p = 0; p < n; ++p)
+    srcs[static_cast<std::size_t>(p)] = window_at(j.op, j.d, p, j.target, static_cast<std::uint64_t>(r.begin) * j.esz);
+  reduce(tmp, srcs.data(), n, static_cast<std::size_t>(r.size()), j.target.dtype, j.rop);
+  b.sync();  // every rank has read every copy: now overwrite mine
+  std::memcpy(window_at(j.op, j.d, j.d.rank, j.target, static_cast<std::uint64_t>(r.begin) * j.esz), tmp, bytes);
+  b.finish();
+}
+
+void two_shot(const Job& j, int lane, Range r) {
+  const int n = j.d.nranks(), me = j.d.rank;
+  CreditBarrier b(j.op, j.d, j.signal, lane * j.stride);
+  b.sync();
+  const Range seg = split(r.size(), n, me);
+  const Index chunk = std::max<Index>(1, static_cast<Index>(coll_tuning().chunk_bytes / j.esz));
+  std::vector<std::byte*> copy(static_cast<std::size_t>(n));
+  std::vector<const void*> srcs(static_cast<std::size_t>(n));
+  for (int p = 0; p < n; ++p) copy[static_cast<std::size_t>(p)] = window_at(j.op, j.d, p, j.target, 0);
+  for (Index at = r.begin + seg.begin; at < r.begin + seg.end; at += chunk) {
+    const Index len = std::min(chunk, r.begin + seg.end - at);
+    const std::size_t off = static_cast<std::size_t>(at) * j.esz, bytes = static_cast<std::size_t>(len) * j.esz;
+    for (int p = 0; p < n; ++p) srcs[static_cast<std::size_t>(p)] = copy[static_cast<std::size_t>(p)] + off;
+    std::byte* mine = copy[static_cast<std::size_t>(me)] + off;
+    reduce(mine, srcs.data(), n, static_cast<std::size_t>(len), j.target.dtype, j.rop);
+    for (int k = 1; k < n; ++k) std::memcpy(copy[static_cast<std::size_t>((me + k) % n)] + off, mine, bytes);
+  }
+  b.sync();  // every segment has landed everywhere
+  b.finish();
+}
+
+void ring(const Job& j, int lane, Range r) {
+  const int n = j.d.nranks(), me = j.d.rank, left = (me + n - 1) % n;
+  CreditBarrier b(j.op, j.d, j.signal, lane * j.stride);
+  std::byte* mine = window_at(j.op, j.d, me, j.target, 0);
+  std::byte* from = window_at(j.op, j.d, left, j.target, 0);
+  auto seg = [&](int c) {
+    const Range s = split(r.size(), n, ((c % n) + n) % n);
+    return Range{r.begin + s.begin, r.begin + s.end};
+  };
+  for (int s = 0; s < n - 1; ++s) {  // reduce-scatter: my chunk (me - s - 1) += left's
+    b.sync();
+    const Range c = seg(me - s - 1);
+    const std::size_t off = static_cast<std::size_t>(c.begin) * j.esz;
+    const void* srcs[2] = {from + off, mine + off};
+    reduce(mine + off, srcs, 2, static_cast<std::size_t>(c.size()), j.target.dtype, j.rop);
+  }
+  for (int s = 0; s < n - 1; ++s) {  // allgather: my chunk (me - s) = left's final chunk
+    b.sync();
+    const Range c = seg(me - s);
+    const std::size_t off = static_cast<std::size_t>(c.begin) * j.esz;
+    std::memcpy(mine + off, from + off, static_cast<std::size_t>(c.size()) * j.esz);
+  }
+  b.sync();  // my right neighbour has finished reading me
+  b.finish();
+}
+
+}  // namespace
+
+const char* to_string(AllreduceMode mode) {
+  switch (mode) {
+    case AllreduceMode::Auto: return "Auto";
+    case AllreduceMode::Mesh: return "Mesh";
+    case AllreduceMode::Ring: return "Ring";
+    case AllreduceMode::TwoShot: return "TwoShot";
+  }
+  return "?";
+}
+
+AllreduceMode resolve_mode(const AllreduceOptions& o, std::uint64_t bytes) {
+  AllreduceMode m = o.mode;
+  if (m == AllreduceMode::Auto) m = bytes <= coll_tuning().mesh_max_bytes ? AllreduceMode::Mesh : AllreduceMode::TwoShot;
+  if (m == AllreduceMode::Ring && (o.reproducible || coll_tuning().reproducible)) m = AllreduceMode::TwoShot;
+  return m;
+}
+
+int check_allreduce(const WindowDesc& target, const WindowDesc& signal, const AllreduceOptions& options) {
+  const char* op = "allreduce";
+  const DomainState& d = coll_domain(op, signal, &target);
+  check_reduce_op(op, options.op);
+  if (options.mode != AllreduceMode::Auto && options.mode != AllreduceMode::Mesh &&
+      options.mode != AllreduceMode::Ring && options.mode != AllreduceMode::TwoShot)
+    throw UsageError(fmt::format("allreduce: mode {} must be AllreduceMode::Auto, Mesh, Ring or TwoShot",
+                                 static_cast<int>(options.mode)));
+  check_distinct(op, "target", target, "signal", signal);
+  return signal_lane_stride(op, signal, d.nranks(), options.core_num);
+}
+
+void coll_allreduce(const WindowDesc& target, const WindowDesc& signal, const AllreduceOptions& options) {
+  const char* op = "allreduce";
+  const int stride = check_allreduce(target, signal, options);
+  const DomainState& d = *signal.state;
+  const Index count = target.shape.numel();
+  if (d.nranks() == 1 || count == 0) return;
+  const std::size_t esz = dtype_size(target.dtype);
+  const AllreduceMode mode = resolve_mode(options, static_cast<std::uint64_t>(count) * esz);
+  const Job job{op, d, target, signal, options.op, esz, stride};
+  const int lanes = static_cast<int>(std::min<Index>(options.core_num, count));
+  run_lanes(lanes, [&](int lane) {
+    const Range r = split(count, lanes, lane);
+    switch (mode) {
+      case AllreduceMode::Mesh: return mesh(job, lane, r);
+      case AllreduceMode::Ring: return ring(job, lane, r);
+      default: return two_shot(job, lane, r);
+    }
+  });
+}
+
+}  // namespace pld::detail

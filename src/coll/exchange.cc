@@ -1,0 +1,172 @@
+// The data-exchange collectives: allgather, all_to_all, all_to_all_v. Each rank pushes its blocks
+// straight into the peers' target windows between two barriers: the first makes sure every
+// target is free (no rank still reads the previous call's result), the second that every block
+// has landed. Two credits per call.
+#include "coll/checks.h"
+#include "coll/credit.h"
+#include "coll/lanes.h"
+
+#include <pld/error.hpp>
+
+#include <fmt/format.h>
+
+#include <cstring>
+
+namespace pld::detail {
+
+namespace {
+
+std::string name_of(const WindowDesc& w) { return w.state ? w.state->buffer_name(w.ref.buffer) : std::string("?"); }
+
+void check_same_dtype(const char* op, DType a, DType b) {
+  if (a != b)
+    throw UsageError(fmt::format("{}: input dtype {} must match target dtype {}", op, dtype_name(a), dtype_name(b)));
+}
+
+}  // namespace
+
+int check_allgather(const LocalDesc& local, const WindowDesc* local_window, const WindowDesc& target,
+                    const WindowDesc& signal, int core_num) {
+  const char* op = "allgather";
+  const DomainState& d = coll_domain(op, signal, &target);
+  check_distinct(op, "target", target, "signal", signal);
+  if (local_window) check_distinct(op, "local_data", *local_window, "target", target);
+  check_rows(op, "target", target, d.nranks());
+  check_same_dtype(op, local.dtype, target.dtype);
+  const Index size = target.shape[1];
+  const bool shape_ok = (local.shape.size() == 1 && local.shape[0] == size) ||
+                        (local.shape.size() == 2 && local.shape[0] == 1 && local.shape[1] == size);
+  if (!shape_ok)
+    throw UsageError(fmt::format("allgather: local_data has shape {} but target '{}' is {}; local_data must be [1, {}] "
+                                 "or [{}]",
+                                 local.shape.str(), name_of(target), target.shape.str(), size, size));
+  return signal_lane_stride(op, signal, d.nranks(), core_num);
+}
+
+void coll_allgather(const LocalDesc& local, const WindowDesc* local_window, const WindowDesc& target,
+                    const WindowDesc& signal, int core_num) {
+  const char* op = "allgather";
+  const int stride = check_allgather(local, local_window, target, signal, core_num);
+  const DomainState& d = *signal.state;
+  const Index size = target.shape[1];
+  if (size == 0) return;
+  const int n = d.nranks(), me = d.rank;
+  const std::size_t esz = dtype_size(target.dtype);
+  const int lanes = static_cast<int>(std::min<Index>(core_num, size));
+  run_lanes(lanes, [&](int lane) {
+    const Range r = split(size, lanes, lane);
+    CreditBarrier b(op, d, signal, lane * stride);
+    if (n > 1) b.sync();
+    const std::uint64_t off = (static_cast<std::uint64_t>(me) * static_cast<std::uint64_t>(size) +
+                               static_cast<std::uint64_t>(r.begin)) * esz;
+    for (int k = 0; k < n; ++k)  // staggered, myself first
+      std::memmove(window_at(op, d, (me + k) % n, target, off), local.data + static_cast<std::size_t>(r.begin) * esz,
+                   static_cast<std::size_t>(r.size()) * esz);
+    if (n > 1) b.sync();
+    b.finish();
+  });
+}
+
+int check_all_to_all(const LocalDesc& input, const WindowDesc* input_window, const WindowDesc& target,
+                     const WindowDesc& signal, int core_num) {
+  const char* op = "all_to_all";
+  const DomainState& d = coll_domain(op, signal, &target);
+  check_distinct(op, "target", target, "signal", signal);
+  if (input_window) check_distinct(op, "input", *input_window, "target", target);
+  check_rows(op, "target", target, d.nranks());
+  check_same_dtype(op, input.dtype, target.dtype);
+  if (!(input.shape == target.shape))
+    throw UsageError(fmt::format("all_to_all: input has shape {} but target '{}' is {}; both must be [{}, SIZE]",
+                                 input.shape.str(), name_of(target), target.shape.str(), d.nranks()));
+  return signal_lane_stride(op, signal, d.nranks(), core_num);
+}
+
+void coll_all_to_all(const LocalDesc& input, const WindowDesc* input_window, const WindowDesc& target,
+                     const WindowDesc& signal, int core_num) {
+  const char* op = "all_to_all";
+  const int stride = check_all_to_all(input, input_window, target, signal, core_num);
+  const DomainState& d = *signal.state;
+  const Index size = target.shape[1];
+  if (size == 0) return;
+  const int n = d.nranks(), me = d.rank;
+  const std::size_t esz = dtype_size(target.dtype);
+  const int lanes = static_cast<int>(std::min<Index>(core_num, size));
+  run_lanes(lanes, [&](int lane) {
+    const Range r = split(size, lanes, lane);
+    CreditBarrier b(op, d, signal, lane * stride);
+    if (n > 1) b.sync();
+    for (int k = 0; k < n; ++k) {
+      const int p = (me + k) % n;
+      const std::uint64_t dst = (static_cast<std::uint64_t>(me) * static_cast<std::uint64_t>(size) +
+                                 static_cast<std::uint64_t>(r.begin)) * esz;
+      const std::size_t src = (static_cast<std::size_t>(p) * static_cast<std::size_t>(size) +
+                               static_cast<std::size_t>(r.begin)) * esz;
+      std::memmove(window_at(op, d, p, target, dst), input.data + src, static_cast<std::size_t>(r.size()) * esz);
+    }
+    if (n > 1) b.sync();
+    b.finish();
+  });
+}
+
+void check_all_to_all_v(const LocalDesc& input, const WindowDesc* input_window, const WindowDesc& target,
+                        const WindowDesc& signal, const LocalDesc& send_counts, const WindowDesc& recv_counts) {
+  const char* op = "all_to_all_v";
+  const DomainState& d = coll_domain(op, signal, &target);
+  coll_domain(op, recv_counts, &target);
+  const int n = d.nranks();
+  signal_lane_stride(op, signal, n, 1);
+  check_distinct(op, "target", target, "signal", signal);
+  check_distinct(op, "recv_counts", recv_counts, "target", target);
+  check_distinct(op, "recv_counts", recv_counts, "signal", signal);
+  if (input_window) check_distinct(op, "input", *input_window, "target", target);
+  check_same_dtype(op, input.dtype, target.dtype);
+  if (target.shape.size() != 2 || target.shape[0] % n != 0 || target.shape[0] == 0)
+    throw UsageError(fmt::format("all_to_all_v: target '{}' has shape {}; it must be [{} * MAX_RECV, SIZE] with "
+                                 "MAX_RECV >= 1 ({} ranks must divide target dim 0)",
+                                 name_of(target), target.shape.str(), n, n));
+  if (!(input.shape == target.shape))
+    throw UsageError(fmt::format("all_to_all_v: input has shape {} but target '{}' is {}; both must be [{} * MAX_RECV, "
+                                 "SIZE]",
+                                 input.shape.str(), name_of(target), target.shape.str(), n));
+  const bool counts_ok = send_counts.dtype == DType::INT32 &&
+                         ((send_counts.shape.size() == 1 && send_counts.shape[0] == n) ||
+                          (send_counts.shape.size() == 2 && send_counts.shape[0] == n && send_counts.shape[1] == 1));
+  if (!counts_ok)
+    throw UsageError(fmt::format("all_to_all_v: send_counts has shape {}; it must be INT32 [{}] or [{}, 1]",
+                                 send_counts.shape.str(), n, n));
+  if (!(recv_counts.dtype == DType::INT32 && recv_counts.shape == Dims{n, 1}))
+    throw UsageError(fmt::format("all_to_all_v: recv_counts '{}' has shape {}; it must be an INT32 window [{}, 1]",
+                                 name_of(recv_counts), recv_counts.shape.str(), n));
+}
+
+void coll_all_to_all_v(const LocalDesc& input, const WindowDesc* input_window, const WindowDesc& target,
+                       const WindowDesc& signal, const LocalDesc& send_counts, const WindowDesc& recv_counts) {
+  const char* op = "all_to_all_v";
+  check_all_to_all_v(input, input_window, target, signal, send_counts, recv_counts);
+  const DomainState& d = *signal.state;
+  const int n = d.nranks(), me = d.rank;
+  const Index max_recv = target.shape[0] / n, size = target.shape[1];
+  const auto* counts = reinterpret_cast<const std::int32_t*>(send_counts.data);
+  for (int p = 0; p < n; ++p)
+    if (counts[p] < 0 || counts[p] > max_recv)
+      throw UsageError(fmt::format("all_to_all_v: send_counts[{}] = {} is outside [0, MAX_RECV = {}]; a count is the "
+                                   "number of rows sent to that rank and must fit its block",
+                                   p, counts[p], max_recv));
+  const std::size_t esz = dtype_size(target.dtype);
+  CreditBarrier b(op, d, signal, 0);
+  if (n > 1) b.sync();
+  for (int k = 0; k < n; ++k) {
+    const int p = (me + k) % n;
+    const Index rows = counts[p];
+    const std::uint64_t cell = recv_counts.ref.offset + static_cast<std::uint64_t>(me) * 4;
+    d.backend->notify(d.members[static_cast<std::size_t>(p)], cell, static_cast<std::int32_t>(rows), NotifyOp::Set);
+    if (rows == 0 || size == 0) continue;
+    const std::uint64_t dst = static_cast<std::uint64_t>(me) * static_cast<std::uint64_t>(max_recv * size) * esz;
+    const std::size_t src = static_cast<std::size_t>(p) * static_cast<std::size_t>(max_recv * size) * esz;
+    std::memmove(window_at(op, d, p, target, dst), input.data + src, static_cast<std::size_t>(rows * size) * esz);
+  }
+  if (n > 1) b.sync();
+  b.finish();
+}
+
+}  // namespace pld::detail

@@ -1,0 +1,56 @@
+// reduce_scatter on a [P, SIZE] window: barrier; rank r reduces row r of every copy (ranks in
+// ascending order) into its own row r — only rank r touches row r, so no second barrier is needed
+// before the store; barrier (peers have read my other rows). Two credits.
+#include "coll/checks.h"
+#include "coll/credit.h"
+#include "coll/lanes.h"
+#include "reduce/reduce.h"
+
+#include <pld/error.hpp>
+
+#include <fmt/format.h>
+
+#include <vector>
+
+namespace pld::detail {
+
+void check_rows(const char* op, const char* what, const WindowDesc& w, int nranks) {
+  if (w.shape.size() != 2 || w.shape[0] != nranks)
+    throw UsageError(fmt::format("{}: {} '{}' has shape {} but must be [{}, SIZE] (one row per rank of comm domain {})",
+                                 op, what, w.state ? w.state->buffer_name(w.ref.buffer) : std::string("?"),
+                                 w.shape.str(), nranks, w.state ? w.state->label : std::string("?")));
+}
+
+int check_reduce_scatter(const WindowDesc& target, const WindowDesc& signal, ReduceOp rop, int core_num) {
+  const char* op = "reduce_scatter";
+  const DomainState& d = coll_domain(op, signal, &target);
+  check_reduce_op(op, rop);
+  check_distinct(op, "target", target, "signal", signal);
+  check_rows(op, "target", target, d.nranks());
+  return signal_lane_stride(op, signal, d.nranks(), core_num);
+}
+
+void coll_reduce_scatter(const WindowDesc& target, const WindowDesc& signal, ReduceOp rop, int core_num) {
+  const char* op = "reduce_scatter";
+  const int stride = check_reduce_scatter(target, signal, rop, core_num);
+  const DomainState& d = *signal.state;
+  const Index size = target.shape[1];
+  if (d.nranks() == 1 || size == 0) return;
+  const int n = d.nranks(), me = d.rank;
+  const std::size_t esz = dtype_size(target.dtype);
+  const int lanes = static_cast<int>(std::min<Index>(core_num, size));
+  run_lanes(lanes, [&](int lane) {
+    const Range r = split(size, lanes, lane);
+    CreditBarrier b(op, d, signal, lane * stride);
+    b.sync();
+    const std::uint64_t off = (static_cast<std::uint64_t>(me) * static_cast<std::uint64_t>(size) +
+                               static_cast<std::uint64_t>(r.begin)) * esz;
+    std::vector<const void*> srcs(static_cast<std::size_t>(n));
+    for (int p = 0; p < n; ++p) srcs[static_cast<std::size_t>(p)] = window_at(op, d, p, target, off);
+    reduce(window_at(op, d, me, target, off), srcs.data(), n, static_cast<std::size_t>(r.size()), target.dtype, rop);
+    b.sync();
+    b.finish();
+  });
+}
+
+}  // namespace pld::detail
