@@ -268,6 +268,36 @@ Tile<T> min(const Tile<T>& a, const Tile<T>& b) {
   return detail::elementwise("tile::min", a, b, [](T x, T y) { return C(x) < C(y) ? x : y; });
 }
 
+/// A tile of `shape` with every element `value` (valid everywhere).
+template <class T>
+Tile<T> full(const Dims& shape, T value) {
+  Tile<T> t(shape);
+  std::fill(t.data(), t.data() + t.numel(), value);
+  return t;
+}
+
+/// Tile-with-scalar forms: `tile::add(t, 1.0f)`, `tile::mul(t, 2)`, ...
+template <class T>
+Tile<T> add(const Tile<T>& a, T b) {
+  return add(a, full(a.shape(), b));
+}
+template <class T>
+Tile<T> sub(const Tile<T>& a, T b) {
+  return sub(a, full(a.shape(), b));
+}
+template <class T>
+Tile<T> mul(const Tile<T>& a, T b) {
+  return mul(a, full(a.shape(), b));
+}
+template <class T>
+Tile<T> max(const Tile<T>& a, T b) {
+  return max(a, full(a.shape(), b));
+}
+template <class T>
+Tile<T> min(const Tile<T>& a, T b) {
+  return min(a, full(a.shape(), b));
+}
+
 /// Reads the box `[offsets, offsets + shape)` of rank `peer`'s copy of `src` (peer is
 /// domain-local; the calling rank is allowed). `valid_shape` limits what is read, so a box that
 /// overhangs the window's end is legal when the valid part fits.

@@ -83,3 +83,34 @@ TYPED_TEST(Tiles, ElementwiseLoadStoreAndRemoteLoad) {
 
 }  // namespace
 }  // namespace pld::test
+
+namespace pld::test {
+namespace {
+
+void scalar_ops(Tensor<float> in, Tensor<float> out) {
+  const auto t = tile::load(in, {0, 0}, {2, 3}, {2, 2});  // the last column is not valid
+  tile::store(tile::add(t, 1.0f), {0, 0, 0}, out);
+  tile::store(tile::sub(t, 1.0f), {1, 0, 0}, out);
+  tile::store(tile::mul(t, 3.0f), {2, 0, 0}, out);
+  tile::store(tile::max(t, 2.0f), {3, 0, 0}, out);
+  tile::store(tile::min(tile::full<float>({2, 3}, 5.0f), 4.0f), {4, 0, 0}, out);
+}
+
+TEST(Tiles, ScalarFormsAndFull) {
+  auto in = HostTensor<float>::arange({1, 2, 3});
+  auto out = HostTensor<float>::full({1, 5, 2, 3}, -1.0f);
+  run(ranks(1), [&](Host& h) { h.dispatch(0, scalar_ops, in[0], out[0]); });
+  for (Index i = 0; i < 2; ++i)
+    for (Index j = 0; j < 3; ++j) {
+      const float x = in(0, i, j);
+      const bool valid = j < 2;  // stores write the valid part only
+      EXPECT_EQ(out(0, 0, i, j), valid ? x + 1 : -1.0f);
+      EXPECT_EQ(out(0, 1, i, j), valid ? x - 1 : -1.0f);
+      EXPECT_EQ(out(0, 2, i, j), valid ? x * 3 : -1.0f);
+      EXPECT_EQ(out(0, 3, i, j), valid ? std::max(x, 2.0f) : -1.0f);
+      EXPECT_EQ(out(0, 4, i, j), 4.0f);
+    }
+}
+
+}  // namespace
+}  // namespace pld::test
