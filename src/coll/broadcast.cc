@@ -30,18 +30,11 @@ void coll_broadcast(const WindowDesc& target, const WindowDesc& signal, int root
   const Index count = target.shape.numel();
   if (d.nranks() == 1 || count == 0) return;
   const std::size_t esz = dtype_size(target.dtype);
-  const int lanes = static_cast<int>(std::min<Index>(core_num, count));
-  run_lanes(lanes, [&](int lane) {
-    const Range r = split(count, lanes, lane);
-    CreditBarrier b(op, d, signal, lane * stride);
-    b.sync();
-    if (d.rank != root) {
-      const std::uint64_t off = static_cast<std::uint64_t>(r.begin) * esz;
-      std::memcpy(window_at(op, d, d.rank, target, off), window_at(op, d, root, target, off),
-                  static_cast<std::size_t>(r.size()) * esz);
-    }
-    b.sync();
-    b.finish();
+  fenced_lanes(op, d, signal, stride, core_num, count, [&](Range r) {
+    if (d.rank == root) return;
+    const std::uint64_t off = static_cast<std::uint64_t>(r.begin) * esz;
+    std::memcpy(window_at(op, d, d.rank, target, off), window_at(op, d, root, target, off),
+                static_cast<std::size_t>(r.size()) * esz);
   });
 }
 

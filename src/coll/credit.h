@@ -9,11 +9,13 @@
 // first, which the >= comparison tolerates. Never Set, never Eq.
 #pragma once
 
+#include "coll/lanes.h"
 #include "rank/runtime.h"
 
 #include <pld/collectives.hpp>
 #include <pld/kernel.hpp>
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 
@@ -59,6 +61,21 @@ class CreditBarrier {
   int me_, n_;
   int g_ = 0;
 };
+
+/// The shape of every two-credit collective: `count` elements split over min(core_num, count)
+/// lanes; each lane runs barrier, body(range), barrier, epilogue on its own signal column.
+template <class Body>
+void fenced_lanes(const char* op, const DomainState& d, const WindowDesc& signal, int stride, int core_num,
+                  Index count, Body&& body) {
+  const int lanes = static_cast<int>(std::min<Index>(core_num, count));
+  run_lanes(lanes, [&](int lane) {
+    CreditBarrier b(op, d, signal, lane * stride);
+    b.sync();  // every rank has entered: inputs are staged, targets are free
+    body(split(count, lanes, lane));
+    b.sync();  // every rank is done with every peer's window
+    b.finish();
+  });
+}
 
 /// Local address of `peer`'s copy of a window operand at element `index` (shm: load/store
 /// addressable windows; a backend without them cannot run the composite collectives yet).

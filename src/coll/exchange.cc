@@ -52,18 +52,12 @@ void coll_allgather(const LocalDesc& local, const WindowDesc* local_window, cons
   if (size == 0) return;
   const int n = d.nranks(), me = d.rank;
   const std::size_t esz = dtype_size(target.dtype);
-  const int lanes = static_cast<int>(std::min<Index>(core_num, size));
-  run_lanes(lanes, [&](int lane) {
-    const Range r = split(size, lanes, lane);
-    CreditBarrier b(op, d, signal, lane * stride);
-    if (n > 1) b.sync();
+  fenced_lanes(op, d, signal, stride, core_num, size, [&](Range r) {
     const std::uint64_t off = (static_cast<std::uint64_t>(me) * static_cast<std::uint64_t>(size) +
                                static_cast<std::uint64_t>(r.begin)) * esz;
     for (int k = 0; k < n; ++k)  // staggered, myself first
       std::memmove(window_at(op, d, (me + k) % n, target, off), local.data + static_cast<std::size_t>(r.begin) * esz,
                    static_cast<std::size_t>(r.size()) * esz);
-    if (n > 1) b.sync();
-    b.finish();
   });
 }
 
@@ -90,21 +84,15 @@ void coll_all_to_all(const LocalDesc& input, const WindowDesc* input_window, con
   if (size == 0) return;
   const int n = d.nranks(), me = d.rank;
   const std::size_t esz = dtype_size(target.dtype);
-  const int lanes = static_cast<int>(std::min<Index>(core_num, size));
-  run_lanes(lanes, [&](int lane) {
-    const Range r = split(size, lanes, lane);
-    CreditBarrier b(op, d, signal, lane * stride);
-    if (n > 1) b.sync();
+  fenced_lanes(op, d, signal, stride, core_num, size, [&](Range r) {
+    const std::uint64_t dst = (static_cast<std::uint64_t>(me) * static_cast<std::uint64_t>(size) +
+                               static_cast<std::uint64_t>(r.begin)) * esz;
     for (int k = 0; k < n; ++k) {
       const int p = (me + k) % n;
-      const std::uint64_t dst = (static_cast<std::uint64_t>(me) * static_cast<std::uint64_t>(size) +
-                                 static_cast<std::uint64_t>(r.begin)) * esz;
       const std::size_t src = (static_cast<std::size_t>(p) * static_cast<std::size_t>(size) +
                                static_cast<std::size_t>(r.begin)) * esz;
       std::memmove(window_at(op, d, p, target, dst), input.data + src, static_cast<std::size_t>(r.size()) * esz);
     }
-    if (n > 1) b.sync();
-    b.finish();
   });
 }
 
@@ -153,20 +141,18 @@ void coll_all_to_all_v(const LocalDesc& input, const WindowDesc* input_window, c
                                    "number of rows sent to that rank and must fit its block",
                                    p, counts[p], max_recv));
   const std::size_t esz = dtype_size(target.dtype);
-  CreditBarrier b(op, d, signal, 0);
-  if (n > 1) b.sync();
-  for (int k = 0; k < n; ++k) {
-    const int p = (me + k) % n;
-    const Index rows = counts[p];
-    const std::uint64_t cell = recv_counts.ref.offset + static_cast<std::uint64_t>(me) * 4;
-    d.backend->notify(d.members[static_cast<std::size_t>(p)], cell, static_cast<std::int32_t>(rows), NotifyOp::Set);
-    if (rows == 0 || size == 0) continue;
-    const std::uint64_t dst = static_cast<std::uint64_t>(me) * static_cast<std::uint64_t>(max_recv * size) * esz;
-    const std::size_t src = static_cast<std::size_t>(p) * static_cast<std::size_t>(max_recv * size) * esz;
-    std::memmove(window_at(op, d, p, target, dst), input.data + src, static_cast<std::size_t>(rows * size) * esz);
-  }
-  if (n > 1) b.sync();
-  b.finish();
+  fenced_lanes(op, d, signal, 1, 1, 1, [&](Range) {
+    for (int k = 0; k < n; ++k) {
+      const int p = (me + k) % n;
+      const Index rows = counts[p];
+      const std::uint64_t cell = recv_counts.ref.offset + static_cast<std::uint64_t>(me) * 4;
+      d.backend->notify(d.members[static_cast<std::size_t>(p)], cell, static_cast<std::int32_t>(rows), NotifyOp::Set);
+      if (rows == 0 || size == 0) continue;
+      const std::uint64_t dst = static_cast<std::uint64_t>(me) * static_cast<std::uint64_t>(max_recv * size) * esz;
+      const std::size_t src = static_cast<std::size_t>(p) * static_cast<std::size_t>(max_recv * size) * esz;
+      std::memmove(window_at(op, d, p, target, dst), input.data + src, static_cast<std::size_t>(rows * size) * esz);
+    }
+  });
 }
 
 }  // namespace pld::detail

@@ -38,18 +38,13 @@ void coll_reduce_scatter(const WindowDesc& target, const WindowDesc& signal, Red
   if (d.nranks() == 1 || size == 0) return;
   const int n = d.nranks(), me = d.rank;
   const std::size_t esz = dtype_size(target.dtype);
-  const int lanes = static_cast<int>(std::min<Index>(core_num, size));
-  run_lanes(lanes, [&](int lane) {
-    const Range r = split(size, lanes, lane);
-    CreditBarrier b(op, d, signal, lane * stride);
-    b.sync();
+  fenced_lanes(op, d, signal, stride, core_num, size, [&](Range r) {
+    // Only rank `me` touches row `me`, so the result can go straight into it.
     const std::uint64_t off = (static_cast<std::uint64_t>(me) * static_cast<std::uint64_t>(size) +
                                static_cast<std::uint64_t>(r.begin)) * esz;
     std::vector<const void*> srcs(static_cast<std::size_t>(n));
     for (int p = 0; p < n; ++p) srcs[static_cast<std::size_t>(p)] = window_at(op, d, p, target, off);
     reduce(window_at(op, d, me, target, off), srcs.data(), n, static_cast<std::size_t>(r.size()), target.dtype, rop);
-    b.sync();
-    b.finish();
   });
 }
 
