@@ -8,8 +8,8 @@
 //
 // Signals are self-clearing (the model's credit barrier): every call leaves its signal cells as it
 // found them, so one signal window serves any number of back-to-back calls and loops. A signal is
-// INT32 `[nranks]` or `[nranks, k]` with k >= core_num; lane b of a call uses column b (give
-// `[nranks, 16]` to put every cell on its own cache line). Cell [s, b] on rank r counts credits
+// INT32 `[nranks]` or `[nranks, k]` with k >= core_num; lane b of a call uses column b * (k / core_num)
+// (give `[nranks, 16 * core_num]` to put every cell on its own cache line). Cell [s, b] on rank r counts credits
 // from rank s, so one writer per cell. Never write a collective's signal cells yourself, and use
 // one signal per set of concurrently running collectives.
 //

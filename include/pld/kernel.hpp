@@ -132,13 +132,45 @@ Tile<T> elementwise(const char* op, const Tile<T>& a, const Tile<T>& b, F f) {
   const T* x = a.data();
   const T* y = b.data();
   T* z = out.data();
-  for (Index i = 0, n = a.numel(); i < n; ++i) z[i] = f(x[i], y[i]);
+  const Dims& shape = a.shape();
+  const bool all_valid = valid == shape;
+  for (Index i = 0, n = a.numel(); i < n; ++i) {
+    bool inside = all_valid;
+    if (!inside) {  // elements outside the valid box stay zero
+      inside = true;
+      for (Index rest = i, d = shape.size() - 1; d >= 0 && inside; --d) {
+        inside = rest % shape[static_cast<int>(d)] < valid[static_cast<int>(d)];
+        rest /= shape[static_cast<int>(d)];
+      }
+    }
+    z[i] = inside ? f(x[i], y[i]) : T{};
+  }
   return out;
 }
 
-/// Arithmetic in the accumulation type: fp16/bf16 compute in float and round once.
+/// Element arithmetic: integers wrap (computed unsigned), fp16/bf16 in float rounded once.
+template <class T, bool = std::is_integral_v<T>>
+struct ArithType {
+  using type = std::conditional_t<std::is_same_v<T, fp16> || std::is_same_v<T, bf16>, float, T>;
+};
 template <class T>
-using Compute = std::conditional_t<std::is_same_v<T, fp16> || std::is_same_v<T, bf16>, float, T>;
+struct ArithType<T, true> {
+  using type = std::make_unsigned_t<T>;
+};
+
+template <class T>
+struct Arith {
+  using C = typename ArithType<T>::type;
+  static T add(T x, T y) { return static_cast<T>(static_cast<C>(static_cast<C>(x) + static_cast<C>(y))); }
+  static T sub(T x, T y) { return static_cast<T>(static_cast<C>(static_cast<C>(x) - static_cast<C>(y))); }
+  static T mul(T x, T y) { return static_cast<T>(static_cast<C>(static_cast<C>(x) * static_cast<C>(y))); }
+  static T max(T x, T y) { return less(y, x) ? x : y; }  // NaN: the second operand, as the collectives
+  static T min(T x, T y) { return less(x, y) ? x : y; }
+  static bool less(T x, T y) {
+    using F = std::conditional_t<std::is_same_v<T, fp16> || std::is_same_v<T, bf16>, float, T>;
+    return static_cast<F>(x) < static_cast<F>(y);
+  }
+};
 
 }  // namespace detail
 
@@ -244,28 +276,23 @@ void write(const DistributedTensor<T>& dst, const Dims& offsets, T value) {
 /// integers wrap). max/min with a NaN operand return the second operand, as the collectives do.
 template <class T>
 Tile<T> add(const Tile<T>& a, const Tile<T>& b) {
-  using C = detail::Compute<T>;
-  return detail::elementwise("tile::add", a, b, [](T x, T y) { return T(C(x) + C(y)); });
+  return detail::elementwise("tile::add", a, b, detail::Arith<T>::add);
 }
 template <class T>
 Tile<T> sub(const Tile<T>& a, const Tile<T>& b) {
-  using C = detail::Compute<T>;
-  return detail::elementwise("tile::sub", a, b, [](T x, T y) { return T(C(x) - C(y)); });
+  return detail::elementwise("tile::sub", a, b, detail::Arith<T>::sub);
 }
 template <class T>
 Tile<T> mul(const Tile<T>& a, const Tile<T>& b) {
-  using C = detail::Compute<T>;
-  return detail::elementwise("tile::mul", a, b, [](T x, T y) { return T(C(x) * C(y)); });
+  return detail::elementwise("tile::mul", a, b, detail::Arith<T>::mul);
 }
 template <class T>
 Tile<T> max(const Tile<T>& a, const Tile<T>& b) {
-  using C = detail::Compute<T>;
-  return detail::elementwise("tile::max", a, b, [](T x, T y) { return C(x) > C(y) ? x : y; });
+  return detail::elementwise("tile::max", a, b, detail::Arith<T>::max);
 }
 template <class T>
 Tile<T> min(const Tile<T>& a, const Tile<T>& b) {
-  using C = detail::Compute<T>;
-  return detail::elementwise("tile::min", a, b, [](T x, T y) { return C(x) < C(y) ? x : y; });
+  return detail::elementwise("tile::min", a, b, detail::Arith<T>::min);
 }
 
 /// A tile of `shape` with every element `value` (valid everywhere).
@@ -278,24 +305,24 @@ Tile<T> full(const Dims& shape, T value) {
 
 /// Tile-with-scalar forms: `tile::add(t, 1.0f)`, `tile::mul(t, 2)`, ...
 template <class T>
-Tile<T> add(const Tile<T>& a, T b) {
-  return add(a, full(a.shape(), b));
+Tile<T> add(const Tile<T>& a, std::type_identity_t<T> b) {
+  return add(a, full<T>(a.shape(), b));
 }
 template <class T>
-Tile<T> sub(const Tile<T>& a, T b) {
-  return sub(a, full(a.shape(), b));
+Tile<T> sub(const Tile<T>& a, std::type_identity_t<T> b) {
+  return sub(a, full<T>(a.shape(), b));
 }
 template <class T>
-Tile<T> mul(const Tile<T>& a, T b) {
-  return mul(a, full(a.shape(), b));
+Tile<T> mul(const Tile<T>& a, std::type_identity_t<T> b) {
+  return mul(a, full<T>(a.shape(), b));
 }
 template <class T>
-Tile<T> max(const Tile<T>& a, T b) {
-  return max(a, full(a.shape(), b));
+Tile<T> max(const Tile<T>& a, std::type_identity_t<T> b) {
+  return max(a, full<T>(a.shape(), b));
 }
 template <class T>
-Tile<T> min(const Tile<T>& a, T b) {
-  return min(a, full(a.shape(), b));
+Tile<T> min(const Tile<T>& a, std::type_identity_t<T> b) {
+  return min(a, full<T>(a.shape(), b));
 }
 
 /// Reads the box `[offsets, offsets + shape)` of rank `peer`'s copy of `src` (peer is

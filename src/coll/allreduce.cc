@@ -104,16 +104,6 @@ void ring(const Job& j, int lane, Range r) {
 
 }  // namespace
 
-const char* to_string(AllreduceMode mode) {
-  switch (mode) {
-    case AllreduceMode::Auto: return "Auto";
-    case AllreduceMode::Mesh: return "Mesh";
-    case AllreduceMode::Ring: return "Ring";
-    case AllreduceMode::TwoShot: return "TwoShot";
-  }
-  return "?";
-}
-
 AllreduceMode resolve_mode(const AllreduceOptions& o, std::uint64_t bytes) {
   AllreduceMode m = o.mode;
   if (m == AllreduceMode::Auto) m = bytes <= coll_tuning().mesh_max_bytes ? AllreduceMode::Mesh : AllreduceMode::TwoShot;
@@ -154,3 +144,17 @@ void coll_allreduce(const WindowDesc& target, const WindowDesc& signal, const Al
 }
 
 }  // namespace pld::detail
+
+namespace pld {
+
+const char* to_string(AllreduceMode mode) {
+  switch (mode) {
+    case AllreduceMode::Auto: return "Auto";
+    case AllreduceMode::Mesh: return "Mesh";
+    case AllreduceMode::Ring: return "Ring";
+    case AllreduceMode::TwoShot: return "TwoShot";
+  }
+  return "?";
+}
+
+}  // namespace pld

@@ -11,7 +11,8 @@
 
 namespace pld::detail {
 
-const DomainState& coll_domain(const char* op, const WindowDesc& signal, const WindowDesc* target) {
+const DomainState& coll_domain(const char* op, const WindowDesc& signal, const WindowDesc* target,
+                               const char* signal_name) {
   if (!signal.state || (target && !target->state)) {
     RankRuntime::get(op);
     throw UsageError(fmt::format("{}: the window operands are not bound to a comm domain; pass window views "
@@ -19,10 +20,10 @@ const DomainState& coll_domain(const char* op, const WindowDesc& signal, const W
                                  op));
   }
   if (target && target->state != signal.state)
-    throw UsageError(fmt::format("{}: signal '{}' belongs to comm domain {} but target '{}' to comm domain {}; use a "
-                                 "signal allocated in the target's domain",
-                                 op, signal.state->buffer_name(signal.ref.buffer), signal.state->label,
-                                 target->state->buffer_name(target->ref.buffer), target->state->label));
+    throw UsageError(fmt::format("{}: {} '{}' belongs to comm domain {} but target '{}' to comm domain {}; use a "
+                                 "{} allocated in the target's domain",
+                                 op, signal_name, signal.state->buffer_name(signal.ref.buffer), signal.state->label,
+                                 target->state->buffer_name(target->ref.buffer), target->state->label, signal_name));
   return *signal.state;
 }
 
@@ -50,9 +51,10 @@ int signal_lane_stride(const char* op, const WindowDesc& signal, int nranks, int
   auto fail = [&] {
     throw UsageError(fmt::format("{}: signal '{}' has shape {} but this collective over {} ranks with core_num {} "
                                  "needs an INT32 signal of shape [{}, {}]{} (one row per rank, one column per "
-                                 "lane; [{}, 16] puts every cell on its own cache line)",
+                                 "lane, wider is fine; [{}, {}] puts every cell on its own cache line)",
                                  op, name, s.str(), nranks, core_num, nranks, core_num,
-                                 core_num == 1 ? fmt::format(" or [{}]", nranks) : std::string(), nranks));
+                                 core_num == 1 ? fmt::format(" or [{}]", nranks) : std::string(), nranks,
+                                 16 * core_num));
   };
   if (signal.dtype != DType::INT32) fail();
   if (s.size() == 1) {

@@ -22,7 +22,8 @@
 namespace pld::detail {
 
 /// The domain of a collective's operands, after checking they are bound and share it.
-const DomainState& coll_domain(const char* op, const WindowDesc& signal, const WindowDesc* target);
+const DomainState& coll_domain(const char* op, const WindowDesc& signal, const WindowDesc* target,
+                               const char* signal_name = "signal");
 
 /// Checks signal dtype and shape for `core_num` lanes and returns the column stride per lane:
 /// [P] (core_num 1), or [>= P, k] with k >= core_num (lane b uses column b * (k / core_num)).

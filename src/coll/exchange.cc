@@ -100,7 +100,7 @@ void check_all_to_all_v(const LocalDesc& input, const WindowDesc* input_window, 
                         const WindowDesc& signal, const LocalDesc& send_counts, const WindowDesc& recv_counts) {
   const char* op = "all_to_all_v";
   const DomainState& d = coll_domain(op, signal, &target);
-  coll_domain(op, recv_counts, &target);
+  coll_domain(op, recv_counts, &target, "recv_counts");
   const int n = d.nranks();
   signal_lane_stride(op, signal, n, 1);
   check_distinct(op, "target", target, "signal", signal);

@@ -6,7 +6,6 @@
 
 #include <unistd.h>
 
-#include <algorithm>
 #include <cstdio>
 #include <mutex>
 
@@ -68,7 +67,7 @@ void log_check_level() {
 
 bool log_enabled(LogLevel level) {
   LogState& s = state();
-  if (s.level < 0) s.level = std::max(parse_level(), 1);
+  if (s.level < 0) s.level = parse_level() < 0 ? 1 : parse_level();
   return static_cast<int>(level) <= s.level;
 }
 

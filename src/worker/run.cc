@@ -50,6 +50,8 @@ GroupOptions group_options(const DistributedConfig& config) {
       throw UsageError(fmt::format("PLD_BACKEND='{}' is not a backend; use auto or shm", backend));
   }
   log_check_level();
+  setting_bytes(Setting::AllreduceMeshMax);  // malformed collective settings fail here, not in a rank
+  setting_int(Setting::Reproducible);
   GroupOptions o;
   o.device_ids = config.device_ids;
   o.heap_bytes = config.heap_bytes ? config.heap_bytes : setting_bytes(Setting::HeapBytes);

@@ -7,15 +7,19 @@ namespace {
 
 constexpr Index kRows = 5, kCols = 19;
 
+// Golden arithmetic, independent of pld's: integers in int64 then wrapped to T, floating point in
+// float (double for fp64), NaN-free inputs.
 template <class T>
 T combine(int op, T x, T y) {
-  using C = detail::Compute<T>;
-  switch (op) {
-    case 0: return T(C(x) + C(y));
-    case 1: return T(C(x) - C(y));
-    case 2: return T(C(x) * C(y));
-    case 3: return C(x) > C(y) ? x : y;
-    default: return C(x) < C(y) ? x : y;
+  if constexpr (std::is_integral_v<T>) {
+    const std::int64_t a = x, b = y;
+    const std::int64_t r = op == 0 ? a + b : op == 1 ? a - b : op == 2 ? a * b : op == 3 ? std::max(a, b) : std::min(a, b);
+    return static_cast<T>(r);
+  } else {
+    using F = std::conditional_t<std::is_same_v<T, double>, double, float>;
+    const F a = static_cast<F>(x), b = static_cast<F>(y);
+    const F r = op == 0 ? a + b : op == 1 ? a - b : op == 2 ? a * b : op == 3 ? std::max(a, b) : std::min(a, b);
+    return static_cast<T>(r);
   }
 }
 
