@@ -142,7 +142,8 @@ class HostTensor {
       detail::throw_usage("HostTensor::random: lo " + std::to_string(lo) + " must not exceed hi " +
                           std::to_string(hi));
     if constexpr (std::is_integral_v<T>)
-      if (lo < static_cast<double>(std::numeric_limits<T>::min()) || hi > static_cast<double>(std::numeric_limits<T>::max()))
+      if (lo < static_cast<double>(std::numeric_limits<T>::min()) ||
+          !(hi < static_cast<double>(std::numeric_limits<T>::max()) + 1.0))
         detail::throw_usage("HostTensor::random: range [" + std::to_string(lo) + ", " + std::to_string(hi) +
                             "] does not fit " + dtype_name(dtype_of<T>) + "; pick bounds the type can hold");
     HostTensor t(shape);

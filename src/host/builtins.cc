@@ -13,14 +13,12 @@ namespace pld {
 
 const std::vector<int>& Host::builtin_ranks(detail::BuiltinCall& c) {
   using detail::Builtin;
-  const std::uint32_t domain = c.kind == Builtin::Barrier ? c.b.ref.domain : c.a.ref.domain;
-  if (domain >= session_->domains().size())
-    throw UsageError("host collective: a window view comes from another orchestrator call; windows live for one call");
+  const detail::WindowRef& lead = c.kind == Builtin::Barrier ? c.b.ref : c.a.ref;
+  session_->check_call("host collective", lead);
+  const std::uint32_t domain = lead.domain;
   const detail::DomainState& st = session_->host_state(domain);
   auto bind = [&](detail::WindowDesc& w) {
-    if (w.ref.domain >= session_->domains().size())
-      throw UsageError("host collective: a window view comes from another orchestrator call; windows live for one "
-                       "call");
+    session_->check_call("host collective", w.ref);
     w.state = &session_->host_state(w.ref.domain);
   };
   const int used = c.kind == Builtin::Barrier ? 1 : c.kind == Builtin::Allreduce || c.kind == Builtin::Broadcast ||
@@ -57,7 +55,7 @@ const std::vector<int>& Host::builtin_ranks(detail::BuiltinCall& c) {
 
 DistributedTensor<std::int32_t> Host::builtin_signal(std::uint32_t domain) {
   if (domain >= session_->domains().size())
-    throw UsageError("host collective: a window view comes from another orchestrator call; windows live for one call");
+    throw UsageError("host collective: the comm domain comes from another orchestrator call; create it again");
   const WindowBuffer& b = session_->builtin_signal(domain);
   const auto rows = static_cast<Index>(session_->domain(domain).members.size());
   return DistributedTensor<std::int32_t>(b.ref, Dims{rows, detail::kBuiltinSignalColumns});

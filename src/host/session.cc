@@ -8,11 +8,17 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <atomic>
 
 namespace pld::detail {
 
 namespace {
 constexpr std::size_t kMaxArgBytes = 48 * 1024;
+
+std::uint32_t next_call() {
+  static std::atomic<std::uint32_t> counter{0};
+  return ++counter;
+}
 
 std::string label_of(const std::vector<int>& members, int world_size) {
   if (static_cast<int>(members.size()) == world_size) return "world";
@@ -21,7 +27,8 @@ std::string label_of(const std::vector<int>& members, int world_size) {
 }  // namespace
 
 HostSession::HostSession(int world_size, std::uint64_t heap_bytes)
-    : world_size_(world_size), heap_bytes_(heap_bytes), heap_top_(static_cast<std::size_t>(world_size), 0) {
+    : call_(next_call()),
+      world_size_(world_size), heap_bytes_(heap_bytes), heap_top_(static_cast<std::size_t>(world_size), 0) {
   std::vector<int> all(static_cast<std::size_t>(world_size));
   for (int r = 0; r < world_size; ++r) all[static_cast<std::size_t>(r)] = r;
   domain_create(all);
@@ -54,6 +61,10 @@ std::uint32_t HostSession::domain_create(const std::vector<int>& ranks) {
 
 WindowBuffer HostSession::alloc(std::uint32_t domain, std::uint64_t bytes, const std::string& name) {
   DomainRecord& d = domains_.at(domain);
+  if (name.rfind("pld.", 0) == 0 && name != kBuiltinSignalName)
+    throw UsageError(fmt::format("alloc_window_buffer('{}'): names starting with 'pld.' are reserved for pld's own "
+                                 "windows; pick another name",
+                                 name));
   const std::string real_name = name.empty() ? fmt::format("window{}", d.buffers.size()) : name;
   for (const BufferInfo& b : d.buffers)
     if (b.name == real_name)
@@ -72,12 +83,20 @@ WindowBuffer HostSession::alloc(std::uint32_t domain, std::uint64_t bytes, const
   for (int r : d.members) heap_top_[static_cast<std::size_t>(r)] = offset + bytes;
   const auto id = static_cast<std::uint32_t>(d.buffers.size());
   d.buffers.push_back(BufferInfo{offset, bytes, real_name});
-  return WindowBuffer{WindowRef{domain, id, offset, bytes}, real_name};
+  return WindowBuffer{WindowRef{call_, domain, id, offset, bytes}, real_name};
+}
+
+void HostSession::check_call(const char* what, const WindowRef& ref) const {
+  if (ref.call != call_)
+    throw UsageError(fmt::format("{}: a window buffer or view from another orchestrator call; windows live for one "
+                                 "call (pld::run / one dispatch of a worker), allocate it again in this one",
+                                 what));
 }
 
 WindowRef HostSession::view(std::uint32_t domain, const WindowBuffer& buffer, const Dims& shape, DType dtype) const {
   const DomainRecord& d = domains_.at(domain);
   const WindowRef& ref = buffer.ref;
+  check_call("window", ref);
   if (ref.domain != domain) {
     const std::string owner = ref.domain < domains_.size() ? domains_[ref.domain].label : std::string("?");
     throw UsageError(fmt::format("window: buffer '{}' belongs to comm domain {}, not {}; make the view with the "
@@ -121,12 +140,10 @@ void HostSession::record(int rank, Trampoline trampoline, void (*kernel)(), ArgW
     if (auto owner = br.owner.lock()) keep_alive_.push_back(std::move(owner));
     rec.blocks.push_back(b);
   }
-  for (std::uint32_t id : writer.domains()) {
+  for (const WindowRef& ref : writer.windows()) {
+    check_call("Host::dispatch", ref);
+    const std::uint32_t id = ref.domain;
     if (std::find(rec.domains.begin(), rec.domains.end(), id) != rec.domains.end()) continue;
-    if (id >= domains_.size())
-      throw UsageError(fmt::format("dispatch to rank {}: a window view comes from another orchestrator call; "
-                                   "windows live for one call",
-                                   rank));
     DomainRecord& d = domains_[id];
     const int local = d.local_of[static_cast<std::size_t>(rank)];
     if (local < 0)
@@ -184,7 +201,7 @@ const WindowBuffer& HostSession::builtin_signal(std::uint32_t domain) {
     const auto rows = static_cast<std::uint64_t>(domains_.at(domain).members.size());
     sig = std::make_unique<WindowBuffer>(
         alloc(domain, rows * static_cast<std::uint64_t>(kBuiltinSignalColumns) * sizeof(std::int32_t),
-              "pld.builtin_signal"));
+              kBuiltinSignalName));
   }
   return *sig;
 }

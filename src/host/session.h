@@ -38,6 +38,9 @@ class HostSession {
  public:
   HostSession(int world_size, std::uint64_t heap_bytes);
 
+  /// Throws unless `ref` was allocated by this call (`what` names the operation).
+  void check_call(const char* what, const WindowRef& ref) const;
+
   int world_size() const { return world_size_; }
   std::uint64_t heap_bytes() const { return heap_bytes_; }
 
@@ -64,6 +67,7 @@ class HostSession {
   std::string describe_buffer(std::uint32_t domain, std::uint32_t buffer) const;
 
  private:
+  std::uint32_t call_;  // unique per HostSession in this process
   int world_size_;
   std::uint64_t heap_bytes_;
   std::vector<std::uint64_t> heap_top_;
@@ -73,6 +77,9 @@ class HostSession {
   std::vector<std::unique_ptr<DomainState>> host_states_;
   std::vector<std::unique_ptr<WindowBuffer>> builtin_signals_;
 };
+
+/// Name of pld's builtin signal window (names starting with "pld." are reserved).
+inline constexpr const char* kBuiltinSignalName = "pld.builtin_signal";
 
 /// Columns of pld's builtin signal: 16 lanes x 16 int32 (one cache line per lane).
 inline constexpr Index kBuiltinSignalColumns = 256;

@@ -132,3 +132,43 @@ TEST(HostValidation, KernelOperationsOutsideAKernel) {
 
 }  // namespace
 }  // namespace pld::test
+
+namespace pld::test {
+namespace {
+
+void touch(DistributedTensor<float>) {}
+
+TEST(HostValidation, WindowsFromAnotherCallAreRejected) {
+  DistributedTensor<float> kept;
+  WindowBuffer kept_buffer;
+  run(ranks(2), [&](Host& h) {
+    kept_buffer = h.alloc_window_buffer(64, "old");
+    kept = h.window<float>(kept_buffer, {16});
+    for (int r = 0; r < 2; ++r) h.dispatch(r, touch, kept);
+  });
+  expect_usage_error(
+      [&] {
+        run(ranks(2), [&](Host& h) {
+          h.alloc_window_buffer(64, "new");
+          for (int r = 0; r < 2; ++r) h.dispatch(r, touch, kept);
+        });
+      },
+      "from another orchestrator call");
+  expect_usage_error([&] { run(ranks(2), [&](Host& h) { h.window<float>(kept_buffer, {16}); }); },
+                     "from another orchestrator call");
+  expect_usage_error([&] { run(ranks(2), [&](Host& h) { h.allreduce(kept); }); }, "from another orchestrator call");
+}
+
+TEST(HostValidation, ReservedWindowNames) {
+  expect_usage_error([] { run(ranks(1), [](Host& h) { h.alloc_window_buffer(64, "pld.mine"); }); },
+                     "names starting with 'pld.' are reserved");
+}
+
+TEST(Names, EnumsPrint) {
+  EXPECT_STREQ(to_string(AllreduceMode::TwoShot), "TwoShot");
+  EXPECT_STREQ(to_string(ReduceOp::Prod), "Prod");
+  EXPECT_STREQ(to_string(RankFailure::WaitTimeout), "wait timeout");
+}
+
+}  // namespace
+}  // namespace pld::test

@@ -4,6 +4,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <cstdio>
 
 int main(int argc, char** argv) {
@@ -25,8 +26,10 @@ int main(int argc, char** argv) {
     std::printf("backends: shm\n(--print-env lists the environment variables)\n");
     return 0;
   }
+  int width = 0;
+  for (const auto& s : pld::describe_settings()) width = std::max(width, static_cast<int>(s.name.size()));
   for (const auto& s : pld::describe_settings())
-    std::printf("%-18s %-8s default=%-6s current=%-8s %s\n", s.name.c_str(), s.type.c_str(),
+    std::printf("%-*s %-8s default=%-6s current=%-8s %s\n", width, s.name.c_str(), s.type.c_str(),
                 s.default_value.empty() ? "\"\"" : s.default_value.c_str(), s.value.empty() ? "(unset)" : s.value.c_str(),
                 s.description.c_str());
   return 0;

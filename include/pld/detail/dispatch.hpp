@@ -30,15 +30,15 @@ class ArgWriter {
     std::memcpy(bytes_.data() + at, &v, sizeof(T));
   }
   void note_block(std::uint32_t id) { blocks_.push_back(id); }
-  void note_domain(std::uint32_t id) { domains_.push_back(id); }
+  void note_window(const WindowRef& ref) { windows_.push_back(ref); }
   std::vector<std::byte>& bytes() { return bytes_; }
   const std::vector<std::uint32_t>& blocks() const { return blocks_; }
-  const std::vector<std::uint32_t>& domains() const { return domains_; }
+  const std::vector<WindowRef>& windows() const { return windows_; }
 
  private:
   std::vector<std::byte> bytes_;
   std::vector<std::uint32_t> blocks_;
-  std::vector<std::uint32_t> domains_;
+  std::vector<WindowRef> windows_;
 };
 
 class ArgReader {
@@ -99,7 +99,7 @@ struct ArgCodec<Tensor<T>> {
 template <class T>
 struct ArgCodec<DistributedTensor<T>> {
   static void encode(ArgWriter& w, const DistributedTensor<T>& t, int) {
-    w.note_domain(t.ref().domain);
+    w.note_window(t.ref());
     w.value(t.ref());
     w.value(t.shape());
   }

@@ -1,0 +1,36 @@
+// pld-bench — pld's collectives and point-to-point primitives, measured the nccl-tests way.
+//
+//   pld-bench --op allreduce -b 8 -e 128M -f 2 -g 2          # one table, nccl-tests columns
+//   pld-bench --op all --path both -d all -o all -J out.json # everything, JSON too
+//
+// options.cpp parses the command line, sweep.cpp plans the rows, runner.cpp runs them in one
+// pld::run (kernels.hpp / timer.hpp / check.hpp inside the ranks), report.cpp prints and writes.
+// Exit status: 0 all results correct, 1 some value wrong, 2 the run failed.
+#include "options.hpp"
+#include "report.hpp"
+#include "runner.hpp"
+#include "sweep.hpp"
+
+#include <pld/pld.hpp>
+
+#include <cstdio>
+#include <exception>
+
+int main(int argc, char** argv) {
+  const pldbench::Options o = pldbench::parse_options(argc, argv);
+  try {
+    const pldbench::Plan plan = pldbench::make_plan(o);
+    pldbench::print_header(stdout, o, plan);
+    std::fflush(stdout);
+    const pldbench::Results r = pldbench::run_plan(o, plan);
+    for (const auto& t : r.tables) pldbench::print_table(stdout, o, t);
+    pldbench::print_footer(stdout, r);
+    if (!o.json.empty()) pldbench::write_json(o.json, o, plan, r);
+    return r.wrong_total ? 1 : 0;
+  } catch (const pld::Error& e) {
+    std::fprintf(stderr, "pld-bench: %s\n", e.what());
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "pld-bench: %s\n", e.what());
+  }
+  return 2;
+}

@@ -1,0 +1,248 @@
+#include "runner.hpp"
+
+#include "kernels.hpp"
+
+#include <pld/pld.hpp>
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <type_traits>
+#include <utility>
+
+namespace pldbench {
+
+namespace {
+
+/// Calls f(T{}) with the C++ type of `dtype`.
+template <class F>
+void visit_dtype(pld::DType dtype, F&& f) {
+  switch (dtype) {
+    case pld::DType::FP32: return f(float{});
+    case pld::DType::FP16: return f(pld::fp16{});
+    case pld::DType::BF16: return f(pld::bf16{});
+    case pld::DType::INT32: return f(std::int32_t{});
+    case pld::DType::INT16: return f(std::int16_t{});
+    case pld::DType::INT8: return f(std::int8_t{});
+    case pld::DType::INT64: return f(std::int64_t{});
+    case pld::DType::FP64: return f(double{});
+    case pld::DType::UINT8: return f(std::uint8_t{});
+  }
+}
+
+/// Calls f(std::integral_constant<Coll, C>{}) for the collectives (not p2p).
+template <class F>
+void visit_coll(Coll c, F&& f) {
+  switch (c) {
+    case Coll::Barrier: return f(std::integral_constant<Coll, Coll::Barrier>{});
+    case Coll::Allreduce: return f(std::integral_constant<Coll, Coll::Allreduce>{});
+    case Coll::Broadcast: return f(std::integral_constant<Coll, Coll::Broadcast>{});
+    case Coll::Allgather: return f(std::integral_constant<Coll, Coll::Allgather>{});
+    case Coll::ReduceScatter: return f(std::integral_constant<Coll, Coll::ReduceScatter>{});
+    case Coll::AllToAll: return f(std::integral_constant<Coll, Coll::AllToAll>{});
+    case Coll::AllToAllV: return f(std::integral_constant<Coll, Coll::AllToAllV>{});
+    case Coll::P2P: return;
+  }
+}
+
+/// The host builtin call of one iteration (pld::Host methods; one dispatch per rank).
+template <Coll C, class T>
+void host_builtin(pld::Host& h, const pld::DistributedTensor<T>& data, const pld::DistributedTensor<T>& aux,
+                  const pld::DistributedTensor<std::int32_t>& counts,
+                  const pld::DistributedTensor<std::int32_t>& recv_counts,
+                  const pld::DistributedTensor<std::int32_t>& sig, const Args& a) {
+  if constexpr (C == Coll::Barrier) h.barrier(sig);
+  else if constexpr (C == Coll::Allreduce) h.allreduce(data, sig, {.op = a.redop, .mode = a.mode, .core_num = a.core_num});
+  else if constexpr (C == Coll::Broadcast) h.broadcast(data, sig, a.root, a.core_num);
+  else if constexpr (C == Coll::Allgather) h.allgather(aux, data, sig, a.core_num);
+  else if constexpr (C == Coll::ReduceScatter) h.reduce_scatter(data, sig, a.redop, a.core_num);
+  else if constexpr (C == Coll::AllToAll) h.all_to_all(aux, data, sig, a.core_num);
+  else if constexpr (C == Coll::AllToAllV) h.all_to_all_v(aux, data, sig, counts, recv_counts);
+}
+
+int progress_mode(const Options& o, const Plan& plan) {
+  switch (o.progress) {
+    case Progress::Never: return 0;
+    case Progress::Always: return isatty(2) ? 1 : 2;
+    case Progress::Auto: return isatty(2) && plan.npoints >= 8 ? 1 : 0;
+  }
+  return 0;
+}
+
+struct Windows {
+  pld::WindowBuffer data, aux, counts, recv_counts, sig, ping;
+};
+
+}  // namespace
+
+Results run_plan(const Options& o, const Plan& plan) {
+  const int n = o.nranks;
+  const bool composite = o.path != Path::Builtin, builtin = o.path != Path::Composite;
+  const int progress = progress_mode(o, plan);
+  auto res = pld::HostTensor<double>::zeros({std::max(plan.npoints, 1), n, kFields});
+  std::int64_t lat_iters = 0;
+
+  pld::DistributedConfig config{.device_ids = {}, .heap_bytes = plan.heap_bytes};
+  for (int r = 0; r < n; ++r) config.device_ids.push_back(r);
+
+  const double t_start = now_ns();
+  pld::run(config, [&](pld::Host& h) {
+    Windows w;
+    // Largest first: page-aligned (the heap is), then signals on their own cache lines.
+    w.data = h.alloc_window_buffer(std::max<std::uint64_t>((plan.data_bytes + 4095) / 4096 * 4096, 4096), "data");
+    w.aux = h.alloc_window_buffer(std::max<std::uint64_t>((plan.aux_bytes + 4095) / 4096 * 4096, 4096), "aux");
+    w.counts = h.alloc_window_buffer({n}, pld::DType::INT32, "send_counts");
+    w.recv_counts = h.alloc_window_buffer({n, 1}, pld::DType::INT32, "recv_counts");
+    w.sig = h.alloc_window_buffer({n, 16}, pld::DType::INT32, "signal");
+    w.ping = h.alloc_window_buffer({2, 16}, pld::DType::INT32, "p2p_signal");
+    const auto sig = h.window<std::int32_t>(w.sig, {n, 16});
+    const auto counts = h.window<std::int32_t>(w.counts, {n});
+    const auto recv_counts = h.window<std::int32_t>(w.recv_counts, {n, 1});
+    bool latency_done = false;
+
+    for (const Table& t : plan.tables)
+      for (const Point& p : t.rows) {
+        Args a;
+        a.coll = p.coll;
+        a.dtype = p.dtype;
+        a.redop = p.redop;
+        a.mode = p.mode;
+        a.root = std::max(p.root, 0);
+        a.core_num = o.core_num;
+        a.check = o.check;
+        a.pin = o.pin;
+        a.index = p.index;
+        a.total = plan.npoints;
+        a.bytes = p.bytes;
+
+        if (p.coll == Coll::P2P) {
+          const auto bytes = static_cast<pld::Index>(p.bytes);
+          const auto data = h.window<std::uint8_t>(w.data, {bytes});
+          const auto aux = h.window<std::uint8_t>(w.aux, {bytes});
+          const auto ping = h.window<std::int32_t>(w.ping, {2, 16});
+          a.warmup = p.composite.warmup;
+          a.iters = p.composite.iters;
+          if (!latency_done) {
+            lat_iters = a.lat_iters = o.iters > 0 ? o.iters : 5 * o.max_iters;
+            a.lat_warmup = o.warmup >= 0 ? o.warmup : a.lat_iters / 10;
+            latency_done = true;
+          }
+          a.progress = progress;
+          for (int r = 0; r < n; ++r) h.dispatch(r, p2p_kernel, data, aux, sig, ping, res[p.index][r], a);
+          continue;
+        }
+
+        visit_dtype(p.dtype, [&](auto tag) {
+          using T = decltype(tag);
+          const pld::Dims shape = row_blocked(p.coll) ? pld::Dims{n, p.cols} : pld::Dims{std::max<pld::Index>(p.count, 1)};
+          const pld::Dims aux_shape = p.coll == Coll::Allgather                                  ? pld::Dims{p.cols}
+                                      : p.coll == Coll::AllToAll || p.coll == Coll::AllToAllV ? pld::Dims{n, p.cols}
+                                                                                               : pld::Dims{1};
+          const auto data = h.window<T>(w.data, shape);
+          const auto aux = h.window<T>(w.aux, aux_shape);
+          visit_coll(p.coll, [&](auto ctag) {
+            constexpr Coll C = decltype(ctag)::value;
+            if (composite) {
+              Args c = a;
+              c.warmup = p.composite.warmup;
+              c.iters = p.composite.iters;
+              c.progress = builtin ? 0 : progress;
+              for (int r = 0; r < n; ++r)
+                h.dispatch(r, composite_kernel<C, T>, data, aux, counts, recv_counts, sig, res[p.index][r], c);
+            }
+            if (builtin) {
+              // stage; warm-up calls; barrier; stamp; timed calls; stamp; then re-stage, run once, check.
+              Args b = a;
+              b.check = 0;
+              for (int r = 0; r < n; ++r)
+                h.dispatch(r, stage_kernel<C, T>, data, aux, counts, recv_counts, sig, res[p.index][r], b);
+              for (std::int64_t i = 0; i < p.builtin.warmup; ++i) host_builtin<C, T>(h, data, aux, counts, recv_counts, sig, a);
+              h.barrier(sig);
+              for (int r = 0; r < n; ++r) h.dispatch(r, stamp_kernel, res[p.index][r], kStamp0);
+              for (std::int64_t i = 0; i < p.builtin.iters; ++i) host_builtin<C, T>(h, data, aux, counts, recv_counts, sig, a);
+              for (int r = 0; r < n; ++r) h.dispatch(r, stamp_kernel, res[p.index][r], kStamp1);
+              if (o.check) {
+                b.check = 1;
+                for (int r = 0; r < n; ++r)
+                  h.dispatch(r, stage_kernel<C, T>, data, aux, counts, recv_counts, sig, res[p.index][r], b);
+                host_builtin<C, T>(h, data, aux, counts, recv_counts, sig, a);
+              }
+              b.progress = progress;
+              b.check = o.check;
+              for (int r = 0; r < n; ++r) {
+                if (o.check) h.dispatch(r, verify_kernel<C, T>, data, aux, counts, recv_counts, sig, res[p.index][r], b);
+                else if (progress) h.dispatch(r, progress_kernel, sig, b);
+              }
+            }
+          });
+        });
+      }
+  });
+  if (progress == 1) std::fprintf(stderr, "\r\033[K");
+
+  Results out;
+  out.elapsed_s = (now_ns() - t_start) / 1e9;
+  for (const Table& t : plan.tables) {
+    TableResult tr;
+    tr.table = t;
+    if (t.coll == Coll::P2P) {
+      tr.group_names[0] = "put";
+      tr.group_names[1] = "get";
+      tr.group_notes[0] = "rank 0 -> rank 1, tensor::put";
+      tr.group_notes[1] = "rank 0 <- rank 1, tensor::get";
+    } else {
+      tr.group_notes[0] = "in-kernel loop";
+      tr.group_notes[1] = "1 dispatch/iter";
+    }
+    for (const Point& p : t.rows) {
+      Row row;
+      row.point = p;
+      auto max_over_ranks = [&](auto value) {
+        double m = 0;
+        for (int r = 0; r < n; ++r) m = std::max(m, value(r));
+        return m;
+      };
+      auto sum_over_ranks = [&](int field) {
+        double s = 0;
+        for (int r = 0; r < n; ++r) s += res(p.index, r, field);
+        return static_cast<std::int64_t>(s);
+      };
+      if (t.coll == Coll::P2P) {
+        for (int g = 0; g < 2; ++g) {
+          Measure& m = row.group[g];
+          m.valid = true;
+          m.iters = p.composite;
+          const int tf = g == 0 ? kTime0 : kTime1, wf = g == 0 ? kWrong0 : kWrong1;
+          m.time_us = per_iter_us(max_over_ranks([&](int r) { return res(p.index, r, tf); }), p.composite.iters);
+          m.wrong = o.check ? sum_over_ranks(wf) : -1;
+        }
+        if (res(p.index, 0, kLatency) > 0)
+          out.latency_us = per_iter_us(res(p.index, 0, kLatency), lat_iters) / 2, out.latency_iters = lat_iters;
+      } else {
+        if (composite) {
+          Measure& m = row.group[0];
+          m.valid = true;
+          m.iters = p.composite;
+          m.time_us = per_iter_us(max_over_ranks([&](int r) { return res(p.index, r, kTime0); }), p.composite.iters);
+          m.wrong = o.check ? sum_over_ranks(kWrong0) : -1;
+        }
+        if (builtin) {
+          Measure& m = row.group[1];
+          m.valid = true;
+          m.iters = p.builtin;
+          m.time_us = per_iter_us(
+              max_over_ranks([&](int r) { return res(p.index, r, kStamp1) - res(p.index, r, kStamp0); }),
+              p.builtin.iters);
+          m.wrong = o.check ? sum_over_ranks(kWrong1) : -1;
+        }
+      }
+      for (const Measure& m : row.group)
+        if (m.valid && m.wrong > 0) out.wrong_total += m.wrong;
+      tr.rows.push_back(row);
+    }
+    out.tables.push_back(std::move(tr));
+  }
+  return out;
+}
+
+}  // namespace pldbench
