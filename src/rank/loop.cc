@@ -143,6 +143,7 @@ void serve(int fd, int rank, ShmBackend* backend, RankRuntime& rt, std::vector<s
   for (const auto& [id, rec] : inherited) runtime->block_inherit(id, rec.base, rec.bytes);
   RankRuntime& rt = *runtime;
   RankRuntime::install(std::move(runtime));
+  reply(fd, ReplyStatus::Ok, kReadySeq, "ready");
 
   std::vector<std::byte> buf;
   try {

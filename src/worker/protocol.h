@@ -25,6 +25,9 @@ struct ReplyHeader {
   std::uint64_t seq;
 };
 
+/// Sequence number of the Ready message a rank sends once it has started.
+inline constexpr std::uint64_t kReadySeq = ~0ull;
+
 /// Largest packet either side sends.
 inline constexpr std::size_t kMaxMessage = 64 * 1024;
 

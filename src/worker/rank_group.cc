@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -59,42 +60,102 @@ std::string RankGroup::who(int r) const {
   return fmt::format("rank {} (device {})", r, options_.device_ids[static_cast<std::size_t>(r)]);
 }
 
-void RankGroup::fork_ranks() {
-  std::fflush(nullptr);  // buffered output must not be duplicated into the children
+void RankGroup::fork_rank(int r) {
+  std::fflush(nullptr);  // buffered output must not be duplicated into the child
   const auto inherited = BlockRegistry::instance().snapshot();
+  int sv[2];
+  if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0)
+    throw RankError(r, RankFailure::Startup,
+                    fmt::format("pld: cannot create the socket for {}: {}", who(r), std::strerror(errno)));
   const pid_t host_pid = getpid();
-  std::vector<int> host_ends;
-  for (int r = 0; r < world_size(); ++r) {
-    int sv[2];
-    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) {
-      shutdown();
-      throw RankError(r, RankFailure::Startup, fmt::format("pld: cannot create the socket for {}: {}", who(r),
-                                                           std::strerror(errno)));
-    }
-    const pid_t pid = fork();
-    if (pid < 0) {
-      const int e = errno;
-      close(sv[0]);
-      close(sv[1]);
-      shutdown();
-      throw RankError(r, RankFailure::Startup, fmt::format("pld: cannot fork {}: {}", who(r), std::strerror(e)));
-    }
-    if (pid == 0) {
-      close(sv[0]);
-      std::vector<int> close_fds = host_ends;
-      for (const auto& [id, rec] : inherited) close_fds.push_back(rec.fd);
-      rank_main(r, sv[1], backend_.get(), host_pid, inherited, close_fds);
-    }
+  const pid_t pid = fork();
+  if (pid < 0) {
+    const int e = errno;
+    close(sv[0]);
     close(sv[1]);
+    throw RankError(r, RankFailure::Startup, fmt::format("pld: cannot fork {}: {}", who(r), std::strerror(e)));
+  }
+  if (pid == 0) {
+    close(sv[0]);
+    std::vector<int> close_fds;  // the host's descriptors this child must not keep
+    for (const Rank& other : ranks_)
+      if (other.fd >= 0) close_fds.push_back(other.fd);
+    for (const auto& [id, rec] : inherited) close_fds.push_back(rec.fd);
+    rank_main(r, sv[1], backend_.get(), host_pid, inherited, close_fds);
+  }
+  close(sv[1]);
+  Rank& rank = ranks_[static_cast<std::size_t>(r)];
+  rank = Rank{};
+  rank.pid = pid;
+  rank.fd = sv[0];
+  rank.alive = true;
+  for (const auto& [id, rec] : inherited) rank.blocks.insert(id);
+  RankSlot& slot = backend_->control().slots[r];
+  slot.state.store(static_cast<std::uint32_t>(RankState::Idle));
+  slot.sleepers.store(0);
+}
+
+void RankGroup::await_ready(const std::vector<int>& starting) {
+  using Clock = std::chrono::steady_clock;
+  const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                           std::chrono::duration<double>(options_.startup_timeout));
+  std::vector<std::byte> buf;
+  for (int r : starting) {
     Rank& rank = ranks_[static_cast<std::size_t>(r)];
-    rank.pid = pid;
-    rank.fd = sv[0];
-    rank.alive = true;
-    for (const auto& [id, rec] : inherited) rank.blocks.insert(id);
-    host_ends.push_back(sv[0]);
+    for (;;) {
+      const double left = std::chrono::duration<double>(deadline - Clock::now()).count();
+      if (left <= 0) {
+        kill(rank.pid, SIGKILL);
+        throw RankError(r, RankFailure::Startup,
+                        fmt::format("pld: {} did not start within {} s (startup_timeout)", who(r),
+                                    options_.startup_timeout));
+      }
+      pollfd p{rank.fd, POLLIN, 0};
+      poll(&p, 1, static_cast<int>(std::min(left, 0.2) * 1000) + 1);
+      int fd = -1;
+      const long n = channel_recv(rank.fd, buf, &fd, true);
+      if (fd >= 0) close(fd);
+      if (n < 0) continue;
+      if (n == 0) {
+        const std::string how = reap_status(r);
+        rank.alive = false;
+        throw RankError(r, RankFailure::Startup, fmt::format("pld: {} {} while starting", who(r), how));
+      }
+      break;  // the Ready message
+    }
+  }
+}
+
+void RankGroup::fork_ranks() {
+  std::vector<int> all;
+  try {
+    for (int r = 0; r < world_size(); ++r) {
+      fork_rank(r);
+      all.push_back(r);
+    }
+    await_ready(all);
+  } catch (...) {
+    shutdown();
+    throw;
   }
   log(LogLevel::Info, "started {} rank processes on the {} backend (heap {} bytes per rank)", world_size(),
       backend_->name(), options_.heap_bytes);
+}
+
+std::vector<int> RankGroup::replace_lost_ranks() {
+  std::vector<int> lost;
+  for (int r = 0; r < world_size(); ++r)
+    if (!ranks_[static_cast<std::size_t>(r)].alive) lost.push_back(r);
+  if (lost.empty()) return lost;
+  for (int r : lost) {
+    if (ranks_[static_cast<std::size_t>(r)].pid > 0) reap_status(r);
+    fork_rank(r);
+  }
+  await_ready(lost);
+  // A lost rank may have died halfway through writing any window: clear everything before reuse.
+  for (auto& d : dirty_) d = options_.heap_bytes;
+  log(LogLevel::Info, "replaced {} lost rank process(es)", lost.size());
+  return lost;
 }
 
 void RankGroup::build_queues(const HostSession& session) {
@@ -357,6 +418,12 @@ std::string RankGroup::wait_report(const HostSession& session) const {
   out += "\nEvery wait needs matching notifies: check that each rank notifies before it waits, and that peers, "
          "offsets and expected values agree.";
   return out;
+}
+
+bool RankGroup::all_alive() const {
+  for (const Rank& rank : ranks_)
+    if (!rank.alive) return false;
+  return true;
 }
 
 void RankGroup::shutdown() noexcept {

@@ -25,6 +25,7 @@ struct GroupOptions {
   std::uint64_t heap_bytes = 0;
   double wait_timeout = 0;
   std::int64_t wait_spin = 0;
+  double startup_timeout = 30;
 };
 
 class RankGroup {
@@ -41,6 +42,10 @@ class RankGroup {
   void execute(const HostSession& session);
   /// Asks every rank to exit, then reaps them (SIGKILL after a grace period). Idempotent.
   void shutdown() noexcept;
+  /// Forks a new process for every rank that died (recovery); returns their ranks. Windows are
+  /// cleared before the next call.
+  std::vector<int> replace_lost_ranks();
+  bool all_alive() const;
 
  private:
   struct Outgoing {
@@ -67,6 +72,9 @@ class RankGroup {
   };
 
   void fork_ranks();
+  void fork_rank(int r);
+  /// Waits for every rank in `starting` to say it is ready, up to the startup timeout.
+  void await_ready(const std::vector<int>& starting);
   void build_queues(const HostSession& session);
   void pump_sends(int r);
   void read_replies(int r, const HostSession& session);

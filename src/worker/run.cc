@@ -60,6 +60,7 @@ GroupOptions group_options(const DistributedConfig& config) {
   o.heap_bytes = (o.heap_bytes + 4095) / 4096 * 4096;
   o.wait_timeout = config.wait_timeout > 0 ? config.wait_timeout : setting_seconds(Setting::WaitTimeout);
   o.wait_spin = setting_int(Setting::WaitSpin);
+  o.startup_timeout = setting_seconds(Setting::StartupTimeout);
   // More ranks than cores: a spinning waiter only delays the rank it waits for.
   const long cores = sysconf(_SC_NPROCESSORS_ONLN);
   if (cores > 0 && config.world_size() > cores) o.wait_spin = std::min<std::int64_t>(o.wait_spin, 64);

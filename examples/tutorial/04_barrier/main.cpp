@@ -8,7 +8,8 @@
 // the ring, then surfaces the signal window as proof that every peer arrived at every barrier:
 //   y1[r] = x1[(r+1) % P]        round 1, read after barrier 1
 //   y2[r] = x2[(r+1) % P]        round 2, staged after barrier 2, read after barrier 3
-//   tally[r][s] = 3 for s != r   (rank s arrived 3 times), 0 for s == r (nobody notifies itself)
+//   tally[r][s] = 3 for s != r   (rank s arrived 3 times), 0 for s == r (nobody notifies itself);
+//                                0 everywhere with --use-builtin (the builtin clears its cells)
 //   after[r][s] = 0              the self-clearing epilogue left the window ready for reuse
 //
 // Concepts introduced:
@@ -19,8 +20,11 @@
 //   - why barrier 2 exists: a rank must not overwrite its window while a peer still reads it
 //   - the self-clearing epilogue (-g on your own cells) that pld's collectives use
 //   - tile::read to look at single cells
+//   - the reveal (--use-builtin): pld::tensor::barrier(signal), the same rendezvous in one call,
+//     with the epilogue built in
 //
 // Run:  ./04_barrier -d 0,1      (any number of ranks)
+//       ./04_barrier -d 0,1 --use-builtin
 #include "tutorial.hpp"
 
 #include <pld/pld.hpp>
@@ -47,32 +51,46 @@ void barrier(const pld::DistributedTensor<int32_t>& signal, int generation) {
 }
 
 // =============================================================================================
+// STEP 1b (--use-builtin): the reveal. pld::tensor::barrier is the same rendezvous in one call:
+// +1 to every peer, wait for every peer, then it gives its credit back itself (STEP 4's
+// epilogue, per call). Every call therefore starts from zeroed cells, so there is no generation
+// to pass — and nothing is left in the cells to look at afterwards.
+// =============================================================================================
+void rendezvous(const pld::DistributedTensor<int32_t>& signal, int generation, bool use_builtin) {
+  if (use_builtin)
+    pld::tensor::barrier(signal);
+  else
+    barrier(signal, generation);
+}
+
+// =============================================================================================
 // STEP 2: the kernel: stage, barrier, read the neighbour; twice.
 // =============================================================================================
 void barrier_kernel(pld::Tensor<float> x1, pld::Tensor<float> x2, pld::Tensor<float> y1, pld::Tensor<float> y2,
                     pld::Tensor<int32_t> tally, pld::Tensor<int32_t> after, pld::DistributedTensor<float> data,
-                    pld::DistributedTensor<int32_t> signal) {
+                    pld::DistributedTensor<int32_t> signal, bool use_builtin) {
   const pld::CommCtx ctx = pld::get_comm_ctx(data);
   const int me = pld::rank(ctx), n = pld::nranks(ctx);
   const int next = (me + 1) % n;
 
   // Round 1: stage, barrier (everyone has staged), read the next rank's slice.
   pld::tile::store(pld::tile::load(x1, {0, 0}, {1, SIZE}), {0, 0}, data);
-  barrier(signal, 1);
+  rendezvous(signal, 1, use_builtin);
   pld::tile::store(pld::tile::remote_load(data, next, {0, 0}, {1, SIZE}), {0, 0}, y1);
 
   // Barrier 2 protects the other direction: my previous rank may still be reading my round-1
   // slice. Without it, my round-2 store below could overwrite the data under its feet.
-  barrier(signal, 2);
+  rendezvous(signal, 2, use_builtin);
 
   // Round 2: same exchange, new data, same window, same signal cells (generation 3).
   pld::tile::store(pld::tile::load(x2, {0, 0}, {1, SIZE}), {0, 0}, data);
-  barrier(signal, 3);
+  rendezvous(signal, 3, use_builtin);
   pld::tile::store(pld::tile::remote_load(data, next, {0, 0}, {1, SIZE}), {0, 0}, y2);
 
   // =============================================================================================
   // STEP 3: the observable. Every peer added exactly 3 to its row of my window and nobody adds
-  // more, so after my last wait these cells hold exactly 3 (my own row: 0).
+  // more, so after my last wait these cells hold exactly 3 (my own row: 0). With the builtin they
+  // hold exactly 0: my third wait saw every peer's third credit, and the builtin gave it back.
   // =============================================================================================
   for (int s = 0; s < n; ++s) pld::tile::write(tally, {s}, pld::tile::read(signal, {s, 0}));
 
@@ -81,8 +99,9 @@ void barrier_kernel(pld::Tensor<float> x1, pld::Tensor<float> x2, pld::Tensor<fl
   // consumer (me). Subtracting the 3 credits I consumed leaves my cells at 0, so a later call
   // could start again at generation 1. AtomicAdd, never Set: a Set could wipe a credit in flight.
   // =============================================================================================
-  for (int s = 0; s < n; ++s)
-    if (s != me) pld::system::notify(signal, me, {s, 0}, -3, pld::NotifyOp::AtomicAdd);
+  if (!use_builtin)  // the builtin has already cleared its credits
+    for (int s = 0; s < n; ++s)
+      if (s != me) pld::system::notify(signal, me, {s, 0}, -3, pld::NotifyOp::AtomicAdd);
   for (int s = 0; s < n; ++s) pld::tile::write(after, {s}, pld::tile::read(signal, {s, 0}));
 }
 
@@ -90,19 +109,25 @@ void barrier_kernel(pld::Tensor<float> x1, pld::Tensor<float> x2, pld::Tensor<fl
 // STEP 5: the host orchestrator: a data window and a [P, 1] signal window (one row per rank).
 // =============================================================================================
 void barrier_program(pld::Host& h, pld::HostTensor<float>& x1, pld::HostTensor<float>& x2, pld::HostTensor<float>& y1,
-                     pld::HostTensor<float>& y2, pld::HostTensor<int32_t>& tally, pld::HostTensor<int32_t>& after) {
+                     pld::HostTensor<float>& y2, pld::HostTensor<int32_t>& tally, pld::HostTensor<int32_t>& after,
+                     bool use_builtin) {
   const int P = h.world_size();
   auto data_buf = h.alloc_window_buffer({1, SIZE}, pld::DType::FP32, "data");
   auto signal_buf = h.alloc_window_buffer({P, 1}, pld::DType::INT32, "signal");
   for (int r = 0; r < P; ++r)
     h.dispatch(r, barrier_kernel, x1[r], x2[r], y1[r], y2[r], tally[r], after[r], h.window<float>(data_buf, {1, SIZE}),
-               h.window<int32_t>(signal_buf, {P, 1}));
+               h.window<int32_t>(signal_buf, {P, 1}), use_builtin);
 }
 
 int main(int argc, char** argv) {
-  const pld::DistributedConfig config =
-      tutorial::parse_devices(argc, argv, "04_barrier", "Step 04: a hand-rolled notify/wait barrier, used three times");
+  bool use_builtin = false;
+  const pld::DistributedConfig config = tutorial::parse_devices(
+      argc, argv, "04_barrier", "Step 04: a hand-rolled notify/wait barrier, used three times", [&](CLI::App& app) {
+        app.add_flag("--use-builtin", use_builtin,
+                     "use the library's pld::tensor::barrier instead of the hand-rolled one");
+      });
   const int P = config.world_size();
+  std::printf("barrier: %s\n", use_builtin ? "pld::tensor::barrier (builtin)" : "hand-rolled notify/wait");
 
   return tutorial::guarded([&] {
     auto x1 = pld::HostTensor<float>::random({P, 1, SIZE}, /*seed=*/41);
@@ -111,7 +136,7 @@ int main(int argc, char** argv) {
     auto y2 = pld::HostTensor<float>::zeros({P, 1, SIZE});
     auto tally = pld::HostTensor<int32_t>::full({P, P}, -1);
     auto after = pld::HostTensor<int32_t>::full({P, P}, -1);
-    pld::run(config, barrier_program, x1, x2, y1, y2, tally, after);
+    pld::run(config, barrier_program, x1, x2, y1, y2, tally, after, use_builtin);
 
     for (int r = 0; r < P; ++r) {
       std::printf("rank %d signal column after 3 barriers:", r);
@@ -130,7 +155,7 @@ int main(int argc, char** argv) {
         y1_want(r, 0, i) = x1((r + 1) % P, 0, i);
         y2_want(r, 0, i) = x2((r + 1) % P, 0, i);
       }
-      for (int s = 0; s < P; ++s) tally_want(r, s) = s == r ? 0 : 3;
+      for (int s = 0; s < P; ++s) tally_want(r, s) = s == r || use_builtin ? 0 : 3;
     }
     tutorial::Checker check;
     check.expect("y1", y1, y1_want);

@@ -18,9 +18,12 @@
 #include <fmt/ranges.h>
 #include <CLI/CLI.hpp>
 
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
+#include <functional>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -29,13 +32,19 @@ namespace tutorial {
 /// Parses `-d 0,1[,...]` (device ids, one rank per id; default `0,1`) into a pld config, as
 /// PyPTO's examples do. `--help` prints the usage and exits 0; a bad command line (not a number,
 /// a negative or duplicate id) prints why and exits 2. The world size is `config.world_size()`.
+/// A step with options of its own adds them in `more_options`:
+///   bool use_builtin = false;
+///   parse_devices(argc, argv, "04_barrier", "...",
+///                 [&](CLI::App& app) { app.add_flag("--use-builtin", use_builtin, "..."); });
 inline pld::DistributedConfig parse_devices(int argc, char** argv, const std::string& name,
-                                            const std::string& description) {
+                                            const std::string& description,
+                                            const std::function<void(CLI::App&)>& more_options = {}) {
   CLI::App app{description, name};
   std::vector<int> device_ids{0, 1};
   app.add_option("-d,--device", device_ids, "comma-separated device ids, one rank per id (e.g. 0,1,2,3)")
       ->delimiter(',')
       ->capture_default_str();
+  if (more_options) more_options(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -54,8 +63,20 @@ inline pld::DistributedConfig parse_devices(int argc, char** argv, const std::st
   return config;
 }
 
+/// Floats holding small whole numbers, uniform in [lo, hi], from a fixed seed. Sums, maxima and
+/// products of a few of them are exact in fp32 whatever the order of the operations, so a
+/// reduction computed by the ranks in any order can be checked exactly against a host golden.
+inline pld::HostTensor<float> small_integers(const pld::Dims& shape, std::uint64_t seed, int lo = -8, int hi = 8) {
+  pld::HostTensor<float> t(shape);
+  std::mt19937_64 gen(seed);
+  std::uniform_int_distribution<int> dist(lo, hi);
+  for (float& v : t.span()) v = static_cast<float>(dist(gen));
+  return t;
+}
+
 /// Compares results with a golden computed independently on the host. Equality is exact: every
-/// tutorial moves data or does arithmetic whose result does not depend on the order of operations.
+/// tutorial moves data, reduces small_integers() (exact in any order), or reduces in the one
+/// order the golden uses too (step 11).
 class Checker {
  public:
   /// Checks `got` against `want` element by element (shapes must match). Records at most
