@@ -15,3 +15,4 @@
 #include <pld/tensor.hpp>
 #include <pld/types.hpp>
 #include <pld/window.hpp>
+#include <pld/worker.hpp>
