@@ -53,8 +53,24 @@ Region region_of(const char* op, const char* window_side, const char* local_side
 
 }  // namespace
 
+namespace {
+// The common case — whole tensor, same shape and dtype, plain copy, no chunking — goes straight to
+// the backend; anything else (including every error) takes the checked general path.
+bool plain_full_slice(const WindowDesc& w, int peer, const LocalDesc& l, const Dims* shape, Index chunk_rows,
+                      Index chunk_cols, bool pipeline) {
+  return !shape && w.state && peer >= 0 && peer < w.state->nranks() && w.dtype == l.dtype && w.shape == l.shape &&
+         chunk_rows == 0 && chunk_cols == 0 && !pipeline;
+}
+}  // namespace
+
 void put(const WindowDesc& dst, int peer, const LocalDesc& src, const Dims* dst_offsets, const Dims* src_offsets,
          const Dims* shape, const PutOptions& options) {
+  if (options.atomic == AtomicType::None &&
+      plain_full_slice(dst, peer, src, shape, options.chunk_rows, options.chunk_cols, options.pipeline)) {
+    dst.state->backend->put(dst.state->members[static_cast<std::size_t>(peer)], dst.ref.offset, src.data,
+                            static_cast<std::size_t>(src.shape.numel()) * dtype_size(src.dtype));
+    return;
+  }
   const char* op = "tensor::put";
   const DomainState& d = bound_state(op, dst);
   check_peer(op, d, peer);
@@ -76,6 +92,11 @@ void put(const WindowDesc& dst, int peer, const LocalDesc& src, const Dims* dst_
 
 void get(const LocalDesc& dst, int peer, const WindowDesc& src, const Dims* dst_offsets, const Dims* src_offsets,
          const Dims* shape, const GetOptions& options) {
+  if (plain_full_slice(src, peer, dst, shape, options.chunk_rows, options.chunk_cols, options.pipeline)) {
+    src.state->backend->get(dst.data, src.state->members[static_cast<std::size_t>(peer)], src.ref.offset,
+                            static_cast<std::size_t>(dst.shape.numel()) * dtype_size(dst.dtype));
+    return;
+  }
   const char* op = "tensor::get";
   const DomainState& d = bound_state(op, src);
   check_peer(op, d, peer);

@@ -2,6 +2,8 @@
 // number and many elements; atomic add under contention from every rank at once.
 #include "support.hpp"
 
+#include <cstring>
+
 namespace pld::test {
 namespace {
 
@@ -214,6 +216,47 @@ TYPED_TEST(Rma, TensorRemoteStoreLandsOnInnerDims) {
             ASSERT_EQ(value(out(r, a, b, c)), value(expect)) << "P=" << p << " rank " << r;
           }
     }
+  }
+}
+
+}  // namespace
+}  // namespace pld::test
+
+namespace pld::test {
+namespace {
+
+// Transfers above the streaming threshold (8 MiB), at an odd size, both directions.
+void big_ring(DistributedTensor<std::uint8_t> win, DistributedTensor<std::uint8_t> odd,
+              DistributedTensor<std::int32_t> sig, Tensor<std::uint8_t> src, Tensor<std::uint8_t> out,
+              Tensor<std::uint8_t> out_odd) {
+  const int me = rank(get_comm_ctx(win)), n = nranks(get_comm_ctx(win));
+  const Index len = src.numel();
+  tensor::put(win, (me + 1) % n, src);  // full slice: the fast path
+  const Tensor<std::uint8_t> row(src.data(), {1, len});
+  tensor::put(odd, (me + 1) % n, row, {0, 3}, {0, 0}, {1, len});  // misaligned destination
+  for (int p = 0; p < n; ++p) system::notify(sig, p, {me}, 1, NotifyOp::AtomicAdd);
+  for (int s = 0; s < n; ++s) system::wait(sig, {s}, 1, WaitCmp::Ge);
+  tensor::get(out, (me + 1) % n, win);  // pull what I pushed back, also > 8 MiB
+  const Tensor<std::uint8_t> back(out_odd.data(), {1, len});
+  tensor::get(back, (me + 1) % n, odd, {0, 0}, {0, 3}, {1, len});
+}
+
+TEST(Rma, LargeTransfersOverTheStreamingThreshold) {
+  constexpr Index kLen = (9 << 20) + 13;
+  auto src = HostTensor<std::uint8_t>::zeros({2, kLen});
+  for (int r = 0; r < 2; ++r)
+    for (Index i = 0; i < kLen; ++i) src(r, i) = static_cast<std::uint8_t>((i * 7 + r * 31) % 251);
+  auto out = HostTensor<std::uint8_t>::zeros({2, kLen});
+  auto out_odd = HostTensor<std::uint8_t>::zeros({2, kLen});
+  run(ranks(2), [&](Host& h) {
+    auto w = h.window<std::uint8_t>(h.alloc_window_buffer({kLen}, DType::UINT8, "big"), {kLen});
+    auto o = h.window<std::uint8_t>(h.alloc_window_buffer({1, kLen + 3}, DType::UINT8, "odd"), {1, kLen + 3});
+    auto s = h.window<std::int32_t>(h.alloc_window_buffer({2}, DType::INT32, "sig"), {2});
+    for (int r = 0; r < 2; ++r) h.dispatch(r, big_ring, w, o, s, src[r], out[r], out_odd[r]);
+  });
+  for (int r = 0; r < 2; ++r) {
+    ASSERT_EQ(std::memcmp(out[r].data(), src[r].data(), kLen), 0) << "rank " << r;
+    ASSERT_EQ(std::memcmp(out_odd[r].data(), src[r].data(), kLen), 0) << "misaligned, rank " << r;
   }
 }
 
