@@ -1,0 +1,18 @@
+# docs.environment: every row `pld-info --markdown` prints must appear verbatim in
+# docs/environment.md, so the settings registry and its documentation cannot drift apart.
+execute_process(COMMAND ${PLD_INFO} --markdown OUTPUT_VARIABLE table RESULT_VARIABLE rc)
+if(rc)
+  message(FATAL_ERROR "pld-info --markdown failed: ${rc}")
+endif()
+file(READ ${DOC} doc)
+string(REPLACE "\n" ";" rows "${table}")
+foreach(row IN LISTS rows)
+  if(row STREQUAL "")
+    continue()
+  endif()
+  string(FIND "${doc}" "${row}" at)
+  if(at EQUAL -1)
+    message(FATAL_ERROR "docs/environment.md lacks this row of `pld-info --markdown`:\n${row}\nregenerate the table")
+  endif()
+endforeach()
+message("environment.md matches the settings registry")
