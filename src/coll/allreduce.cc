@@ -9,6 +9,7 @@
 //            one after. Combines in ring order.
 #include "coll/checks.h"
 #include "coll/credit.h"
+#include "core/copy.h"
 #include "coll/lanes.h"
 #include "reduce/reduce.h"
 
@@ -96,7 +97,7 @@ void ring(const Job& j, int lane, Range r) {
     b.sync();
     const Range c = seg(me - s);
     const std::size_t off = static_cast<std::size_t>(c.begin) * j.esz;
-    std::memcpy(mine + off, from + off, static_cast<std::size_t>(c.size()) * j.esz);
+    bulk_copy(mine + off, from + off, static_cast<std::size_t>(c.size()) * j.esz);
   }
   b.sync();  // my right neighbour has finished reading me
   b.finish();

@@ -2,6 +2,7 @@
 // its own; barrier (the root may reuse its window). Two credits.
 #include "coll/checks.h"
 #include "coll/credit.h"
+#include "core/copy.h"
 #include "coll/lanes.h"
 
 #include <pld/error.hpp>
@@ -33,7 +34,7 @@ void coll_broadcast(const WindowDesc& target, const WindowDesc& signal, int root
   fenced_lanes(op, d, signal, stride, core_num, count, [&](Range r) {
     if (d.rank == root) return;
     const std::uint64_t off = static_cast<std::uint64_t>(r.begin) * esz;
-    std::memcpy(window_at(op, d, d.rank, target, off), window_at(op, d, root, target, off),
+    bulk_copy(window_at(op, d, d.rank, target, off), window_at(op, d, root, target, off),
                 static_cast<std::size_t>(r.size()) * esz);
   });
 }

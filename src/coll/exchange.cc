@@ -4,6 +4,7 @@
 // has landed. Two credits per call.
 #include "coll/checks.h"
 #include "coll/credit.h"
+#include "core/copy.h"
 #include "coll/lanes.h"
 
 #include <pld/error.hpp>
@@ -56,7 +57,7 @@ void coll_allgather(const LocalDesc& local, const WindowDesc* local_window, cons
     const std::uint64_t off = (static_cast<std::uint64_t>(me) * static_cast<std::uint64_t>(size) +
                                static_cast<std::uint64_t>(r.begin)) * esz;
     for (int k = 0; k < n; ++k)  // staggered, myself first
-      std::memmove(window_at(op, d, (me + k) % n, target, off), local.data + static_cast<std::size_t>(r.begin) * esz,
+      bulk_copy(window_at(op, d, (me + k) % n, target, off), local.data + static_cast<std::size_t>(r.begin) * esz,
                    static_cast<std::size_t>(r.size()) * esz);
   });
 }
@@ -91,7 +92,7 @@ void coll_all_to_all(const LocalDesc& input, const WindowDesc* input_window, con
       const int p = (me + k) % n;
       const std::size_t src = (static_cast<std::size_t>(p) * static_cast<std::size_t>(size) +
                                static_cast<std::size_t>(r.begin)) * esz;
-      std::memmove(window_at(op, d, p, target, dst), input.data + src, static_cast<std::size_t>(r.size()) * esz);
+      bulk_copy(window_at(op, d, p, target, dst), input.data + src, static_cast<std::size_t>(r.size()) * esz);
     }
   });
 }
@@ -150,7 +151,7 @@ void coll_all_to_all_v(const LocalDesc& input, const WindowDesc* input_window, c
       if (rows == 0 || size == 0) continue;
       const std::uint64_t dst = static_cast<std::uint64_t>(me) * static_cast<std::uint64_t>(max_recv * size) * esz;
       const std::size_t src = static_cast<std::size_t>(p) * static_cast<std::size_t>(max_recv * size) * esz;
-      std::memmove(window_at(op, d, p, target, dst), input.data + src, static_cast<std::size_t>(rows * size) * esz);
+      bulk_copy(window_at(op, d, p, target, dst), input.data + src, static_cast<std::size_t>(rows * size) * esz);
     }
   });
 }

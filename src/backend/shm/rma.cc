@@ -3,6 +3,7 @@
 // integers, a compare-and-swap loop for floating point), correct under contention from every
 // rank at once.
 #include "backend/shm/backend.h"
+#include "core/copy.h"
 
 #include <pld/error.hpp>
 
@@ -10,9 +11,6 @@
 
 #include <atomic>
 #include <cstdint>
-#if defined(__x86_64__)
-#include <immintrin.h>
-#endif
 #include <bit>
 #include <cstring>
 
@@ -46,45 +44,14 @@ void add_floats(std::byte* dst, const void* src, std::size_t count) {
   }
 }
 
-// Large transfers use streaming (non-temporal) stores: a copy larger than a core's cache share
-// ends up in DRAM anyway, and skipping the read-for-ownership of the destination doubles the
-// bandwidth here (docs/performance.md). glibc decides this from the L3 size, which VMs often
-// report as huge, so pld decides for itself. Overlapping or small copies use memmove.
-constexpr std::size_t kStreamingBytes = 8u << 20;
-
-void copy_bytes(std::byte* dst, const std::byte* src, std::size_t bytes) {
-#if defined(__x86_64__)
-  const bool overlap = dst < src + bytes && src < dst + bytes;
-  if (bytes >= kStreamingBytes && !overlap) {
-    std::size_t head = (16 - reinterpret_cast<std::uintptr_t>(dst) % 16) % 16;
-    std::memcpy(dst, src, head);
-    std::size_t i = head;
-    for (; i + 64 <= bytes; i += 64) {
-      const __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i));
-      const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i + 16));
-      const __m128i c = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i + 32));
-      const __m128i d = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i + 48));
-      _mm_stream_si128(reinterpret_cast<__m128i*>(dst + i), a);
-      _mm_stream_si128(reinterpret_cast<__m128i*>(dst + i + 16), b);
-      _mm_stream_si128(reinterpret_cast<__m128i*>(dst + i + 32), c);
-      _mm_stream_si128(reinterpret_cast<__m128i*>(dst + i + 48), d);
-    }
-    _mm_sfence();  // streaming stores are weakly ordered: fence before any later notify
-    std::memcpy(dst + i, src + i, bytes - i);
-    return;
-  }
-#endif
-  std::memmove(dst, src, bytes);
-}
-
 }  // namespace
 
 void ShmBackend::put(int rank, std::uint64_t offset, const void* src, std::size_t bytes) {
-  copy_bytes(heap_base(rank) + offset, static_cast<const std::byte*>(src), bytes);
+  bulk_copy(heap_base(rank) + offset, static_cast<const std::byte*>(src), bytes);
 }
 
 void ShmBackend::get(void* dst, int rank, std::uint64_t offset, std::size_t bytes) {
-  copy_bytes(static_cast<std::byte*>(dst), heap_base(rank) + offset, bytes);
+  bulk_copy(static_cast<std::byte*>(dst), heap_base(rank) + offset, bytes);
 }
 
 void ShmBackend::atomic_add(int rank, std::uint64_t offset, const void* src, std::size_t count, DType dtype) {

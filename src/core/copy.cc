@@ -1,0 +1,43 @@
+// bulk_copy: the copy every large data movement in pld uses (shm put/get, collectives).
+#include "core/copy.h"
+
+#include <cstdint>
+#include <cstring>
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
+namespace pld::detail {
+
+// Large transfers use streaming (non-temporal) stores: a copy larger than a core's cache share
+// ends up in DRAM anyway, and skipping the read-for-ownership of the destination doubles the
+// bandwidth here (docs/performance.md). glibc decides this from the L3 size, which VMs often
+// report as huge, so pld decides for itself. Overlapping or small copies use memmove.
+constexpr std::size_t kStreamingBytes = 8u << 20;
+
+void bulk_copy(std::byte* dst, const std::byte* src, std::size_t bytes) {
+#if defined(__x86_64__)
+  const bool overlap = dst < src + bytes && src < dst + bytes;
+  if (bytes >= kStreamingBytes && !overlap) {
+    std::size_t head = (16 - reinterpret_cast<std::uintptr_t>(dst) % 16) % 16;
+    std::memcpy(dst, src, head);
+    std::size_t i = head;
+    for (; i + 64 <= bytes; i += 64) {
+      const __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i));
+      const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i + 16));
+      const __m128i c = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i + 32));
+      const __m128i d = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i + 48));
+      _mm_stream_si128(reinterpret_cast<__m128i*>(dst + i), a);
+      _mm_stream_si128(reinterpret_cast<__m128i*>(dst + i + 16), b);
+      _mm_stream_si128(reinterpret_cast<__m128i*>(dst + i + 32), c);
+      _mm_stream_si128(reinterpret_cast<__m128i*>(dst + i + 48), d);
+    }
+    _mm_sfence();  // streaming stores are weakly ordered: fence before any later notify
+    std::memcpy(dst + i, src + i, bytes - i);
+    return;
+  }
+#endif
+  std::memmove(dst, src, bytes);
+}
+
+}  // namespace pld::detail
