@@ -8,6 +8,8 @@ packages=(
   libcli11-dev                          # command lines (tutorials, tools, benchmarks)
   nlohmann-json3-dev                    # JSON (benchmark output, traces)
   libhwy-dev                            # SIMD and fp16/bf16
+  openmpi-bin libopenmpi-dev            # Open MPI baseline (bench/compare_mpi.sh)
+  gnuplot-nox                           # busbw plot of bench/compare_mpi.sh
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -1,5 +1,6 @@
-// broadcast: barrier (the root's data is staged); every other rank copies the root's window into
-// its own; barrier (the root may reuse its window). Two credits.
+// broadcast: barrier (the root's data is staged); every rank copies its 1/P share of the root's
+// window into every other non-root rank's window; barrier (the root may reuse its window, and
+// every share has landed). Two credits.
 #include "coll/checks.h"
 #include "coll/credit.h"
 #include "core/copy.h"
@@ -31,11 +32,16 @@ void coll_broadcast(const WindowDesc& target, const WindowDesc& signal, int root
   const Index count = target.shape.numel();
   if (d.nranks() == 1 || count == 0) return;
   const std::size_t esz = dtype_size(target.dtype);
+  // Every rank copies its 1/P share of the root's vector into every non-root rank, so all
+  // cores copy at once instead of each non-root copying the whole vector alone.
   fenced_lanes(op, d, signal, stride, core_num, count, [&](Range r) {
-    if (d.rank == root) return;
-    const std::uint64_t off = static_cast<std::uint64_t>(r.begin) * esz;
-    bulk_copy(window_at(op, d, d.rank, target, off), window_at(op, d, root, target, off),
-                static_cast<std::size_t>(r.size()) * esz);
+    const Range share = split(r.size(), d.nranks(), d.rank);
+    const std::uint64_t off = static_cast<std::uint64_t>(r.begin + share.begin) * esz;
+    const std::byte* from = window_at(op, d, root, target, off);
+    for (int k = 1; k <= d.nranks(); ++k) {
+      const int p = (d.rank + k) % d.nranks();  // staggered, myself last
+      if (p != root) bulk_copy(window_at(op, d, p, target, off), from, static_cast<std::size_t>(share.size()) * esz);
+    }
   });
 }
 

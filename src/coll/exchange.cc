@@ -17,6 +17,10 @@ namespace pld::detail {
 
 namespace {
 
+// Pushes of a whole block per peer stream from 1 MiB: each rank's push lands in another rank's
+// window and is not read again by the pusher (bench/README.md, finding 5).
+constexpr std::size_t kPushStreamingBytes = 1u << 20;
+
 std::string name_of(const WindowDesc& w) { return w.state ? w.state->buffer_name(w.ref.buffer) : std::string("?"); }
 
 void check_same_dtype(const char* op, DType a, DType b) {
@@ -58,7 +62,7 @@ void coll_allgather(const LocalDesc& local, const WindowDesc* local_window, cons
                                static_cast<std::uint64_t>(r.begin)) * esz;
     for (int k = 0; k < n; ++k)  // staggered, myself first
       bulk_copy(window_at(op, d, (me + k) % n, target, off), local.data + static_cast<std::size_t>(r.begin) * esz,
-                   static_cast<std::size_t>(r.size()) * esz);
+                static_cast<std::size_t>(r.size()) * esz, kPushStreamingBytes);
   });
 }
 
@@ -92,7 +96,8 @@ void coll_all_to_all(const LocalDesc& input, const WindowDesc* input_window, con
       const int p = (me + k) % n;
       const std::size_t src = (static_cast<std::size_t>(p) * static_cast<std::size_t>(size) +
                                static_cast<std::size_t>(r.begin)) * esz;
-      bulk_copy(window_at(op, d, p, target, dst), input.data + src, static_cast<std::size_t>(r.size()) * esz);
+      bulk_copy(window_at(op, d, p, target, dst), input.data + src, static_cast<std::size_t>(r.size()) * esz,
+                kPushStreamingBytes);
     }
   });
 }
@@ -151,7 +156,8 @@ void coll_all_to_all_v(const LocalDesc& input, const WindowDesc* input_window, c
       if (rows == 0 || size == 0) continue;
       const std::uint64_t dst = static_cast<std::uint64_t>(me) * static_cast<std::uint64_t>(max_recv * size) * esz;
       const std::size_t src = static_cast<std::size_t>(p) * static_cast<std::size_t>(max_recv * size) * esz;
-      bulk_copy(window_at(op, d, p, target, dst), input.data + src, static_cast<std::size_t>(rows * size) * esz);
+      bulk_copy(window_at(op, d, p, target, dst), input.data + src, static_cast<std::size_t>(rows * size) * esz,
+                kPushStreamingBytes);
     }
   });
 }

@@ -13,12 +13,10 @@ namespace pld::detail {
 // ends up in DRAM anyway, and skipping the read-for-ownership of the destination doubles the
 // bandwidth here (docs/performance.md). glibc decides this from the L3 size, which VMs often
 // report as huge, so pld decides for itself. Overlapping or small copies use memmove.
-constexpr std::size_t kStreamingBytes = 8u << 20;
-
-void bulk_copy(std::byte* dst, const std::byte* src, std::size_t bytes) {
+void bulk_copy(std::byte* dst, const std::byte* src, std::size_t bytes, std::size_t streaming_from) {
 #if defined(__x86_64__)
   const bool overlap = dst < src + bytes && src < dst + bytes;
-  if (bytes >= kStreamingBytes && !overlap) {
+  if (bytes >= streaming_from && bytes >= 64 && !overlap) {
     std::size_t head = (16 - reinterpret_cast<std::uintptr_t>(dst) % 16) % 16;
     std::memcpy(dst, src, head);
     std::size_t i = head;

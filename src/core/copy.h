@@ -6,6 +6,9 @@
 
 namespace pld::detail {
 
-void bulk_copy(std::byte* dst, const std::byte* src, std::size_t bytes);
+/// Default size from which copies stream.
+inline constexpr std::size_t kStreamingBytes = 8u << 20;
+
+void bulk_copy(std::byte* dst, const std::byte* src, std::size_t bytes, std::size_t streaming_from = kStreamingBytes);
 
 }  // namespace pld::detail

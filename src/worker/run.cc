@@ -61,9 +61,10 @@ GroupOptions group_options(const DistributedConfig& config) {
   o.wait_timeout = config.wait_timeout > 0 ? config.wait_timeout : setting_seconds(Setting::WaitTimeout);
   o.wait_spin = setting_int(Setting::WaitSpin);
   o.startup_timeout = setting_seconds(Setting::StartupTimeout);
-  // More ranks than cores: a spinning waiter only delays the rank it waits for.
+  // More ranks than cores: a spinning waiter only delays the rank it waits for, so yield at once
+  // (bench/README.md: P=4 on 2 cores, barrier 3.7 -> 2.8 us).
   const long cores = sysconf(_SC_NPROCESSORS_ONLN);
-  if (cores > 0 && config.world_size() > cores) o.wait_spin = std::min<std::int64_t>(o.wait_spin, 64);
+  if (cores > 0 && config.world_size() > cores) o.wait_spin = 0;
   return o;
 }
 

@@ -1,0 +1,164 @@
+#!/usr/bin/env bash
+# bench/compare_mpi.sh — pld against Open MPI on this machine, side by side in ONE run
+# (bench/README.md explains how to read the output).
+#
+#   bench/compare_mpi.sh            # full: 5 interleaved rounds, 2 Open MPI configurations, ~10 min
+#   bench/compare_mpi.sh --quick    # 1 short round (fewer iterations), ~3 min
+#
+# What it does:
+#   1. builds pld-bench (CMake, Release, own build tree) and, with mpicxx / g++, the Open MPI
+#      baseline bench/mpi/mpi_bench.cpp, the stream ceiling bench/mpi/stream.cpp and the report
+#      bench/mpi/compare.cpp, all into OUT (default build-compare/);
+#   2. measures the streaming copy bandwidth of 2 threads (the memory-bandwidth ceiling);
+#   3. for every round and collective: pld-bench, then mpi_bench under each Open MPI configuration,
+#      on the same sizes (4 B .. 64 MiB, x4), fp32, P=2 — interleaved, so drifts hit both sides;
+#   4. the barrier at P=4 (4 ranks on 2 cores, oversubscribed) the same way;
+#   5. prints the ratio table (median over the rounds, both sides alike; --stat min for the lowest)
+#      and the issue's targets, writes OUT/compare.txt, OUT/summary.json and the plot
+#      OUT/busbw.png + .svg (gnuplot; OUT/busbw.gp + .dat if gnuplot is missing).
+#
+# Options: --quick  --rounds N  --stat median|min  --out DIR  --np N (default 2)  --help
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+OUT="$ROOT/build-compare"
+QUICK=0
+ROUNDS=""
+NP=2
+STAT=median
+while (($#)); do
+  case "$1" in
+    --quick) QUICK=1 ;;
+    --rounds) ROUNDS="$2"; shift ;;
+    --out) OUT="$2"; shift ;;
+    --np) NP="$2"; shift ;;
+    --stat) STAT="$2"; shift ;;
+    -h|--help) sed -n '2,20p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "compare_mpi.sh: unknown option '$1' (try --help)" >&2; exit 2 ;;
+  esac
+  shift
+done
+[ -n "$ROUNDS" ] || ROUNDS=$((QUICK ? 1 : 5))
+mkdir -p "$OUT/runs"
+OUT=$(cd "$OUT" && pwd)
+LOG="$OUT/compare.txt"
+: > "$LOG"
+say() { echo "$@" | tee -a "$LOG"; }
+
+for tool in cmake mpicxx mpirun g++; do
+  command -v "$tool" >/dev/null || { echo "compare_mpi.sh: '$tool' not found; run scripts/deps.sh" >&2; exit 2; }
+done
+
+# ----- 1. build ------------------------------------------------------------------------------------
+echo "== building pld-bench and the MPI baseline into $OUT" >&2
+cmake -S "$ROOT" -B "$OUT/pld" -DCMAKE_BUILD_TYPE=Release -DPLD_BUILD_TESTS=OFF -DPLD_BUILD_EXAMPLES=OFF \
+  -DPLD_BUILD_BENCH=OFF >"$OUT/build.log" 2>&1 || { cat "$OUT/build.log" >&2; exit 2; }
+cmake --build "$OUT/pld" --target pld-bench -j "$(nproc)" >>"$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log" >&2; exit 2; }
+PLD_BENCH="$OUT/pld/tools/pld-bench/pld-bench"
+MPI_FLAGS=(-O3 -std=c++20 -DOMPI_SKIP_MPICXX)
+mpicxx "${MPI_FLAGS[@]}" "$ROOT/bench/mpi/mpi_bench.cpp" -o "$OUT/mpi_bench"
+g++ -O2 -std=c++20 -pthread "$ROOT/bench/mpi/stream.cpp" -o "$OUT/stream"
+g++ -O2 -std=c++20 "$ROOT/bench/mpi/compare.cpp" -o "$OUT/compare"
+
+# ----- settings ------------------------------------------------------------------------------------
+COLLS=(barrier allreduce broadcast allgather reduce_scatter all_to_all all_to_all_v)
+SIZES=(-b 4 -e 64M -f 4)
+if ((QUICK)); then
+  ITERS=(--budget 256M --max-iters 5000)
+  PLD_PATH=composite
+else
+  ITERS=(--budget 1G --max-iters 20000)
+  PLD_PATH=both
+fi
+# Open MPI: vader (shared memory) is the transport for one machine. Its single-copy mechanism is
+# CMA (process_vm_readv) by default; 'none' copies through the shared fragments instead, which is
+# faster here for mid sizes. Every configuration runs every row; the report keeps MPI's best per row.
+if [ "$(id -u)" -eq 0 ]; then
+  export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+fi
+MPIRUN=(mpirun --allow-run-as-root --oversubscribe)
+MPI_CONFIG_NAMES=(vader-cma vader-copy)
+MPI_CONFIG_ARGS=("--mca btl self,vader --mca btl_vader_single_copy_mechanism cma"
+                 "--mca btl self,vader --mca btl_vader_single_copy_mechanism none")
+# --quick keeps both: with one of them only, Open MPI loses rows it would win and ratios flatter pld.
+# P=4 is oversubscribed: Open MPI's own default there (yield when idle), and bound vs unbound.
+MPI4_CONFIG_NAMES=(vader-np4 vader-np4-unbound)
+MPI4_CONFIG_ARGS=("--mca btl self,vader --mca mpi_yield_when_idle 1"
+                  "--mca btl self,vader --mca mpi_yield_when_idle 1 --bind-to none")
+
+# ----- header --------------------------------------------------------------------------------------
+say "# bench/compare_mpi.sh $( ((QUICK)) && echo --quick) — $(date -u '+%Y-%m-%d %H:%M UTC')"
+say "# machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//'), $(nproc) CPUs, $(uname -r)"
+say "# $(mpirun --version 2>/dev/null | head -1); pld $("$PLD_BENCH" --help >/dev/null && echo built from "$ROOT")"
+say "# P=$NP, rounds $ROUNDS, sizes ${SIZES[*]}, iterations ${ITERS[*]} (same for both sides), pld path $PLD_PATH"
+for i in "${!MPI_CONFIG_NAMES[@]}"; do say "# Open MPI config ${MPI_CONFIG_NAMES[$i]}: ${MPIRUN[*]} -np $NP ${MPI_CONFIG_ARGS[$i]}"; done
+for i in "${!MPI4_CONFIG_NAMES[@]}"; do say "# Open MPI config ${MPI4_CONFIG_NAMES[$i]} (P=4): ${MPIRUN[*]} -np 4 ${MPI4_CONFIG_ARGS[$i]}"; done
+say "# load average: $(cut -d' ' -f1-3 /proc/loadavg)"
+busy=$(ps -eo pcpu=,comm= --sort=-pcpu | awk '$1 > 20 {print $2"("$1"%)"}' | head -5 | tr '\n' ' ')
+[ -z "$busy" ] || say "# WARNING: other busy processes: $busy— timings will be noisy (more --rounds help the medians)"
+
+FAILED=0
+run() {  # run LABEL command...: appends stdout to the log of runs, notes a failure, keeps going
+  local label="$1"; shift
+  if ! timeout 900 "$@" >>"$OUT/runs/output.txt" 2>&1; then
+    say "# FAILED: $label (exit $?): $*"
+    FAILED=1
+  fi
+}
+: > "$OUT/runs/output.txt"
+
+# ----- 2. memory-bandwidth ceiling -------------------------------------------------------------------
+echo "== stream ceiling" >&2
+"$OUT/stream" --threads 2 --bytes 512M --reps $((QUICK ? 5 : 10)) -J "$OUT/runs/stream.json" | tee -a "$LOG"
+"$OUT/stream" --threads 2 --bytes 32M --reps 20 -J "$OUT/runs/stream_footprint.json" | tee -a "$LOG"
+
+# ----- 3. P=2, interleaved rounds --------------------------------------------------------------------
+PLD_JSON=(); MPI_JSON=()
+for ((r = 1; r <= ROUNDS; r++)); do
+  for coll in "${COLLS[@]}"; do
+    echo "== round $r/$ROUNDS: $coll" >&2
+    f="$OUT/runs/pld.$coll.r$r.json"
+    run "pld-bench $coll" "$PLD_BENCH" --op "$coll" -g "$NP" "${SIZES[@]}" "${ITERS[@]}" -d fp32 -o sum \
+      --path "$PLD_PATH" --progress never -J "$f"
+    [ -f "$f" ] && PLD_JSON+=("$f")
+    for i in "${!MPI_CONFIG_NAMES[@]}"; do
+      name=${MPI_CONFIG_NAMES[$i]}
+      f="$OUT/runs/mpi.$name.$coll.r$r.json"
+      # shellcheck disable=SC2206
+      args=(${MPI_CONFIG_ARGS[$i]})
+      run "mpi_bench $coll ($name)" "${MPIRUN[@]}" -np "$NP" "${args[@]}" "$OUT/mpi_bench" --op "$coll" "${SIZES[@]}" \
+        "${ITERS[@]}" -d fp32 -o sum -J "$f"
+      [ -f "$f" ] && MPI_JSON+=("$name=$f")
+    done
+  done
+done
+
+# ----- 4. P=4 barrier ------------------------------------------------------------------------------
+PLD4_JSON=(); MPI4_JSON=()
+for ((r = 1; r <= ROUNDS; r++)); do
+  echo "== round $r/$ROUNDS: barrier at P=4" >&2
+  f="$OUT/runs/pld4.barrier.r$r.json"
+  run "pld-bench barrier P=4" "$PLD_BENCH" --op barrier -g 4 "${ITERS[@]}" --progress never -J "$f"
+  [ -f "$f" ] && PLD4_JSON+=("$f")
+  for i in "${!MPI4_CONFIG_NAMES[@]}"; do
+    name=${MPI4_CONFIG_NAMES[$i]}
+    f="$OUT/runs/mpi4.$name.barrier.r$r.json"
+    # shellcheck disable=SC2206
+    args=(${MPI4_CONFIG_ARGS[$i]})
+    run "mpi_bench barrier P=4 ($name)" "${MPIRUN[@]}" -np 4 "${args[@]}" "$OUT/mpi_bench" --op barrier "${ITERS[@]}" -J "$f"
+    [ -f "$f" ] && MPI4_JSON+=("$name=$f")
+  done
+done
+
+# ----- 5. report -----------------------------------------------------------------------------------
+say ""
+"$OUT/compare" --nranks "$NP" --stat "$STAT" --pld "${PLD_JSON[@]}" --mpi "${MPI_JSON[@]}" --pld4 "${PLD4_JSON[@]}" \
+  --mpi4 "${MPI4_JSON[@]}" --stream "$OUT/runs/stream.json" --stream-cache "$OUT/runs/stream_footprint.json" \
+  --plot "$OUT/busbw" --summary "$OUT/summary.json" | tee -a "$LOG" || FAILED=1
+if command -v gnuplot >/dev/null; then
+  gnuplot "$OUT/busbw.gp" && say "# plot: $OUT/busbw.png and $OUT/busbw.svg"
+else
+  say "# plot: gnuplot not installed (scripts/deps.sh installs gnuplot-nox); data and script in $OUT/busbw.{dat,gp}"
+fi
+say "# full output of every run: $OUT/runs/output.txt; this report: $LOG"
+exit "$FAILED"
