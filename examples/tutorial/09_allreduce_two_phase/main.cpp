@@ -22,6 +22,7 @@
 //   - all-reduce = reduce-scatter + all-gather (steps 13 and 14 reveal both halves)
 //
 // Run:  ./09_allreduce_two_phase -d 0,1,2      (any number of ranks)
+#include "credit_barrier.hpp"
 #include "tutorial.hpp"
 
 #include <pld/pld.hpp>
@@ -35,30 +36,7 @@ constexpr int ROUNDS = 2;
 // =============================================================================================
 // STEP 1: the self-clearing credit barrier of step 08 (unchanged).
 // =============================================================================================
-class CreditBarrier {
- public:
-  explicit CreditBarrier(const pld::DistributedTensor<int32_t>& signal) : signal_(signal) {
-    const pld::CommCtx ctx = pld::get_comm_ctx(signal);
-    me_ = pld::rank(ctx);
-    n_ = pld::nranks(ctx);
-  }
-  void sync() {  // barrier g = 1, 2, ... of this call
-    ++g_;
-    for (int p = 0; p < n_; ++p)
-      if (p != me_) pld::system::notify(signal_, p, {me_, 0}, 1, pld::NotifyOp::AtomicAdd);
-    for (int s = 0; s < n_; ++s)
-      if (s != me_) pld::system::wait(signal_, {s, 0}, g_, pld::WaitCmp::Ge);
-  }
-  void finish() {  // give back the g credits consumed: my cells are 0 again
-    for (int s = 0; s < n_; ++s)
-      if (s != me_) pld::system::notify(signal_, me_, {s, 0}, -g_, pld::NotifyOp::AtomicAdd);
-    g_ = 0;
-  }
-
- private:
-  pld::DistributedTensor<int32_t> signal_;
-  int me_ = 0, n_ = 1, g_ = 0;
-};
+// The credit barrier of step 08, shared by steps 09-15: common/credit_barrier.hpp.
 
 // =============================================================================================
 // STEP 2: segment s of SIZE elements over n ranks. Integer arithmetic, no rounding surprises.

@@ -27,6 +27,7 @@
 //   - bit-reproducibility is a property of the reduction order, not of the algorithm
 //
 // Run:  ./11_allreduce_reveal -d 0,1,2,3      (any number of ranks)
+#include "credit_barrier.hpp"
 #include "tutorial.hpp"
 
 #include <pld/pld.hpp>
@@ -52,30 +53,7 @@ constexpr int HOST_PATHS = 2;
 // =============================================================================================
 // STEP 1: step 08's hand-rolled mesh all-reduce, unchanged.
 // =============================================================================================
-class CreditBarrier {
- public:
-  explicit CreditBarrier(const pld::DistributedTensor<int32_t>& signal) : signal_(signal) {
-    const pld::CommCtx ctx = pld::get_comm_ctx(signal);
-    me_ = pld::rank(ctx);
-    n_ = pld::nranks(ctx);
-  }
-  void sync() {
-    ++g_;
-    for (int p = 0; p < n_; ++p)
-      if (p != me_) pld::system::notify(signal_, p, {me_, 0}, 1, pld::NotifyOp::AtomicAdd);
-    for (int s = 0; s < n_; ++s)
-      if (s != me_) pld::system::wait(signal_, {s, 0}, g_, pld::WaitCmp::Ge);
-  }
-  void finish() {
-    for (int s = 0; s < n_; ++s)
-      if (s != me_) pld::system::notify(signal_, me_, {s, 0}, -g_, pld::NotifyOp::AtomicAdd);
-    g_ = 0;
-  }
-
- private:
-  pld::DistributedTensor<int32_t> signal_;
-  int me_ = 0, n_ = 1, g_ = 0;
-};
+// The credit barrier of step 08, shared by steps 09-15: common/credit_barrier.hpp.
 
 void allreduce_mesh(const pld::DistributedTensor<float>& data, const pld::DistributedTensor<int32_t>& signal) {
   const int n = pld::nranks(pld::get_comm_ctx(data));

@@ -21,6 +21,7 @@
 //   - pld::tensor::reduce_scatter and h.reduce_scatter with a ReduceOp
 //
 // Run:  ./14_reduce_scatter -d 0,1,2,3      (any number of ranks)
+#include "credit_barrier.hpp"
 #include "tutorial.hpp"
 
 #include <pld/pld.hpp>
@@ -36,30 +37,7 @@ const pld::ReduceOp kOps[ROUNDS] = {pld::ReduceOp::Sum, pld::ReduceOp::Max};
 // =============================================================================================
 // STEP 1: the self-clearing credit barrier of step 08 (unchanged).
 // =============================================================================================
-class CreditBarrier {
- public:
-  explicit CreditBarrier(const pld::DistributedTensor<int32_t>& signal) : signal_(signal) {
-    const pld::CommCtx ctx = pld::get_comm_ctx(signal);
-    me_ = pld::rank(ctx);
-    n_ = pld::nranks(ctx);
-  }
-  void sync() {  // barrier g = 1, 2, ... of this call
-    ++g_;
-    for (int p = 0; p < n_; ++p)
-      if (p != me_) pld::system::notify(signal_, p, {me_, 0}, 1, pld::NotifyOp::AtomicAdd);
-    for (int s = 0; s < n_; ++s)
-      if (s != me_) pld::system::wait(signal_, {s, 0}, g_, pld::WaitCmp::Ge);
-  }
-  void finish() {  // give back the g credits consumed: my cells are 0 again
-    for (int s = 0; s < n_; ++s)
-      if (s != me_) pld::system::notify(signal_, me_, {s, 0}, -g_, pld::NotifyOp::AtomicAdd);
-    g_ = 0;
-  }
-
- private:
-  pld::DistributedTensor<int32_t> signal_;
-  int me_ = 0, n_ = 1, g_ = 0;
-};
+// The credit barrier of step 08, shared by steps 09-15: common/credit_barrier.hpp.
 
 // =============================================================================================
 // STEP 2: one ReduceOp on two tiles.
