@@ -28,6 +28,26 @@ void check_same_dtype(const char* op, DType a, DType b) {
     throw UsageError(fmt::format("{}: input dtype {} must match target dtype {}", op, dtype_name(a), dtype_name(b)));
 }
 
+// Both push collectives: rank `me` sends a SIZE-element row to row `me` of every rank's [P, SIZE]
+// target; `row_for(p)` is the local row that goes to rank p.
+template <class RowFor>
+void push_rows(const char* op, const DomainState& d, const WindowDesc& target, const WindowDesc& signal, int stride,
+               int core_num, RowFor&& row_for) {
+  const Index size = target.shape[1];
+  if (size == 0) return;
+  const int n = d.nranks(), me = d.rank;
+  const std::size_t esz = dtype_size(target.dtype);
+  fenced_lanes(op, d, signal, stride, core_num, size, [&](Range r) {
+    const std::uint64_t dst = (static_cast<std::uint64_t>(me) * static_cast<std::uint64_t>(size) +
+                               static_cast<std::uint64_t>(r.begin)) * esz;
+    for (int k = 0; k < n; ++k) {  // staggered, myself first
+      const int p = (me + k) % n;
+      bulk_copy(window_at(op, d, p, target, dst), row_for(p) + static_cast<std::size_t>(r.begin) * esz,
+                static_cast<std::size_t>(r.size()) * esz, kPushStreamingBytes);
+    }
+  });
+}
+
 }  // namespace
 
 int check_allgather(const LocalDesc& local, const WindowDesc* local_window, const WindowDesc& target,
@@ -52,18 +72,7 @@ void coll_allgather(const LocalDesc& local, const WindowDesc* local_window, cons
                     const WindowDesc& signal, int core_num) {
   const char* op = "allgather";
   const int stride = check_allgather(local, local_window, target, signal, core_num);
-  const DomainState& d = *signal.state;
-  const Index size = target.shape[1];
-  if (size == 0) return;
-  const int n = d.nranks(), me = d.rank;
-  const std::size_t esz = dtype_size(target.dtype);
-  fenced_lanes(op, d, signal, stride, core_num, size, [&](Range r) {
-    const std::uint64_t off = (static_cast<std::uint64_t>(me) * static_cast<std::uint64_t>(size) +
-                               static_cast<std::uint64_t>(r.begin)) * esz;
-    for (int k = 0; k < n; ++k)  // staggered, myself first
-      bulk_copy(window_at(op, d, (me + k) % n, target, off), local.data + static_cast<std::size_t>(r.begin) * esz,
-                static_cast<std::size_t>(r.size()) * esz, kPushStreamingBytes);
-  });
+  push_rows(op, *signal.state, target, signal, stride, core_num, [&](int) { return local.data; });
 }
 
 int check_all_to_all(const LocalDesc& input, const WindowDesc* input_window, const WindowDesc& target,
@@ -84,22 +93,9 @@ void coll_all_to_all(const LocalDesc& input, const WindowDesc* input_window, con
                      const WindowDesc& signal, int core_num) {
   const char* op = "all_to_all";
   const int stride = check_all_to_all(input, input_window, target, signal, core_num);
-  const DomainState& d = *signal.state;
-  const Index size = target.shape[1];
-  if (size == 0) return;
-  const int n = d.nranks(), me = d.rank;
-  const std::size_t esz = dtype_size(target.dtype);
-  fenced_lanes(op, d, signal, stride, core_num, size, [&](Range r) {
-    const std::uint64_t dst = (static_cast<std::uint64_t>(me) * static_cast<std::uint64_t>(size) +
-                               static_cast<std::uint64_t>(r.begin)) * esz;
-    for (int k = 0; k < n; ++k) {
-      const int p = (me + k) % n;
-      const std::size_t src = (static_cast<std::size_t>(p) * static_cast<std::size_t>(size) +
-                               static_cast<std::size_t>(r.begin)) * esz;
-      bulk_copy(window_at(op, d, p, target, dst), input.data + src, static_cast<std::size_t>(r.size()) * esz,
-                kPushStreamingBytes);
-    }
-  });
+  const std::size_t row_bytes = static_cast<std::size_t>(target.shape[1]) * dtype_size(target.dtype);
+  push_rows(op, *signal.state, target, signal, stride, core_num,
+            [&](int p) { return input.data + static_cast<std::size_t>(p) * row_bytes; });
 }
 
 void check_all_to_all_v(const LocalDesc& input, const WindowDesc* input_window, const WindowDesc& target,
