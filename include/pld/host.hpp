@@ -230,6 +230,18 @@ class PLD_API Host {
     dispatch_fn(rank, +kernel, std::forward<A>(args)...);
   }
 
+  /// Runs `fn(args...)` on the host (the model's sub-worker) between rank dispatches: after every
+  /// dispatch recorded before this call has finished, before any dispatch recorded after it
+  /// starts. Callbacks run in program order on one host thread; the arguments are copied when
+  /// recorded (views of HostTensors see what the ranks wrote). An exception fails the call and
+  /// skips the dispatches after it.
+  template <class F, class... A>
+  void callback(F&& fn, A&&... args) {
+    static_assert(std::is_invocable_v<std::decay_t<F>&, std::decay_t<A>&...>,
+                  "pld::Host::callback: fn must be callable with the given arguments");
+    add_callback([fn = std::forward<F>(fn), ... a = std::forward<A>(args)]() mutable { std::invoke(fn, a...); });
+  }
+
  private:
   template <class R, class... P, class... A>
   void dispatch_fn(int rank, R (*kernel)(P...), A&&... args) {
@@ -247,6 +259,7 @@ class PLD_API Host {
   /// pld's own signal window for host builtins on `domain` (one per domain and call).
   DistributedTensor<std::int32_t> builtin_signal(std::uint32_t domain);
   void record_dispatch(int rank, detail::Trampoline trampoline, void (*kernel)(), detail::ArgWriter& writer);
+  void add_callback(std::function<void()> fn);
 
   detail::HostSession* session_;
   CommDomain world_;

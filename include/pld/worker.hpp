@@ -7,6 +7,11 @@
 //   h.result();                                            // waits, rethrows the call's error
 //   rt.close();                                            // or let the destructor do it
 //
+// Resident tensors (device_tensor.hpp) live in one rank process across calls:
+//   auto w = rt.alloc_tensor<float>({n}, /*worker_id=*/0, init);  rt.run(step2, w);  rt.free_tensor(w);
+// Persistent windows (WorkerOptions::persistent) keep every window buffer at the same place for
+// the worker's lifetime, zeroed before each reuse unless reset_persistent_windows is false.
+//
 // Each call runs its orchestrator on the calling thread (recording and checking it, exactly as
 // pld::run does) and then executes it on the rank processes, which the worker keeps between calls.
 // Calls execute one after another in submission order. When a rank dies during a call, that call
@@ -14,6 +19,7 @@
 // recovery on (the default) — the worker forks a replacement so that the next call runs normally.
 #pragma once
 
+#include <pld/device_tensor.hpp>
 #include <pld/error.hpp>
 #include <pld/export.hpp>
 #include <pld/host.hpp>
@@ -21,6 +27,8 @@
 #include <functional>
 #include <limits>
 #include <memory>
+#include <optional>
+#include <span>
 #include <tuple>
 #include <type_traits>
 #include <utility>
@@ -35,6 +43,27 @@ struct WorkerOptions {
   /// Replace a rank process that died so the next call succeeds. Off: every later call raises
   /// "the worker is broken".
   bool recovery = true;
+  /// Keep window buffers for the worker's lifetime: each (program, comm domain, buffer name) gets
+  /// the same window place in every call, and a later call may not change its size (the model's
+  /// persistent=True). Off: every call's windows are fresh and zero-filled.
+  bool persistent = false;
+  /// Zero persistent buffers before each reuse. Unset = reset iff persistent; true requires
+  /// persistent. false keeps the previous call's contents (safe only with self-clearing signals
+  /// or epochs).
+  std::optional<bool> reset_persistent_windows;
+};
+
+/// Per-dispatch timing statistics of DistributedWorker::benchmark, in microseconds.
+struct BenchmarkStats {
+  struct Stat {
+    double min = 0, median = 0, mean = 0, max = 0;
+  };
+  int rounds = 0;
+  int warmup = 0;
+  Stat total;    ///< submit to completion, as the caller sees it
+  Stat host;     ///< recording and checking the orchestrator on the calling thread
+  Stat ranks;    ///< executing the recorded call on the rank processes (send to last reply)
+  Stat kernels;  ///< the slowest rank's time inside its kernels
 };
 
 namespace detail {
@@ -51,8 +80,22 @@ class PLD_API WorkerCore {
 
   /// Records `record` on this thread, then queues the call; blocks while two calls are in flight.
   std::shared_ptr<CallState> submit(void (*program)(), const std::function<void(Host&)>& record);
+  BenchmarkStats benchmark(void (*program)(), const std::function<void(Host&)>& record, int rounds, int warmup);
   void close();
   int world_size() const;
+
+  // Resident tensors: executed by the rank processes in order with the calls submitted before.
+  std::shared_ptr<DeviceAllocation> device_alloc(const char* op, int rank, std::uint64_t bytes, const void* init);
+  void device_free(const char* op, const std::shared_ptr<DeviceAllocation>& a);
+  void device_write(const char* op, const std::shared_ptr<DeviceAllocation>& a, std::uint64_t offset,
+                    const void* src, std::uint64_t bytes);
+  void device_read(const char* op, const std::shared_ptr<DeviceAllocation>& a, std::uint64_t offset, void* dst,
+                   std::uint64_t bytes);
+  /// Throws unless `a` is a live allocation of this worker.
+  void check_owned(const char* op, const std::shared_ptr<DeviceAllocation>& a) const;
+  [[noreturn]] static void size_mismatch(const char* op, std::uint64_t have, std::uint64_t need);
+  /// Validates (or defaults to 0..B-1) the worker ids of a stacked tensor.
+  std::vector<int> stacked_ids(const char* op, Index batch, std::vector<int> ids) const;
 
  private:
   struct Impl;
@@ -123,12 +166,116 @@ class DistributedWorker {
     return RunHandle(core_.submit(reinterpret_cast<void (*)()>(program), [&](Host& h) { program(h, args...); }));
   }
 
+  /// Runs `program(args...)` `warmup` times, then `rounds` times one after another, and returns
+  /// per-dispatch statistics (the model's benchmark()): total, host part, rank part, kernels.
+  template <class R, class... P, class... A>
+  BenchmarkStats benchmark(int rounds, int warmup, R (*program)(Host&, P...), A&&... args) {
+    static_assert(std::is_void_v<R>, "pld::DistributedWorker: a program returns void");
+    static_assert(sizeof...(P) == sizeof...(A), "pld::DistributedWorker: pass one argument per program parameter");
+    return core_.benchmark(reinterpret_cast<void (*)()>(program), [&](Host& h) { program(h, args...); }, rounds,
+                           warmup);
+  }
+
+  // ----- Resident tensors (device_tensor.hpp) --------------------------------------------------
+
+  /// A tensor of `shape` resident in world rank `worker_id`'s process, zero-filled or copied from
+  /// `init` (numel(shape) elements of any host memory).
+  template <Element T>
+  DeviceTensor<T> alloc_tensor(const Dims& shape, int worker_id = 0, std::span<const T> init = {}) {
+    detail::check_shape("DistributedWorker::alloc_tensor", shape);
+    const auto bytes = static_cast<std::uint64_t>(shape.numel()) * sizeof(T);
+    if (!init.empty() && init.size() != static_cast<std::size_t>(shape.numel()))
+      detail::WorkerCore::size_mismatch("DistributedWorker::alloc_tensor (init)", init.size_bytes(), bytes);
+    return DeviceTensor<T>(core_.device_alloc("DistributedWorker::alloc_tensor", worker_id, bytes,
+                                              init.empty() ? nullptr : init.data()),
+                           shape);
+  }
+  template <Element T>
+  DeviceTensor<T> alloc_tensor(const Dims& shape, int worker_id, const std::vector<T>& init) {
+    return alloc_tensor<T>(shape, worker_id, std::span<const T>(init));
+  }
+  /// Releases the tensor's memory in its rank process; every handle copy becomes invalid.
+  template <Element T>
+  void free_tensor(const DeviceTensor<T>& t) {
+    core_.device_free("DistributedWorker::free_tensor", t.allocation());
+  }
+  /// Host memory -> resident tensor (exactly numel() elements).
+  template <Element T>
+  void copy_to(const DeviceTensor<T>& dst, std::type_identity_t<std::span<const T>> src) {
+    core_.check_owned("DistributedWorker::copy_to", dst.allocation());
+    if (src.size() != static_cast<std::size_t>(dst.numel()))
+      detail::WorkerCore::size_mismatch("DistributedWorker::copy_to", src.size_bytes(), dst.allocation()->bytes);
+    core_.device_write("DistributedWorker::copy_to", dst.allocation(), 0, src.data(), src.size_bytes());
+  }
+  /// Resident tensor -> host memory (exactly numel() elements).
+  template <Element T>
+  void copy_from(std::type_identity_t<std::span<T>> dst, const DeviceTensor<T>& src) {
+    core_.check_owned("DistributedWorker::copy_from", src.allocation());
+    if (dst.size() != static_cast<std::size_t>(src.numel()))
+      detail::WorkerCore::size_mismatch("DistributedWorker::copy_from", dst.size_bytes(), src.allocation()->bytes);
+    core_.device_read("DistributedWorker::copy_from", src.allocation(), 0, dst.data(), dst.size_bytes());
+  }
+  template <Element T>
+  std::vector<T> to_vector(const DeviceTensor<T>& src) {
+    std::vector<T> out(static_cast<std::size_t>(src.numel()));
+    copy_from(std::span<T>(out), src);
+    return out;
+  }
+
+  /// Splits `host` ([B, shard...], row-major) into B resident shards, shard i on world rank
+  /// `worker_ids[i]` (default 0..B-1). On any failure every shard already made is freed.
+  template <Element T>
+  StackedDeviceTensor<T> alloc_stacked_tensor(const Dims& full_shape, std::type_identity_t<std::span<const T>> host,
+                                              std::vector<int> worker_ids = {}) {
+    const char* op = "DistributedWorker::alloc_stacked_tensor";
+    detail::check_shape(op, full_shape);
+    if (full_shape.size() < 1 || full_shape[0] < 1)
+      detail::throw_usage(std::string(op) + ": shape " + full_shape.str() +
+                          " needs a leading batch dimension B >= 1 (at least one shard)");
+    const Index batch = full_shape[0];
+    if (host.size() != static_cast<std::size_t>(full_shape.numel()))
+      detail::WorkerCore::size_mismatch(op, host.size_bytes(), static_cast<std::uint64_t>(full_shape.numel()) * sizeof(T));
+    worker_ids = stacked_ids(op, batch, std::move(worker_ids));
+    const Dims shard = full_shape.drop_front();
+    const auto n = static_cast<std::size_t>(shard.numel());
+    std::vector<DeviceTensor<T>> shards;
+    try {
+      for (Index i = 0; i < batch; ++i)
+        shards.push_back(alloc_tensor<T>(shard, worker_ids[static_cast<std::size_t>(i)],
+                                         host.subspan(static_cast<std::size_t>(i) * n, n)));
+    } catch (...) {
+      for (auto& s : shards) try { free_tensor(s); } catch (...) {}
+      throw;
+    }
+    return StackedDeviceTensor<T>(std::move(shards), full_shape, std::move(worker_ids));
+  }
+  /// All shards -> host memory laid out as full_shape().
+  template <Element T>
+  void copy_stacked_from(std::type_identity_t<std::span<T>> host, const StackedDeviceTensor<T>& src) {
+    if (host.size() != static_cast<std::size_t>(src.full_shape().numel()))
+      detail::WorkerCore::size_mismatch("DistributedWorker::copy_stacked_from", host.size_bytes(),
+                                        static_cast<std::uint64_t>(src.full_shape().numel()) * sizeof(T));
+    std::size_t at = 0;
+    for (const auto& s : src.shards()) {
+      copy_from(host.subspan(at, static_cast<std::size_t>(s.numel())), s);
+      at += static_cast<std::size_t>(s.numel());
+    }
+  }
+  template <Element T>
+  void free_stacked_tensor(const StackedDeviceTensor<T>& t) {
+    for (const auto& s : t.shards()) free_tensor(s);
+  }
+
   /// Waits for every accepted call (in submission order), then ends the rank processes.
   /// Idempotent and thread-safe; every call after it raises.
   void close() { core_.close(); }
   int world_size() const { return core_.world_size(); }
 
  private:
+  std::vector<int> stacked_ids(const char* op, Index batch, std::vector<int> ids) const {
+    return core_.stacked_ids(op, batch, std::move(ids));
+  }
+
   detail::WorkerCore core_;
   std::tuple_element_t<0, std::tuple<Programs...>> first_;  // for the single-program shortcut
 };

@@ -42,6 +42,8 @@ void Host::check_rank(const char* op, int rank) const {
                                  op, rank, session_->world_size()));
 }
 
+void Host::add_callback(std::function<void()> fn) { session_->add_callback(std::move(fn)); }
+
 void Host::record_dispatch(int rank, detail::Trampoline trampoline, void (*kernel)(), detail::ArgWriter& writer) {
   session_->record(rank, trampoline, kernel, writer);
 }

@@ -71,19 +71,77 @@ WindowBuffer HostSession::alloc(std::uint32_t domain, std::uint64_t bytes, const
       throw UsageError(fmt::format("alloc_window_buffer: a buffer named '{}' already exists in comm domain {}; give "
                                    "each buffer a unique name",
                                    real_name, d.label));
-  // Symmetric: the same offset on every member, above everything any member already uses.
   std::uint64_t offset = 0;
-  for (int r : d.members) offset = std::max(offset, heap_top_[static_cast<std::size_t>(r)]);
-  offset = (offset + kWindowAlignment - 1) / kWindowAlignment * kWindowAlignment;
-  if (bytes > heap_bytes_ || offset > heap_bytes_ - bytes)
-    throw UsageError(fmt::format("alloc_window_buffer('{}', {} bytes): does not fit the window heap of {} bytes per "
-                                 "rank ({} already in use in comm domain {}); raise DistributedConfig::heap_bytes or "
-                                 "PLD_HEAP_BYTES, or allocate less (the size is in bytes, not elements)",
-                                 real_name, bytes, heap_bytes_, offset, d.label));
-  for (int r : d.members) heap_top_[static_cast<std::size_t>(r)] = offset + bytes;
+  if (layout_) {
+    offset = place_persistent(d, bytes, real_name);
+    for (int r : d.members)
+      heap_top_[static_cast<std::size_t>(r)] = std::max(heap_top_[static_cast<std::size_t>(r)], offset + bytes);
+  } else {
+    // Symmetric: the same offset on every member, above everything any member already uses.
+    for (int r : d.members) offset = std::max(offset, heap_top_[static_cast<std::size_t>(r)]);
+    offset = (offset + kWindowAlignment - 1) / kWindowAlignment * kWindowAlignment;
+    if (bytes > heap_bytes_ || offset > heap_bytes_ - bytes)
+      throw UsageError(fmt::format("alloc_window_buffer('{}', {} bytes): does not fit the window heap of {} bytes "
+                                   "per rank ({} already in use in comm domain {}); raise "
+                                   "DistributedConfig::heap_bytes or PLD_HEAP_BYTES, or allocate less (the size is in "
+                                   "bytes, not elements)",
+                                   real_name, bytes, heap_bytes_, offset, d.label));
+    for (int r : d.members) heap_top_[static_cast<std::size_t>(r)] = offset + bytes;
+  }
   const auto id = static_cast<std::uint32_t>(d.buffers.size());
   d.buffers.push_back(BufferInfo{offset, bytes, real_name});
   return WindowBuffer{WindowRef{call_, domain, id, offset, bytes}, real_name};
+}
+
+int HostSession::ordinal_of(const DomainRecord& d) const {
+  int k = 0;
+  for (std::uint32_t i = 0; i < d.id; ++i) k += domains_[i].members == d.members;
+  return k;
+}
+
+std::uint64_t HostSession::place_persistent(const DomainRecord& d, std::uint64_t bytes, const std::string& name) {
+  PersistentLayout& L = *layout_;
+  std::lock_guard lock(L.mutex_);
+  auto& dom = L.domains_[PersistentLayout::Key{program_, d.members, ordinal_of(d)}];
+  const bool reserved = name.rfind("pld.", 0) == 0;
+  auto it = dom.buffers.find(name);
+  if (it != dom.buffers.end()) {
+    if (it->second.bytes != bytes)
+      throw UsageError(fmt::format("alloc_window_buffer('{}', {} bytes): changed specification — in comm domain {} "
+                                   "this persistent buffer has {} bytes from an earlier call; a persistent worker "
+                                   "keeps windows for its lifetime, so keep the size fixed (or use a worker without "
+                                   "WorkerOptions::persistent)",
+                                   name, bytes, d.label, it->second.bytes));
+    placed_.push_back(Placed{d.id, it->second, false});
+    return it->second.offset;
+  }
+  if (dom.sealed && !reserved)
+    throw UsageError(fmt::format("alloc_window_buffer('{}', {} bytes): changed specification — comm domain {} of "
+                                 "this persistent worker had no buffer '{}' in earlier calls; allocate the same "
+                                 "buffers in every call (or use a worker without WorkerOptions::persistent)",
+                                 name, bytes, d.label, name));
+  std::uint64_t offset = 0;
+  for (int r : d.members) offset = std::max(offset, L.top_[static_cast<std::size_t>(r)]);
+  offset = (offset + kWindowAlignment - 1) / kWindowAlignment * kWindowAlignment;
+  if (bytes > heap_bytes_ || offset > heap_bytes_ - bytes)
+    throw UsageError(fmt::format("alloc_window_buffer('{}', {} bytes): does not fit the window heap of {} bytes per "
+                                 "rank ({} already kept by this persistent worker's buffers); raise "
+                                 "DistributedConfig::heap_bytes or PLD_HEAP_BYTES, or allocate less",
+                                 name, bytes, heap_bytes_, offset));
+  for (int r : d.members) L.top_[static_cast<std::size_t>(r)] = offset + bytes;
+  const BufferInfo info{offset, bytes, name};
+  dom.buffers.emplace(name, info);
+  placed_.push_back(Placed{d.id, info, true});
+  return offset;
+}
+
+std::vector<std::pair<std::uint64_t, std::uint64_t>> HostSession::zero_regions(int rank) const {
+  if (!layout_) return {{0, heap_top(rank)}};
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> out;
+  for (const Placed& p : placed_)
+    if ((p.fresh || layout_->reset()) && domains_[p.domain].local_of[static_cast<std::size_t>(rank)] >= 0)
+      out.emplace_back(p.info.offset, p.info.bytes);
+  return out;
 }
 
 void HostSession::check_call(const char* what, const WindowRef& ref) const {
@@ -140,6 +198,22 @@ void HostSession::record(int rank, Trampoline trampoline, void (*kernel)(), ArgW
     if (auto owner = br.owner.lock()) keep_alive_.push_back(std::move(owner));
     rec.blocks.push_back(b);
   }
+  for (const auto& a : writer.devices()) {
+    if (a->worker != worker_)
+      throw UsageError(worker_ == 0
+                           ? fmt::format("dispatch to rank {}: a DeviceTensor cannot be passed to pld::run; resident "
+                                         "tensors work only with the DistributedWorker that allocated them",
+                                         rank)
+                           : fmt::format("dispatch to rank {}: the DeviceTensor belongs to another DistributedWorker; "
+                                         "resident tensors work only with the worker that allocated them",
+                                         rank));
+    if (a->rank != rank)
+      throw UsageError(fmt::format("dispatch to rank {}: the DeviceTensor lives in rank {}'s process "
+                                   "(worker_id {}); resident tensors never move — dispatch to rank {}, or copy "
+                                   "the data with copy_from / alloc_tensor",
+                                   rank, a->rank, a->rank, a->rank));
+    keep_alive_.push_back(a);
+  }
   for (const WindowRef& ref : writer.windows()) {
     check_call("Host::dispatch", ref);
     const std::uint32_t id = ref.domain;
@@ -158,7 +232,26 @@ void HostSession::record(int rank, Trampoline trampoline, void (*kernel)(), ArgW
   dispatches_.push_back(std::move(rec));
 }
 
-void HostSession::finish() const {
+void HostSession::finish() {
+  if (layout_) {
+    std::lock_guard lock(layout_->mutex_);
+    for (const DomainRecord& d : domains_) {
+      auto it = layout_->domains_.find(PersistentLayout::Key{program_, d.members, ordinal_of(d)});
+      if (it == layout_->domains_.end()) continue;
+      if (it->second.sealed)
+        for (const auto& [name, info] : it->second.buffers) {
+          if (name.rfind("pld.", 0) == 0) continue;
+          const bool again = std::any_of(placed_.begin(), placed_.end(),
+                                         [&](const Placed& p) { return p.domain == d.id && p.info.name == name; });
+          if (!again)
+            throw UsageError(fmt::format("pld: changed specification — comm domain {} of this persistent worker had "
+                                         "buffer '{}' ({} bytes) in earlier calls but this call did not allocate it; "
+                                         "allocate the same buffers in every call (or use a worker without "
+                                         "WorkerOptions::persistent)",
+                                         d.label, name, info.bytes));
+        }
+    }
+  }
   for (const DomainRecord& d : domains_) {
     // A domain is described to each rank in one message (members, then buffers with names).
     std::size_t bytes = 16 + 4 * d.members.size();
@@ -177,6 +270,13 @@ void HostSession::finish() const {
           "for (int r = 0; r < h.world_size(); ++r) h.dispatch(r, ...)",
           missing.size() > 1 ? "s" : "", fmt::join(missing, ", "), d.label, present.size() > 1 ? "s" : "",
           fmt::join(present, ", ")));
+  }
+  if (layout_) {  // the call is well-formed: its buffers are now the domains' specification
+    std::lock_guard lock(layout_->mutex_);
+    for (const DomainRecord& d : domains_) {
+      auto it = layout_->domains_.find(PersistentLayout::Key{program_, d.members, ordinal_of(d)});
+      if (it != layout_->domains_.end()) it->second.sealed = true;
+    }
   }
 }
 

@@ -9,8 +9,12 @@
 #include <pld/host.hpp>
 
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace pld::detail {
@@ -34,9 +38,51 @@ struct DispatchRecord {
   std::vector<std::uint32_t> domains;
 };
 
+/// Where a persistent DistributedWorker keeps window buffers across calls: each (program, comm
+/// domain members, domain ordinal, buffer name) owns one place in the heap for the worker's life.
+class PersistentLayout {
+ public:
+  PersistentLayout(int world_size, bool reset) : reset_(reset), top_(static_cast<std::size_t>(world_size), 0) {}
+  bool reset() const { return reset_; }
+
+ private:
+  friend class HostSession;
+  struct Domain {
+    std::map<std::string, BufferInfo> buffers;
+    bool sealed = false;  // a call using it has completed its recording
+  };
+  using Key = std::tuple<int, std::vector<int>, int>;  // program, members, ordinal among equal member lists
+  std::mutex mutex_;
+  bool reset_;
+  std::vector<std::uint64_t> top_;  // per rank: end of the persistent part of the heap
+  std::map<Key, Domain> domains_;
+};
+
 class HostSession {
  public:
   HostSession(int world_size, std::uint64_t heap_bytes);
+
+  /// Allocates window buffers through `layout` (persistent worker); `program` indexes the
+  /// worker's programs.
+  void set_persistent(PersistentLayout* layout, int program) {
+    layout_ = layout;
+    program_ = program;
+  }
+  /// Resident tensors passed to dispatches must belong to worker `uid` (0: pld::run, none allowed).
+  void set_worker(std::uint64_t uid) { worker_ = uid; }
+
+  /// A host callback, run once every dispatch recorded before it has finished and before any
+  /// dispatch recorded after it starts.
+  struct Callback {
+    std::size_t position;  // number of dispatches recorded before it
+    std::function<void()> fn;
+  };
+  void add_callback(std::function<void()> fn) { callbacks_.push_back(Callback{dispatches_.size(), std::move(fn)}); }
+  const std::vector<Callback>& callbacks() const { return callbacks_; }
+  /// Heap ranges of `rank` to zero-fill before this call runs: the whole allocated part for a
+  /// fresh call; with persistent windows the buffers placed for the first time, plus every buffer
+  /// of the call when they are reset.
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> zero_regions(int rank) const;
 
   /// Throws unless `ref` was allocated by this call (`what` names the operation).
   void check_call(const char* what, const WindowRef& ref) const;
@@ -53,7 +99,7 @@ class HostSession {
 
   void record(int rank, Trampoline trampoline, void (*kernel)(), ArgWriter& writer);
   /// Whole-call checks once the orchestrator returned (every member of a used domain got work).
-  void finish() const;
+  void finish();
 
   const std::vector<DispatchRecord>& dispatches() const { return dispatches_; }
   /// End of the allocated part of `rank`'s window heap.
@@ -76,6 +122,20 @@ class HostSession {
   std::vector<std::shared_ptr<void>> keep_alive_;  // host tensors in flight
   std::vector<std::unique_ptr<DomainState>> host_states_;
   std::vector<std::unique_ptr<WindowBuffer>> builtin_signals_;
+
+  // Persistent windows.
+  PersistentLayout* layout_ = nullptr;
+  int program_ = 0;
+  struct Placed {
+    std::uint32_t domain;
+    BufferInfo info;
+    bool fresh;  // placed for the first time in this call
+  };
+  std::vector<Placed> placed_;
+  std::uint64_t worker_ = 0;
+  std::vector<Callback> callbacks_;
+  std::uint64_t place_persistent(const DomainRecord& d, std::uint64_t bytes, const std::string& name);
+  int ordinal_of(const DomainRecord& d) const;
 };
 
 /// Name of pld's builtin signal window (names starting with "pld." are reserved).

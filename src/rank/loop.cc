@@ -18,6 +18,10 @@
 #include <sys/prctl.h>
 #include <unistd.h>
 
+#include <sys/mman.h>
+
+#include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <iostream>
@@ -42,9 +46,9 @@ T take(const std::byte*& p) {
   return v;
 }
 
-void reply(int fd, ReplyStatus status, std::uint64_t seq, const std::string& text) {
+void reply(int fd, ReplyStatus status, std::uint64_t seq, const std::string& text, std::uint64_t kernel_ns = 0) {
   std::vector<std::byte> out(sizeof(ReplyHeader));
-  ReplyHeader h{status, 0, seq};
+  ReplyHeader h{status, 0, seq, kernel_ns};
   std::memcpy(out.data(), &h, sizeof h);
   const std::size_t n = std::min(text.size(), kMaxMessage - sizeof h);
   const auto* t = reinterpret_cast<const std::byte*>(text.data());
@@ -99,6 +103,7 @@ void run_dispatch(int fd, ShmBackend* backend, const std::byte* p, const std::by
   ReplyStatus status = ReplyStatus::Ok;
   std::string text;
   log(LogLevel::Debug, "dispatch seq {} starts", seq);
+  const auto t0 = std::chrono::steady_clock::now();
   try {
     ArgReader reader(p, static_cast<std::size_t>(end - p));
     trampoline(kernel, reader);
@@ -121,10 +126,43 @@ void run_dispatch(int fd, ShmBackend* backend, const std::byte* p, const std::by
     status = ReplyStatus::KernelError;
     text = "kernel threw an exception that is not a std::exception";
   }
+  const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count();
   if (status != ReplyStatus::WaitTimeout)  // a timed-out wait stays published for the host's report
     slot.state.store(static_cast<std::uint32_t>(RankState::Idle), std::memory_order_release);
   if (status != ReplyStatus::Ok) log(LogLevel::Debug, "dispatch seq {} ended: {}", seq, text);
-  reply(fd, status, seq, text);
+  reply(fd, status, seq, text, static_cast<std::uint64_t>(ns));
+}
+
+/// DeviceAlloc / DeviceFree / DeviceWrite / DeviceRead: one reply each, Ok or the error text.
+void run_device_op(int fd, RankRuntime& rt, MessageType type, const std::byte* p, int got_fd) {
+  std::string error;
+  try {
+    const auto id = take<std::uint32_t>(p);
+    if (type == MessageType::DeviceAlloc) {
+      rt.device_alloc(id, take<std::uint64_t>(p));
+    } else if (type == MessageType::DeviceFree) {
+      rt.device_free(id);
+    } else {
+      const auto offset = take<std::uint64_t>(p);
+      const auto bytes = take<std::uint64_t>(p);
+      std::uint64_t size = 0;
+      std::byte* base = rt.device_base(id, &size);
+      if (offset > size || bytes > size - offset)
+        throw Error(fmt::format("pld: copy of {} bytes at offset {} exceeds resident tensor {} ({} bytes)", bytes,
+                                offset, id, size));
+      if (bytes > 0) {
+        void* m = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, got_fd, 0);
+        if (m == MAP_FAILED) throw Error(fmt::format("pld: cannot map the staging buffer: {}", std::strerror(errno)));
+        if (type == MessageType::DeviceWrite) std::memcpy(base + offset, m, bytes);
+        else std::memcpy(m, base + offset, bytes);
+        munmap(m, bytes);
+      }
+    }
+  } catch (const std::exception& e) {
+    error = e.what();
+  }
+  if (got_fd >= 0) close(got_fd);
+  reply(fd, error.empty() ? ReplyStatus::Ok : ReplyStatus::KernelError, kControlSeq, error);
 }
 
 }  // namespace
@@ -167,7 +205,8 @@ void serve(int fd, int rank, ShmBackend* backend, RankRuntime& rt, std::vector<s
     if (n <= 0) leave(0);  // the host closed the socket or died
     const std::byte* p = buf.data();
     const std::byte* end = p + n;
-    switch (take<MessageType>(p)) {
+    const auto type = take<MessageType>(p);
+    switch (type) {
       case MessageType::Attach: {
         const auto id = take<std::uint32_t>(p);
         const auto bytes = take<std::uint64_t>(p);
@@ -178,6 +217,10 @@ void serve(int fd, int rank, ShmBackend* backend, RankRuntime& rt, std::vector<s
       case MessageType::Domain: define_domain(rt, backend, p); break;
       case MessageType::Dispatch: run_dispatch(fd, backend, p, end); break;
       case MessageType::EndCall: rt.domains_clear(); break;
+      case MessageType::DeviceAlloc:
+      case MessageType::DeviceFree:
+      case MessageType::DeviceWrite:
+      case MessageType::DeviceRead: run_device_op(fd, rt, type, p, got_fd); break;
       case MessageType::Shutdown:
         backend->control().slots[rank].state.store(static_cast<std::uint32_t>(RankState::Exited));
         leave(0);

@@ -7,6 +7,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -65,6 +66,34 @@ void RankRuntime::block_retire(std::uint32_t id) {
   blocks_.erase(it);
 }
 
+void RankRuntime::device_alloc(std::uint32_t id, std::uint64_t bytes) {
+  if (devices_.count(id)) throw Error(fmt::format("pld: resident tensor {} already exists on rank {} (internal error)", id, world_rank_));
+  const std::uint64_t len = std::max<std::uint64_t>(bytes, 1);
+  void* p = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED)
+    throw Error(fmt::format("rank {} cannot allocate a resident tensor of {} bytes: {}; free tensors or allocate "
+                            "less",
+                            world_rank_, bytes, std::strerror(errno)));
+  devices_[id] = Block{static_cast<std::byte*>(p), len, true};
+}
+
+void RankRuntime::device_free(std::uint32_t id) {
+  auto it = devices_.find(id);
+  if (it == devices_.end()) return;
+  munmap(it->second.base, it->second.bytes);
+  devices_.erase(it);
+}
+
+std::byte* RankRuntime::device_base(std::uint32_t id, std::uint64_t* bytes) {
+  auto it = devices_.find(id);
+  if (it == devices_.end())
+    throw Error(fmt::format("pld: resident tensor {} does not exist on rank {}; was it allocated on another rank "
+                            "(DeviceTensor::worker_id)?",
+                            id, world_rank_));
+  if (bytes) *bytes = it->second.bytes;
+  return it->second.base;
+}
+
 DomainState* RankRuntime::domain(std::uint32_t id) {
   auto it = domains_.find(id);
   return it == domains_.end() ? nullptr : it->second.get();
@@ -76,6 +105,8 @@ void RankRuntime::domain_define(std::unique_ptr<DomainState> state) {
 }
 
 std::byte* rank_block_base(std::uint32_t id) { return RankRuntime::get("dispatch").block_base(id); }
+
+std::byte* rank_device_base(std::uint32_t id) { return RankRuntime::get("dispatch").device_base(id); }
 
 const DomainState* rank_domain(std::uint32_t id) {
   RankRuntime& rt = RankRuntime::get("dispatch");

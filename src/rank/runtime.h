@@ -1,5 +1,6 @@
 // Rank-side runtime state: which world rank this process is, its backend, the shared blocks it
-// has mapped (HostTensor storage) and the comm domains delivered by the host.
+// has mapped (HostTensor storage), its resident tensors (DeviceTensor) and the comm domains
+// delivered by the host.
 #pragma once
 
 #include "backend/backend.h"
@@ -51,6 +52,12 @@ class RankRuntime {
   void block_inherit(std::uint32_t id, std::byte* base, std::uint64_t bytes);
   void block_retire(std::uint32_t id);
 
+  /// Resident tensors (DeviceTensor): private anonymous memory of this process.
+  void device_alloc(std::uint32_t id, std::uint64_t bytes);
+  void device_free(std::uint32_t id);
+  /// Base of resident allocation `id` and its size; throws if it does not exist here.
+  std::byte* device_base(std::uint32_t id, std::uint64_t* bytes = nullptr);
+
   DomainState* domain(std::uint32_t id);
   void domain_define(std::unique_ptr<DomainState> state);
   void domains_clear() { domains_.clear(); }
@@ -64,6 +71,7 @@ class RankRuntime {
   int world_rank_;
   Backend* backend_;
   std::unordered_map<std::uint32_t, Block> blocks_;
+  std::unordered_map<std::uint32_t, Block> devices_;
   std::unordered_map<std::uint32_t, std::unique_ptr<DomainState>> domains_;
 };
 

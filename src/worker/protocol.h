@@ -14,19 +14,27 @@ enum class MessageType : std::uint32_t {
   Dispatch = 4,  // u64 seq, trampoline, kernel, argument bytes
   EndCall = 5,   // the orchestrator call is over: forget its domains
   Shutdown = 6,  // exit
+  // Resident tensors (DeviceTensor). Each is answered by one Reply with seq kControlSeq.
+  DeviceAlloc = 7,  // u32 id, u64 bytes: allocate zero-filled private memory
+  DeviceFree = 8,   // u32 id
+  DeviceWrite = 9,  // u32 id, u64 offset, u64 bytes; carries a memfd holding the bytes at 0
+  DeviceRead = 10,  // u32 id, u64 offset, u64 bytes; carries a memfd to copy the bytes into at 0
 };
 
 enum class ReplyStatus : std::uint32_t { Ok = 0, KernelError = 1, WaitTimeout = 2, Aborted = 3 };
 
-/// Rank -> host: u32 status, u64 seq, then the error text (no terminator).
+/// Rank -> host: u32 status, u64 seq, the kernel's run time, then the error text (no terminator).
 struct ReplyHeader {
   ReplyStatus status;
   std::uint32_t pad;
   std::uint64_t seq;
+  std::uint64_t kernel_ns;  // Dispatch: time spent in the kernel (DistributedWorker::benchmark)
 };
 
 /// Sequence number of the Ready message a rank sends once it has started.
 inline constexpr std::uint64_t kReadySeq = ~0ull;
+/// Sequence number of the reply to a resident-tensor message.
+inline constexpr std::uint64_t kControlSeq = ~0ull - 1;
 
 /// Largest packet either side sends.
 inline constexpr std::size_t kMaxMessage = 64 * 1024;

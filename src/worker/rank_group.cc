@@ -152,8 +152,10 @@ std::vector<int> RankGroup::replace_lost_ranks() {
     fork_rank(r);
   }
   await_ready(lost);
-  // A lost rank may have died halfway through writing any window: clear everything before reuse.
+  // A lost rank may have died halfway through writing any window (persistent ones too): clear
+  // everything before reuse.
   for (auto& d : dirty_) d = options_.heap_bytes;
+  wipe_ = true;
   log(LogLevel::Info, "replaced {} lost rank process(es)", lost.size());
   return lost;
 }
@@ -222,6 +224,7 @@ void RankGroup::pump_sends(int r) {
   Rank& rank = ranks_[static_cast<std::size_t>(r)];
   while (rank.alive && !rank.queue.empty()) {
     Outgoing& out = rank.queue.front();
+    if (gate_ >= 0 && out.dispatch >= gate_) return;  // waits for a host callback
     bool ok = false;
     try {
       ok = channel_send(rank.fd, out.bytes.data(), out.bytes.size(), out.fd, true);
@@ -260,6 +263,7 @@ void RankGroup::read_replies(int r, const HostSession& session) {
     std::memcpy(&h, buf.data(), sizeof h);
     const std::string text(reinterpret_cast<const char*>(buf.data()) + sizeof h, static_cast<std::size_t>(n) - sizeof h);
     ++rank.done;
+    kernel_ns_[static_cast<std::size_t>(r)] += h.kernel_ns;
     const auto index = static_cast<std::int64_t>(h.seq - call_base_);
     if (!rank.in_flight.empty()) rank.in_flight.pop_front();
     if (h.status == ReplyStatus::Ok || h.status == ReplyStatus::Aborted) continue;
@@ -290,20 +294,26 @@ std::string RankGroup::reap_status(int r) {
   return fmt::format("exited with status {}", WEXITSTATUS(status));
 }
 
-void RankGroup::on_death(int r) {
+std::string RankGroup::mark_dead(int r) {
   Rank& rank = ranks_[static_cast<std::size_t>(r)];
-  if (!rank.alive) return;
   rank.alive = false;
   close(rank.fd);
   rank.fd = -1;
-  const bool busy = rank.sent > rank.done || std::any_of(rank.queue.begin(), rank.queue.end(),
-                                                          [](const Outgoing& o) { return o.dispatch >= 0; });
-  const std::int64_t running = rank.in_flight.empty() ? -1 : rank.in_flight.front();
   rank.in_flight.clear();
   rank.queue.clear();
   rank.done = rank.sent;
   const std::string how = reap_status(r);
   log(LogLevel::Info, "{} {}", who(r), how);
+  return how;
+}
+
+void RankGroup::on_death(int r) {
+  Rank& rank = ranks_[static_cast<std::size_t>(r)];
+  if (!rank.alive) return;
+  const bool busy = rank.sent > rank.done || std::any_of(rank.queue.begin(), rank.queue.end(),
+                                                          [](const Outgoing& o) { return o.dispatch >= 0; });
+  const std::int64_t running = rank.in_flight.empty() ? -1 : rank.in_flight.front();
+  const std::string how = mark_dead(r);
   if (!busy || aborting_) return;  // idle deaths surface at the next call; during an abort they are expected
   Failure f;
   f.rank = r;
@@ -333,14 +343,23 @@ void RankGroup::execute(const HostSession& session) {
   aborting_ = false;
   failure_ = Failure{};
 
-  // Windows start zero-filled: clear whatever earlier calls may have written.
+  // Windows start zero-filled: clear whatever earlier calls may have written (persistent
+  // windows: only what the session asks for).
   for (int r = 0; r < world_size(); ++r) {
-    const std::uint64_t top = session.heap_top(r);
-    const std::uint64_t z = std::min(top, dirty_[static_cast<std::size_t>(r)]);
-    if (z) backend_->zero(r, 0, z);
-    dirty_[static_cast<std::size_t>(r)] = std::max(dirty_[static_cast<std::size_t>(r)], top);
+    std::uint64_t& dirty = dirty_[static_cast<std::size_t>(r)];
+    if (wipe_ && dirty) backend_->zero(r, 0, dirty);
+    if (!wipe_)
+      for (const auto& [offset, bytes] : session.zero_regions(r))
+        if (offset < dirty) backend_->zero(r, offset, std::min(bytes, dirty - offset));
+    dirty = std::max(dirty, session.heap_top(r));
   }
+  wipe_ = false;
   build_queues(session);
+  kernel_ns_.assign(ranks_.size(), 0);
+  const auto& callbacks = session.callbacks();
+  std::size_t next_callback = 0;
+  gate_ = callbacks.empty() ? -1 : static_cast<std::int64_t>(callbacks[0].position);
+  std::exception_ptr callback_error;
 
   using Clock = std::chrono::steady_clock;
   Clock::time_point abort_deadline{};
@@ -350,10 +369,30 @@ void RankGroup::execute(const HostSession& session) {
     bool busy = false;
     for (std::size_t r = 0; r < ranks_.size(); ++r) {
       const Rank& rank = ranks_[r];
+      const bool sendable = !rank.queue.empty() && !(gate_ >= 0 && rank.queue.front().dispatch >= gate_);
       pfds[r].fd = rank.alive ? rank.fd : -1;
-      pfds[r].events = static_cast<short>(POLLIN | (rank.queue.empty() ? 0 : POLLOUT));
+      pfds[r].events = static_cast<short>(POLLIN | (sendable ? POLLOUT : 0));
       pfds[r].revents = 0;
-      if (rank.alive && (rank.sent > rank.done || !rank.queue.empty())) busy = true;
+      if (rank.alive && (rank.sent > rank.done || sendable)) busy = true;
+    }
+    if (!busy && gate_ >= 0) {
+      // Every dispatch before the gate has finished: run the host callbacks placed there.
+      {
+        while (next_callback < callbacks.size() &&
+               static_cast<std::int64_t>(callbacks[next_callback].position) == gate_) {
+          if (!aborting_ && !callback_error) {
+            try {
+              callbacks[next_callback].fn();
+            } catch (...) {
+              callback_error = std::current_exception();
+              for (Rank& rank : ranks_) std::erase_if(rank.queue, [](const Outgoing& o) { return o.dispatch >= 0; });
+            }
+          }
+          ++next_callback;
+        }
+        gate_ = next_callback < callbacks.size() ? static_cast<std::int64_t>(callbacks[next_callback].position) : -1;
+        continue;
+      }
     }
     if (!busy) break;
     if (aborting_ && abort_deadline == Clock::time_point{})
@@ -370,8 +409,13 @@ void RankGroup::execute(const HostSession& session) {
     }
   }
   call_base_ += session.dispatches().size();
+  gate_ = -1;
+  last_kernel_s_ = static_cast<double>(*std::max_element(kernel_ns_.begin(), kernel_ns_.end())) * 1e-9;
 
-  if (failure_.rank < 0) return;
+  if (failure_.rank < 0) {
+    if (callback_error) std::rethrow_exception(callback_error);
+    return;
+  }
   const Failure& f = failure_;
   std::string msg = fmt::format("{} failed ({})", who(f.rank), to_string(f.cause));
   if (f.dispatch >= 0) msg += fmt::format(" in {}", describe_dispatch(session, f.dispatch));
@@ -418,6 +462,49 @@ std::string RankGroup::wait_report(const HostSession& session) const {
   out += "\nEvery wait needs matching notifies: check that each rank notifies before it waits, and that peers, "
          "offsets and expected values agree.";
   return out;
+}
+
+void RankGroup::device_op(int r, std::vector<std::byte> m, int pass_fd) {
+  Rank& rank = ranks_[static_cast<std::size_t>(r)];
+  if (!rank.alive)
+    throw RankError(r, RankFailure::Exited, fmt::format("pld: {} is no longer running", who(r)));
+  auto lost = [&](const char* when) {
+    const std::string how = mark_dead(r);
+    const auto cause = how.rfind("was killed", 0) == 0 ? RankFailure::Crashed : RankFailure::Exited;
+    return RankError(r, cause, fmt::format("pld: {} {} {} a resident-tensor operation", who(r), how, when));
+  };
+  for (;;) {
+    bool sent = false;
+    try {
+      sent = channel_send(rank.fd, m.data(), m.size(), pass_fd, true);
+    } catch (const Error&) {
+      throw lost("before");
+    }
+    if (sent) break;
+    pollfd p{rank.fd, POLLOUT, 0};
+    poll(&p, 1, 200);
+  }
+  std::vector<std::byte> buf;
+  for (;;) {
+    pollfd p{rank.fd, POLLIN, 0};
+    poll(&p, 1, 200);
+    int fd = -1;
+    long n = 0;
+    try {
+      n = channel_recv(rank.fd, buf, &fd, true);
+    } catch (const Error&) {
+      n = 0;
+    }
+    if (fd >= 0) close(fd);
+    if (n < 0) continue;
+    if (n == 0) throw lost("during");
+    if (static_cast<std::size_t>(n) < sizeof(ReplyHeader)) continue;
+    ReplyHeader h;
+    std::memcpy(&h, buf.data(), sizeof h);
+    if (h.seq != kControlSeq) continue;
+    if (h.status == ReplyStatus::Ok) return;
+    throw Error(std::string(reinterpret_cast<const char*>(buf.data()) + sizeof h, static_cast<std::size_t>(n) - sizeof h));
+  }
 }
 
 bool RankGroup::all_alive() const {

@@ -38,14 +38,22 @@ class RankGroup {
   int world_size() const { return static_cast<int>(ranks_.size()); }
   ShmBackend& backend() { return *backend_; }
 
-  /// Runs one recorded orchestrator call to completion; throws RankError on a rank failure.
+  /// Runs one recorded orchestrator call to completion (dispatches and host callbacks); throws
+  /// RankError on a rank failure and the callback's exception when a host callback fails.
   void execute(const HostSession& session);
+  /// The slowest rank's time inside kernels during the last execute(), in seconds.
+  double last_kernel_seconds() const { return last_kernel_s_; }
+
+  /// Sends one resident-tensor message (protocol.h DeviceAlloc..DeviceRead) to rank `r` between
+  /// calls and waits for its answer; throws the rank's error, or RankError if it died.
+  void device_op(int r, std::vector<std::byte> message, int pass_fd);
   /// Asks every rank to exit, then reaps them (SIGKILL after a grace period). Idempotent.
   void shutdown() noexcept;
   /// Forks a new process for every rank that died (recovery); returns their ranks. Windows are
   /// cleared before the next call.
   std::vector<int> replace_lost_ranks();
   bool all_alive() const;
+  bool alive(int r) const { return ranks_[static_cast<std::size_t>(r)].alive; }
 
  private:
   struct Outgoing {
@@ -54,6 +62,8 @@ class RankGroup {
     std::uint32_t block = 0;     // Attach: the block id
     std::int64_t dispatch = -1;  // index into the call's dispatch list
   };
+  /// Index of the first dispatch that must wait for the next host callback (or none).
+  std::int64_t gate_ = -1;
   struct Rank {
     pid_t pid = -1;
     int fd = -1;
@@ -79,6 +89,8 @@ class RankGroup {
   void pump_sends(int r);
   void read_replies(int r, const HostSession& session);
   void on_death(int r);
+  /// Marks rank `r` dead, closes its socket and reaps it; returns how it ended.
+  std::string mark_dead(int r);
   void fail(Failure failure);
   std::string wait_report(const HostSession& session) const;
   std::string describe_dispatch(const HostSession& session, std::int64_t index) const;
@@ -89,6 +101,9 @@ class RankGroup {
   std::unique_ptr<ShmBackend> backend_;
   std::vector<Rank> ranks_;
   std::vector<std::uint64_t> dirty_;  // per rank: heap bytes that may be non-zero
+  bool wipe_ = false;                 // zero every dirty byte before the next call (after a loss)
+  double last_kernel_s_ = 0;
+  std::vector<std::uint64_t> kernel_ns_;  // per rank, during the current call
   std::uint64_t call_base_ = 0;  // sequence number of the current call's first dispatch
   bool aborting_ = false;
   Failure failure_;

@@ -1,10 +1,8 @@
-// DistributedWorker's engine. One executor thread owns the RankGroup: it forks the ranks (so the
-// ranks' parent-death signal follows a thread that lives as long as the worker), executes queued
-// calls in submission order, and replaces lost ranks. Callers record their calls on their own
-// thread; at most two calls are in flight.
+// DistributedWorker: lifecycle, calls and benchmark. Callers record their calls on their own
+// thread; at most two calls are in flight; the executor thread (worker_core.h) runs them in order.
 #include "core/log.h"
-#include "host/session.h"
-#include "worker/rank_group.h"
+#include "core/settings.h"
+#include "worker/worker_core.h"
 
 #include <pld/error.hpp>
 #include <pld/worker.hpp>
@@ -12,6 +10,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <atomic>
+#include <limits>
 #include <chrono>
 #include <cmath>
 #include <condition_variable>
@@ -24,22 +24,6 @@
 namespace pld::detail {
 
 GroupOptions group_options(const DistributedConfig& config);
-
-struct CallState {
-  mutable std::mutex mutex;
-  mutable std::condition_variable cv;
-  bool finished = false;
-  std::exception_ptr error;
-
-  void finish(std::exception_ptr e) {
-    {
-      std::lock_guard lock(mutex);
-      finished = true;
-      error = std::move(e);
-    }
-    cv.notify_all();
-  }
-};
 
 namespace {
 constexpr int kMaxInFlight = 2;
@@ -75,39 +59,22 @@ void call_result(const CallState& s, double timeout) {
   if (s.error) std::rethrow_exception(s.error);
 }
 
-struct WorkerCore::Impl {
-  struct Item {
-    std::unique_ptr<HostSession> session;
-    std::shared_ptr<CallState> state;
-  };
-
-  DistributedConfig config;
-  WorkerOptions options;
-  GroupOptions group_options;
-  std::vector<void (*)()> programs;
-
-  std::mutex mutex;
-  std::condition_variable cv;
-  std::deque<Item> queue;
-  int in_flight = 0;   // accepted and not finished (recorded, queued or executing)
-  bool closing = false;
-  bool stop = false;
-  std::string broken;  // why the worker cannot run calls any more ("" = fine)
-  std::thread executor;
-  std::once_flag close_once;
-
-  void run_executor(std::promise<void>& started);
-  void execute(RankGroup& group, Item& item);
-};
-
 void WorkerCore::Impl::execute(RankGroup& group, Item& item) {
   std::exception_ptr error;
+  const auto t0 = std::chrono::steady_clock::now();
   try {
-    group.execute(*item.session);
+    if (item.session) group.execute(*item.session);
+    else item.control(group);
   } catch (...) {
     error = std::current_exception();
   }
+  item.state->ranks_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (item.session) item.state->kernel_s = group.last_kernel_seconds();
   if (!group.all_alive()) {
+    std::vector<int> lost;
+    for (int r = 0; r < group.world_size(); ++r)
+      if (!group.alive(r)) lost.push_back(r);
+    forget_devices(lost);
     if (options.recovery) {
       try {
         group.replace_lost_ranks();
@@ -152,12 +119,15 @@ void WorkerCore::Impl::run_executor(std::promise<void>& started) {
       std::lock_guard lock(mutex);
       why = broken;
     }
-    if (!why.empty())
+    if (!why.empty() && !item.session)
+      item.state->finish(std::make_exception_ptr(
+          Error(fmt::format("DistributedWorker: the worker is broken: {}; create a new worker", why))));
+    else if (!why.empty())
       item.state->finish(std::make_exception_ptr(
           Error(fmt::format("DistributedWorker: the worker is broken: {}; create a new worker", why))));
     else
       execute(*group, item);
-    {
+    if (item.session) {
       std::lock_guard lock(mutex);
       --in_flight;
     }
@@ -174,11 +144,19 @@ WorkerCore::WorkerCore(const DistributedConfig& config, const WorkerOptions& opt
     throw UsageError(fmt::format("DistributedWorker: startup_timeout {} must be positive and finite (0 = "
                                  "PLD_STARTUP_TIMEOUT)",
                                  options.startup_timeout));
+  if (options.reset_persistent_windows.value_or(false) && !options.persistent)
+    throw UsageError("DistributedWorker: reset_persistent_windows = true requires persistent = true (only persistent "
+                     "windows outlive a call); set WorkerOptions::persistent or leave reset_persistent_windows unset");
+  static std::atomic<std::uint64_t> next_uid{0};
+  impl_->uid = ++next_uid;
   impl_->config = config;
   impl_->options = options;
   impl_->group_options = group_options(config);
   if (options.startup_timeout > 0) impl_->group_options.startup_timeout = options.startup_timeout;
   impl_->programs = std::move(programs);
+  if (options.persistent)
+    impl_->layout = std::make_shared<PersistentLayout>(config.world_size(),
+                                                       options.reset_persistent_windows.value_or(true));
   std::promise<void> started;
   auto ready = started.get_future();
   impl_->executor = std::thread([this, &started] { impl_->run_executor(started); });
@@ -201,7 +179,9 @@ int WorkerCore::world_size() const { return impl_->config.world_size(); }
 
 std::shared_ptr<CallState> WorkerCore::submit(void (*program)(), const std::function<void(Host&)>& record) {
   Impl& m = *impl_;
-  if (std::find(m.programs.begin(), m.programs.end(), program) == m.programs.end())
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto found = std::find(m.programs.begin(), m.programs.end(), program);
+  if (found == m.programs.end())
     throw UsageError("DistributedWorker::submit: this program was not registered when the worker was constructed; "
                      "pass it to the DistributedWorker constructor");
   {
@@ -214,6 +194,8 @@ std::shared_ptr<CallState> WorkerCore::submit(void (*program)(), const std::func
     ++m.in_flight;  // reserved while this thread records the call
   }
   auto session = std::make_unique<HostSession>(m.config.world_size(), m.group_options.heap_bytes);
+  session->set_worker(m.uid);
+  if (m.layout) session->set_persistent(m.layout.get(), static_cast<int>(found - m.programs.begin()));
   try {
     Host host(session.get());
     record(host);
@@ -227,9 +209,10 @@ std::shared_ptr<CallState> WorkerCore::submit(void (*program)(), const std::func
     throw;
   }
   auto state = std::make_shared<CallState>();
+  state->host_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   {
     std::lock_guard lock(m.mutex);
-    m.queue.push_back(Impl::Item{std::move(session), state});
+    m.queue.push_back(Impl::Item{std::move(session), {}, state});
   }
   m.cv.notify_all();
   return state;
@@ -245,7 +228,52 @@ void WorkerCore::close() {
     }
     m.cv.notify_all();
     if (m.executor.joinable()) m.executor.join();
+    std::lock_guard lock(m.mutex);
+    for (auto& [id, a] : m.devices) a->state.store(DeviceAllocation::Closed);
+    m.devices.clear();
   });
+}
+
+namespace {
+BenchmarkStats::Stat stat_of(std::vector<double> v) {
+  BenchmarkStats::Stat s;
+  if (v.empty()) return s;
+  std::sort(v.begin(), v.end());
+  s.min = v.front() * 1e6;
+  s.max = v.back() * 1e6;
+  const std::size_t n = v.size();
+  s.median = (n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2) * 1e6;
+  double sum = 0;
+  for (double x : v) sum += x;
+  s.mean = sum / static_cast<double>(n) * 1e6;
+  return s;
+}
+}  // namespace
+
+BenchmarkStats WorkerCore::benchmark(void (*program)(), const std::function<void(Host&)>& record, int rounds,
+                                     int warmup) {
+  if (rounds < 1 || warmup < 0)
+    throw UsageError(fmt::format("DistributedWorker::benchmark: rounds {} must be >= 1 and warmup {} >= 0", rounds,
+                                 warmup));
+  for (int i = 0; i < warmup; ++i) call_result(*submit(program, record), std::numeric_limits<double>::infinity());
+  std::vector<double> total, host, ranks, kernels;
+  for (int i = 0; i < rounds; ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    auto state = submit(program, record);
+    call_result(*state, std::numeric_limits<double>::infinity());
+    total.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    host.push_back(state->host_s);
+    ranks.push_back(state->ranks_s);
+    kernels.push_back(state->kernel_s);
+  }
+  BenchmarkStats out;
+  out.rounds = rounds;
+  out.warmup = warmup;
+  out.total = stat_of(total);
+  out.host = stat_of(host);
+  out.ranks = stat_of(ranks);
+  out.kernels = stat_of(kernels);
+  return out;
 }
 
 }  // namespace pld::detail

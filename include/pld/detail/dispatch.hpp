@@ -6,6 +6,7 @@
 // a pointer parameter is a compile-time error.
 #pragma once
 
+#include <pld/device_tensor.hpp>
 #include <pld/error.hpp>
 #include <pld/export.hpp>
 #include <pld/tensor.hpp>
@@ -31,14 +32,17 @@ class ArgWriter {
   }
   void note_block(std::uint32_t id) { blocks_.push_back(id); }
   void note_window(const WindowRef& ref) { windows_.push_back(ref); }
+  void note_device(const std::shared_ptr<DeviceAllocation>& a) { devices_.push_back(a); }
   std::vector<std::byte>& bytes() { return bytes_; }
   const std::vector<std::uint32_t>& blocks() const { return blocks_; }
   const std::vector<WindowRef>& windows() const { return windows_; }
+  const std::vector<std::shared_ptr<DeviceAllocation>>& devices() const { return devices_; }
 
  private:
   std::vector<std::byte> bytes_;
   std::vector<std::uint32_t> blocks_;
   std::vector<WindowRef> windows_;
+  std::vector<std::shared_ptr<DeviceAllocation>> devices_;
 };
 
 class ArgReader {
@@ -61,6 +65,8 @@ class ArgReader {
 
 /// Rank side: local address of a shared block (maps it on first use).
 PLD_API std::byte* rank_block_base(std::uint32_t id);
+/// Rank side: local address of a resident (DeviceTensor) allocation.
+PLD_API std::byte* rank_device_base(std::uint32_t id);
 /// Rank side: state of a comm domain delivered with the dispatch.
 PLD_API const DomainState* rank_domain(std::uint32_t id);
 [[noreturn]] PLD_API void throw_unshared_tensor(int arg_index);
@@ -87,11 +93,23 @@ struct ArgCodec<Tensor<T>> {
     w.value(t.block_offset());
     w.value(t.shape());
   }
+  /// A resident tensor reaches the kernel as a Tensor of the rank's own memory (no copy).
+  static void encode(ArgWriter& w, const DeviceTensor<T>& t, int) {
+    if (!t.allocation()) throw_usage("Host::dispatch: a default-constructed DeviceTensor; allocate it with "
+                                     "DistributedWorker::alloc_tensor");
+    check_device_live("Host::dispatch", *t.allocation());
+    w.note_device(t.allocation());
+    w.value(t.allocation()->id | kDeviceBlockBit);
+    w.value(std::uint64_t{0});
+    w.value(t.shape());
+  }
   static Tensor<T> decode(ArgReader& r) {
     const auto block = r.template value<std::uint32_t>();
     const auto offset = r.template value<std::uint64_t>();
     const auto shape = r.template value<Dims>();
-    std::byte* base = block ? rank_block_base(block) : nullptr;
+    std::byte* base = (block & kDeviceBlockBit) ? rank_device_base(block & ~kDeviceBlockBit)
+                      : block                   ? rank_block_base(block)
+                                                : nullptr;
     return Tensor<T>(base ? reinterpret_cast<T*>(base + offset) : nullptr, shape, block, offset);
   }
 };
@@ -120,10 +138,20 @@ void trampoline(void (*fn)(), ArgReader& reader) {
   std::apply(kernel, args);
 }
 
+/// Encodes one argument for a parameter of type `P`: a resident tensor as itself, anything else
+/// converted to `P` first.
+template <class P, class A>
+void encode_one(ArgWriter& w, A&& arg, int index) {
+  if constexpr (requires { ArgCodec<P>::encode(w, std::as_const(arg), index); } &&
+                !std::is_convertible_v<A, P>)
+    ArgCodec<P>::encode(w, std::as_const(arg), index);
+  else
+    ArgCodec<P>::encode(w, static_cast<P>(std::forward<A>(arg)), index);
+}
+
 template <class... P, class... A, std::size_t... I>
 void encode_args(ArgWriter& w, std::index_sequence<I...>, A&&... args) {
-  (ArgCodec<std::decay_t<P>>::encode(w, static_cast<std::decay_t<P>>(std::forward<A>(args)), static_cast<int>(I)),
-   ...);
+  (encode_one<std::decay_t<P>>(w, std::forward<A>(args), static_cast<int>(I)), ...);
 }
 
 }  // namespace pld::detail
