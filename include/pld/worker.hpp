@@ -80,6 +80,8 @@ class PLD_API WorkerCore {
 
   /// Records `record` on this thread, then queues the call; blocks while two calls are in flight.
   std::shared_ptr<CallState> submit(void (*program)(), const std::function<void(Host&)>& record);
+  /// Records and runs a call, waits for it and rethrows its error.
+  void run(void (*program)(), const std::function<void(Host&)>& record);
   BenchmarkStats benchmark(void (*program)(), const std::function<void(Host&)>& record, int rounds, int warmup);
   void close();
   int world_size() const;
@@ -154,7 +156,9 @@ class DistributedWorker {
   /// Runs `program` (registered with this worker) with `args` and waits for it.
   template <class R, class... P, class... A>
   void run(R (*program)(Host&, P...), A&&... args) {
-    submit(program, std::forward<A>(args)...).result();
+    static_assert(std::is_void_v<R>, "pld::DistributedWorker: a program returns void");
+    static_assert(sizeof...(P) == sizeof...(A), "pld::DistributedWorker: pass one argument per program parameter");
+    core_.run(reinterpret_cast<void (*)()>(program), [&](Host& h) { program(h, args...); });
   }
 
   /// Starts `program` and returns at once (after recording it). At most two calls are in flight;

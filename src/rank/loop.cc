@@ -6,6 +6,7 @@
 #include "core/log.h"
 #include "rank/runtime.h"
 #include "worker/channel.h"
+#include "worker/doorbell.h"
 #include "worker/protocol.h"
 
 #include <pld/detail/dispatch.hpp>
@@ -30,6 +31,8 @@
 namespace pld::detail {
 
 namespace {
+
+Doorbell* g_bell = nullptr;  // this rank's message counters (set once the rank starts)
 
 [[noreturn]] void leave(int code) {
   std::cout.flush();
@@ -58,6 +61,7 @@ void reply(int fd, ReplyStatus status, std::uint64_t seq, const std::string& tex
   } catch (const Error&) {
     leave(0);  // the host is gone
   }
+  if (g_bell) g_bell->replied.fetch_add(1, std::memory_order_release);
 }
 
 void define_domain(RankRuntime& rt, ShmBackend* backend, const std::byte* p) {
@@ -181,6 +185,7 @@ void serve(int fd, int rank, ShmBackend* backend, RankRuntime& rt, std::vector<s
   for (const auto& [id, rec] : inherited) runtime->block_inherit(id, rec.base, rec.bytes);
   RankRuntime& rt = *runtime;
   RankRuntime::install(std::move(runtime));
+  g_bell = &backend->control().bells[rank];
   reply(fd, ReplyStatus::Ok, kReadySeq, "ready");
 
   std::vector<std::byte> buf;
@@ -194,7 +199,12 @@ void serve(int fd, int rank, ShmBackend* backend, RankRuntime& rt, std::vector<s
 }
 
 void serve(int fd, int rank, ShmBackend* backend, RankRuntime& rt, std::vector<std::byte>& buf) {
+  Doorbell& bell = backend->control().bells[rank];
+  std::uint64_t received = 0;  // the host zeroes both counters before it forks this process
   for (;;) {
+    if (backend->may_spin() && bell.posted.load(std::memory_order_acquire) == received)
+      spin_until(kRankIdleSpin, [&] { return bell.posted.load(std::memory_order_acquire) != received; });
+    ++received;
     int got_fd = -1;
     long n = 0;
     try {
@@ -216,6 +226,10 @@ void serve(int fd, int rank, ShmBackend* backend, RankRuntime& rt, std::vector<s
       case MessageType::Retire: rt.block_retire(take<std::uint32_t>(p)); break;
       case MessageType::Domain: define_domain(rt, backend, p); break;
       case MessageType::Dispatch: run_dispatch(fd, backend, p, end); break;
+      case MessageType::DispatchLast:
+        run_dispatch(fd, backend, p, end);
+        rt.domains_clear();
+        break;
       case MessageType::EndCall: rt.domains_clear(); break;
       case MessageType::DeviceAlloc:
       case MessageType::DeviceFree:

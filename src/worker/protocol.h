@@ -12,13 +12,14 @@ enum class MessageType : std::uint32_t {
   Retire = 2,    // u32 block id: the HostTensor was destroyed, unmap it
   Domain = 3,    // u32 id, u32 n, i32 members[n], u32 m, m x {u64 offset, u64 bytes, u32 len, name}
   Dispatch = 4,  // u64 seq, trampoline, kernel, argument bytes
-  EndCall = 5,   // the orchestrator call is over: forget its domains
+  EndCall = 5,   // the orchestrator call is over: forget its domains (after a failure; else DispatchLast)
   Shutdown = 6,  // exit
   // Resident tensors (DeviceTensor). Each is answered by one Reply with seq kControlSeq.
   DeviceAlloc = 7,  // u32 id, u64 bytes: allocate zero-filled private memory
   DeviceFree = 8,   // u32 id
   DeviceWrite = 9,  // u32 id, u64 offset, u64 bytes; carries a memfd holding the bytes at 0
   DeviceRead = 10,  // u32 id, u64 offset, u64 bytes; carries a memfd to copy the bytes into at 0
+  DispatchLast = 11,  // a Dispatch that is the rank's last of the call: then EndCall (saves a message)
 };
 
 enum class ReplyStatus : std::uint32_t { Ok = 0, KernelError = 1, WaitTimeout = 2, Aborted = 3 };

@@ -3,6 +3,7 @@
 #include "core/block.h"
 #include "core/log.h"
 #include "worker/channel.h"
+#include "worker/doorbell.h"
 #include "worker/protocol.h"
 #include "worker/report.h"
 
@@ -68,6 +69,9 @@ void RankGroup::fork_rank(int r) {
     throw RankError(r, RankFailure::Startup,
                     fmt::format("pld: cannot create the socket for {}: {}", who(r), std::strerror(errno)));
   const pid_t host_pid = getpid();
+  Doorbell& bell = backend_->control().bells[r];
+  bell.posted.store(0);
+  bell.replied.store(0);
   const pid_t pid = fork();
   if (pid < 0) {
     const int e = errno;
@@ -121,6 +125,7 @@ void RankGroup::await_ready(const std::vector<int>& starting) {
         rank.alive = false;
         throw RankError(r, RankFailure::Startup, fmt::format("pld: {} {} while starting", who(r), how));
       }
+      ++rank.packets;
       break;  // the Ready message
     }
   }
@@ -217,7 +222,14 @@ void RankGroup::build_queues(const HostSession& session) {
     m.insert(m.end(), d.args.begin(), d.args.end());
     rank.queue.push_back(Outgoing{std::move(m), -1, 0, static_cast<std::int64_t>(i)});
   }
-  for (Rank& rank : ranks_) rank.queue.push_back(Outgoing{message(MessageType::EndCall)});
+  // The rank's last dispatch also ends the call for it (no separate EndCall message).
+  for (Rank& rank : ranks_)
+    for (auto it = rank.queue.rbegin(); it != rank.queue.rend(); ++it)
+      if (it->dispatch >= 0) {
+        const MessageType last = MessageType::DispatchLast;
+        std::memcpy(it->bytes.data(), &last, sizeof last);
+        break;
+      }
 }
 
 void RankGroup::pump_sends(int r) {
@@ -233,6 +245,7 @@ void RankGroup::pump_sends(int r) {
       return;
     }
     if (!ok) return;
+    backend_->control().bells[r].posted.fetch_add(1, std::memory_order_release);
     if (out.dispatch >= 0) {
       ++rank.sent;
       rank.in_flight.push_back(out.dispatch);
@@ -258,6 +271,7 @@ void RankGroup::read_replies(int r, const HostSession& session) {
       on_death(r);
       return;
     }
+    ++rank.packets;
     if (static_cast<std::size_t>(n) < sizeof(ReplyHeader)) continue;
     ReplyHeader h;
     std::memcpy(&h, buf.data(), sizeof h);
@@ -328,10 +342,13 @@ void RankGroup::fail(Failure failure) {
   if (aborting_) return;
   aborting_ = true;
   backend_->abort_waits();
-  for (Rank& rank : ranks_) {
-    // Unsent dispatches are dropped; the rest of the queue (EndCall) still goes.
-    std::erase_if(rank.queue, [](const Outgoing& o) { return o.dispatch >= 0; });
-  }
+  for (Rank& rank : ranks_) drop_dispatches(rank);
+}
+
+void RankGroup::drop_dispatches(Rank& rank) {
+  // Unsent dispatches are dropped (the last one would have ended the call: end it instead).
+  if (std::erase_if(rank.queue, [](const Outgoing& o) { return o.dispatch >= 0; }) > 0)
+    rank.queue.push_back(Outgoing{message(MessageType::EndCall)});
 }
 
 void RankGroup::execute(const HostSession& session) {
@@ -385,7 +402,7 @@ void RankGroup::execute(const HostSession& session) {
               callbacks[next_callback].fn();
             } catch (...) {
               callback_error = std::current_exception();
-              for (Rank& rank : ranks_) std::erase_if(rank.queue, [](const Outgoing& o) { return o.dispatch >= 0; });
+              for (Rank& rank : ranks_) drop_dispatches(rank);
             }
           }
           ++next_callback;
@@ -401,7 +418,19 @@ void RankGroup::execute(const HostSession& session) {
       for (Rank& rank : ranks_)
         if (rank.alive && rank.sent > rank.done) kill(rank.pid, SIGKILL);
     }
-    const int n = poll(pfds.data(), pfds.size(), 200);
+    // Spin briefly on the replies counters first: a quick kernel answers before a sleep would end.
+    bool ready = false;
+    if (backend_->may_spin() && !aborting_)
+      ready = spin_until(kHostReplySpin, [&] {
+        for (int r = 0; r < world_size(); ++r) {
+          const Rank& k = ranks_[static_cast<std::size_t>(r)];
+          if (k.alive && k.sent > k.done &&
+              backend_->control().bells[r].replied.load(std::memory_order_acquire) > k.packets)
+            return true;
+        }
+        return false;
+      });
+    const int n = poll(pfds.data(), pfds.size(), ready ? 0 : 200);
     if (n < 0 && errno != EINTR) throw Error(fmt::format("pld: poll failed: {}", std::strerror(errno)));
     for (int r = 0; r < world_size(); ++r) {
       const short ev = pfds[static_cast<std::size_t>(r)].revents;
@@ -480,7 +509,10 @@ void RankGroup::device_op(int r, std::vector<std::byte> m, int pass_fd) {
     } catch (const Error&) {
       throw lost("before");
     }
-    if (sent) break;
+    if (sent) {
+      backend_->control().bells[r].posted.fetch_add(1, std::memory_order_release);
+      break;
+    }
     pollfd p{rank.fd, POLLOUT, 0};
     poll(&p, 1, 200);
   }
@@ -498,6 +530,7 @@ void RankGroup::device_op(int r, std::vector<std::byte> m, int pass_fd) {
     if (fd >= 0) close(fd);
     if (n < 0) continue;
     if (n == 0) throw lost("during");
+    ++rank.packets;
     if (static_cast<std::size_t>(n) < sizeof(ReplyHeader)) continue;
     ReplyHeader h;
     std::memcpy(&h, buf.data(), sizeof h);
@@ -521,6 +554,7 @@ void RankGroup::shutdown() noexcept {
     if (!rank.alive) continue;
     try {
       channel_send(rank.fd, stop.data(), stop.size(), -1, true);
+      backend_->control().bells[&rank - ranks_.data()].posted.fetch_add(1, std::memory_order_release);
     } catch (...) {
     }
     close(rank.fd);

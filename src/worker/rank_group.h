@@ -71,6 +71,7 @@ class RankGroup {
     std::unordered_set<std::uint32_t> blocks;  // shared blocks this process has mapped
     std::deque<Outgoing> queue;
     std::uint64_t sent = 0, done = 0;
+    std::uint64_t packets = 0;  // replies received (compared with Doorbell::replied)
     std::deque<std::int64_t> in_flight;  // dispatch indices sent and not yet answered, oldest first
   };
   struct Failure {
@@ -92,6 +93,7 @@ class RankGroup {
   /// Marks rank `r` dead, closes its socket and reaps it; returns how it ended.
   std::string mark_dead(int r);
   void fail(Failure failure);
+  void drop_dispatches(Rank& rank);
   std::string wait_report(const HostSession& session) const;
   std::string describe_dispatch(const HostSession& session, std::int64_t index) const;
   std::string reap_status(int r);

@@ -78,7 +78,7 @@ class Staging {
 }  // namespace
 
 void WorkerCore::Impl::check_usable(const char* op) {
-  if (std::this_thread::get_id() == executor.get_id())
+  if (t_executing_item)
     throw UsageError(fmt::format("{}: called from a host callback; callbacks run between the dispatches of a call, "
                                  "so they cannot wait for the worker — move it out of the callback",
                                  op));

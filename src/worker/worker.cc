@@ -59,47 +59,52 @@ void call_result(const CallState& s, double timeout) {
   if (s.error) std::rethrow_exception(s.error);
 }
 
-void WorkerCore::Impl::execute(RankGroup& group, Item& item) {
+std::exception_ptr WorkerCore::Impl::run_item(RankGroup& g, Item& item) {
   std::exception_ptr error;
   const auto t0 = std::chrono::steady_clock::now();
+  t_executing_item = true;
   try {
-    if (item.session) group.execute(*item.session);
-    else item.control(group);
+    if (item.session) g.execute(*item.session);
+    else item.control(g);
   } catch (...) {
     error = std::current_exception();
   }
+  t_executing_item = false;
   item.state->ranks_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  if (item.session) item.state->kernel_s = group.last_kernel_seconds();
-  if (!group.all_alive()) {
-    std::vector<int> lost;
-    for (int r = 0; r < group.world_size(); ++r)
-      if (!group.alive(r)) lost.push_back(r);
-    forget_devices(lost);
-    if (options.recovery) {
-      try {
-        group.replace_lost_ranks();
-      } catch (const std::exception& e) {
-        std::lock_guard lock(mutex);
-        broken = fmt::format("replacing a lost rank failed: {}", e.what());
-      }
-    } else {
-      std::string why = "a rank process died";
-      try {
-        if (error) std::rethrow_exception(error);
-      } catch (const std::exception& e) {
-        why = e.what();
-      }
+  if (item.session) item.state->kernel_s = g.last_kernel_seconds();
+  return error;
+}
+
+void WorkerCore::Impl::after_item(RankGroup& g, const std::exception_ptr& error) {
+  if (g.all_alive()) return;
+  std::vector<int> lost;
+  for (int r = 0; r < g.world_size(); ++r)
+    if (!g.alive(r)) lost.push_back(r);
+  forget_devices(lost);
+  if (options.recovery) {
+    try {
+      g.replace_lost_ranks();  // forks: only on the executor thread
+    } catch (const std::exception& e) {
       std::lock_guard lock(mutex);
-      broken = fmt::format("{} (recovery is off)", why);
+      broken = fmt::format("replacing a lost rank failed: {}", e.what());
     }
+    return;
   }
-  item.state->finish(error);
+  std::string why = "a rank process died";
+  try {
+    if (error) std::rethrow_exception(error);
+  } catch (const std::exception& e) {
+    why = e.what();
+  }
+  std::lock_guard lock(mutex);
+  broken = fmt::format("{} (recovery is off)", why);
 }
 
 void WorkerCore::Impl::run_executor(std::promise<void>& started) {
-  std::unique_ptr<RankGroup> group;
+  std::unique_ptr<RankGroup> owned;
   try {
-    group = std::make_unique<RankGroup>(group_options);
+    owned = std::make_unique<RankGroup>(group_options);
+    group = owned.get();
     started.set_value();
   } catch (...) {
     started.set_exception(std::current_exception());
@@ -107,33 +112,36 @@ void WorkerCore::Impl::run_executor(std::promise<void>& started) {
   }
   for (;;) {
     Item item;
-    {
-      std::unique_lock lock(mutex);
-      cv.wait(lock, [&] { return stop || !queue.empty(); });
-      if (queue.empty()) break;  // stop requested and drained
-      item = std::move(queue.front());
-      queue.pop_front();
-    }
     std::string why;
     {
-      std::lock_guard lock(mutex);
+      std::unique_lock lock(mutex);
+      // Leave only once stopped and drained: nothing queued, running, or being recorded.
+      cv.wait(lock, [&] { return !executing && (!queue.empty() || (stop && in_flight == 0)); });
+      if (queue.empty()) {
+        group = nullptr;
+        break;
+      }
+      item = std::move(queue.front());
+      queue.pop_front();
+      executing = true;
       why = broken;
     }
-    if (!why.empty() && !item.session)
+    if (!why.empty()) {
       item.state->finish(std::make_exception_ptr(
           Error(fmt::format("DistributedWorker: the worker is broken: {}; create a new worker", why))));
-    else if (!why.empty())
-      item.state->finish(std::make_exception_ptr(
-          Error(fmt::format("DistributedWorker: the worker is broken: {}; create a new worker", why))));
-    else
-      execute(*group, item);
-    if (item.session) {
+    } else {
+      const std::exception_ptr error = run_item(*group, item);
+      after_item(*group, error);
+      item.state->finish(error);
+    }
+    {
       std::lock_guard lock(mutex);
-      --in_flight;
+      executing = false;
+      if (item.session) --in_flight;
     }
     cv.notify_all();
   }
-  group->shutdown();
+  owned->shutdown();
 }
 
 WorkerCore::WorkerCore(const DistributedConfig& config, const WorkerOptions& options,
@@ -178,7 +186,60 @@ WorkerCore::~WorkerCore() {
 int WorkerCore::world_size() const { return impl_->config.world_size(); }
 
 std::shared_ptr<CallState> WorkerCore::submit(void (*program)(), const std::function<void(Host&)>& record) {
-  Impl& m = *impl_;
+  Impl::Item item = impl_->record_call(program, record);
+  auto state = item.state;
+  {
+    std::lock_guard lock(impl_->mutex);
+    impl_->queue.push_back(std::move(item));
+  }
+  impl_->cv.notify_all();
+  return state;
+}
+
+std::shared_ptr<CallState> WorkerCore::Impl::run_now(void (*program)(), const std::function<void(Host&)>& record) {
+  Item item = record_call(program, record);
+  auto state = item.state;
+  {
+    std::unique_lock lock(mutex);
+    if (!queue.empty() || executing || !broken.empty() || !group) {
+      // Something runs or waits already: keep the order, let the executor take it.
+      queue.push_back(std::move(item));
+      lock.unlock();
+      cv.notify_all();
+      call_wait(*state, std::numeric_limits<double>::infinity());
+      return state;
+    }
+    executing = true;  // the execution token: this thread runs the call itself (no hand-offs)
+  }
+  const std::exception_ptr error = run_item(*group, item);
+  const bool lost = !group->all_alive();
+  auto recovery = std::make_shared<CallState>();
+  {
+    std::lock_guard lock(mutex);
+    executing = false;
+    --in_flight;
+    // Recovery forks, which only the executor thread may do: it goes first in the queue.
+    if (lost) queue.push_front(Item{nullptr, [error](RankGroup&) {
+                                      if (error) std::rethrow_exception(error);
+                                    },
+                                    recovery});
+  }
+  cv.notify_all();
+  if (lost) call_wait(*recovery, std::numeric_limits<double>::infinity());
+  state->finish(error);
+  return state;
+}
+
+void WorkerCore::run(void (*program)(), const std::function<void(Host&)>& record) {
+  auto state = impl_->run_now(program, record);
+  call_result(*state, 0);
+}
+
+WorkerCore::Impl::Item WorkerCore::Impl::record_call(void (*program)(), const std::function<void(Host&)>& record) {
+  Impl& m = *this;
+  if (t_executing_item)
+    throw UsageError("DistributedWorker: run/submit called from a host callback; callbacks run between the "
+                     "dispatches of a call and cannot wait for another one — call it after the call returns");
   const auto t0 = std::chrono::steady_clock::now();
   const auto found = std::find(m.programs.begin(), m.programs.end(), program);
   if (found == m.programs.end())
@@ -210,12 +271,7 @@ std::shared_ptr<CallState> WorkerCore::submit(void (*program)(), const std::func
   }
   auto state = std::make_shared<CallState>();
   state->host_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  {
-    std::lock_guard lock(m.mutex);
-    m.queue.push_back(Impl::Item{std::move(session), {}, state});
-  }
-  m.cv.notify_all();
-  return state;
+  return Item{std::move(session), {}, state};
 }
 
 void WorkerCore::close() {
@@ -255,12 +311,12 @@ BenchmarkStats WorkerCore::benchmark(void (*program)(), const std::function<void
   if (rounds < 1 || warmup < 0)
     throw UsageError(fmt::format("DistributedWorker::benchmark: rounds {} must be >= 1 and warmup {} >= 0", rounds,
                                  warmup));
-  for (int i = 0; i < warmup; ++i) call_result(*submit(program, record), std::numeric_limits<double>::infinity());
+  for (int i = 0; i < warmup; ++i) run(program, record);
   std::vector<double> total, host, ranks, kernels;
   for (int i = 0; i < rounds; ++i) {
     const auto t0 = std::chrono::steady_clock::now();
-    auto state = submit(program, record);
-    call_result(*state, std::numeric_limits<double>::infinity());
+    auto state = impl_->run_now(program, record);
+    call_result(*state, 0);
     total.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
     host.push_back(state->host_s);
     ranks.push_back(state->ranks_s);

@@ -23,6 +23,10 @@
 
 namespace pld::detail {
 
+/// True on a thread while it executes a worker item (host callbacks run there): such a thread
+/// must not wait for the worker.
+inline thread_local bool t_executing_item = false;
+
 struct CallState {
   mutable std::mutex mutex;
   mutable std::condition_variable cv;
@@ -67,13 +71,24 @@ struct WorkerCore::Impl {
   std::string broken;  // why the worker cannot run calls any more ("" = fine)
   std::thread executor;
   std::once_flag close_once;
+  RankGroup* group = nullptr;  // owned by the executor thread
+  bool executing = false;      // the execution token: one item runs at a time, on whichever thread holds it
 
   // Resident allocations by id (executor thread and API callers; guarded by `mutex`).
   std::uint32_t next_device = 1;
   std::unordered_map<std::uint32_t, std::shared_ptr<DeviceAllocation>> devices;
 
   void run_executor(std::promise<void>& started);
-  void execute(RankGroup& group, Item& item);
+  /// Records a call on this thread (counts it in flight; blocks while two are).
+  Item record_call(void (*program)(), const std::function<void(Host&)>& record);
+  /// Records and executes a call on this thread when nothing else is queued or running (no
+  /// thread hand-off), else through the executor; returns the finished state.
+  std::shared_ptr<CallState> run_now(void (*program)(), const std::function<void(Host&)>& record);
+  /// Runs one item with the execution token held; returns its error.
+  std::exception_ptr run_item(RankGroup& g, Item& item);
+  /// After an item: marks lost resident tensors, replaces lost ranks or breaks the worker
+  /// (executor thread only — it forks).
+  void after_item(RankGroup& g, const std::exception_ptr& error);
   /// Queues a control operation behind every accepted call and waits for it; rethrows its error.
   void control(const char* op, std::function<void(RankGroup&)> fn);
   /// Throws if the worker is closed or broken (`op` names the API).

@@ -171,6 +171,21 @@ TEST(Callbacks, AFailureFailsTheCallAndSkipsWhatFollows) {
   EXPECT_EQ(total(0), 3.0f);
 }
 
+DistributedWorker<void (*)(Host&, HostTensor<float>&)>* g_worker = nullptr;
+void reentrant(Host& h, HostTensor<float>& x) {
+  for (int r = 0; r < h.world_size(); ++r) h.dispatch(r, write_rank, x[r], r);
+  h.callback([] { (void)g_worker->alloc_tensor<float>({1}, 0); });
+}
+
+TEST(Callbacks, MayNotWaitForTheWorker) {
+  DistributedWorker rt(ranks(2), reentrant);
+  g_worker = &rt;
+  auto x = HostTensor<float>::zeros({2, 1});
+  expect_usage_error([&] { rt.run(reentrant, x); }, "called from a host callback");
+  expect_usage_error([&] { rt.submit(reentrant, x).result(); }, "called from a host callback");
+  g_worker = nullptr;
+}
+
 // ----- benchmark -------------------------------------------------------------------------------
 
 void spin_kernel(Tensor<float> x) {

@@ -31,9 +31,17 @@ struct alignas(64) RankSlot {
   std::int64_t wait_offsets[kMaxDims] = {};
 };
 
+/// Message counters of one host <-> rank socket, in shared memory, so that either side can spin
+/// on plain memory for a short while instead of sleeping in the kernel (worker/doorbell.h).
+struct Doorbell {
+  alignas(64) std::atomic<std::uint64_t> posted{0};   // messages the host has sent to the rank
+  alignas(64) std::atomic<std::uint64_t> replied{0};  // replies the rank has sent to the host
+};
+
 struct ControlBlock {
   std::atomic<std::uint32_t> abort{0};  // non-zero: every wait fails with AbortedError
   RankSlot slots[kMaxRanks];
+  Doorbell bells[kMaxRanks];
 };
 
 /// Creates a memfd of `bytes`, maps it shared and closes the descriptor (window.cc).
@@ -75,6 +83,8 @@ class ShmBackend final : public Backend {
   /// Current value of `rank`'s cell at `offset`.
   std::int32_t peek(int rank, std::uint64_t offset) const;
   double wait_timeout() const { return wait_timeout_; }
+  /// Spinning is allowed (PLD_WAIT_SPIN > 0 and no more ranks than cores).
+  bool may_spin() const { return wait_spin_ > 0; }
 
  private:
   int world_size_;
