@@ -37,7 +37,7 @@ bool channel_send(int fd, const void* data, std::size_t size, int pass_fd, bool 
 }
 
 long channel_recv(int fd, std::vector<std::byte>& buffer, int* got_fd, bool nonblocking) {
-  buffer.resize(kMaxMessage);
+  if (buffer.size() < kMaxMessage) buffer.resize(kMaxMessage);  // once: re-growing would zero-fill 64 KiB
   iovec iov{buffer.data(), buffer.size()};
   msghdr msg{};
   msg.msg_iov = &iov;
@@ -54,7 +54,6 @@ long channel_recv(int fd, std::vector<std::byte>& buffer, int* got_fd, bool nonb
     if (n < 0) throw Error(fmt::format("pld: receiving from a rank failed: {}", std::strerror(errno)));
     for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c))
       if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) std::memcpy(got_fd, CMSG_DATA(c), sizeof(int));
-    buffer.resize(static_cast<std::size_t>(n));
     return n;
   }
 }

@@ -10,8 +10,8 @@ namespace pld::detail {
 /// peer is gone or the packet is too large.
 bool channel_send(int fd, const void* data, std::size_t size, int pass_fd, bool nonblocking);
 
-/// Receives one packet into `buffer` (resized to the packet). Returns the packet size, 0 at end
-/// of stream, -1 if it would block. A received descriptor is stored in `*got_fd` (else -1).
+/// Receives one packet into the front of `buffer` (kept at kMaxMessage bytes: use the returned
+/// size, not buffer.size()). Returns the packet size, 0 at end of stream, -1 if it would block. A received descriptor is stored in `*got_fd` (else -1).
 long channel_recv(int fd, std::vector<std::byte>& buffer, int* got_fd, bool nonblocking);
 
 }  // namespace pld::detail

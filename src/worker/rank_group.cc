@@ -103,7 +103,7 @@ void RankGroup::await_ready(const std::vector<int>& starting) {
   using Clock = std::chrono::steady_clock;
   const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
                                            std::chrono::duration<double>(options_.startup_timeout));
-  std::vector<std::byte> buf;
+  std::vector<std::byte>& buf = recv_buf_;
   for (int r : starting) {
     Rank& rank = ranks_[static_cast<std::size_t>(r)];
     for (;;) {
@@ -254,10 +254,13 @@ void RankGroup::pump_sends(int r) {
   }
 }
 
-void RankGroup::read_replies(int r, const HostSession& session) {
+void RankGroup::read_replies(int r, const HostSession& session, bool counted) {
   Rank& rank = ranks_[static_cast<std::size_t>(r)];
-  std::vector<std::byte> buf;
+  const Doorbell& bell = backend_->control().bells[r];
   while (rank.alive) {
+    // Counted: read exactly the replies the rank has published (no final EAGAIN recv).
+    if (counted && bell.replied.load(std::memory_order_acquire) <= rank.packets) return;
+    std::vector<std::byte>& buf = recv_buf_;
     int fd = -1;
     long n = 0;
     try {
@@ -419,6 +422,7 @@ void RankGroup::execute(const HostSession& session) {
         if (rank.alive && rank.sent > rank.done) kill(rank.pid, SIGKILL);
     }
     // Spin briefly on the replies counters first: a quick kernel answers before a sleep would end.
+    // Then read what the counters announce, without poll.
     bool ready = false;
     if (backend_->may_spin() && !aborting_)
       ready = spin_until(kHostReplySpin, [&] {
@@ -430,7 +434,11 @@ void RankGroup::execute(const HostSession& session) {
         }
         return false;
       });
-    const int n = poll(pfds.data(), pfds.size(), ready ? 0 : 200);
+    if (ready) {
+      for (int r = 0; r < world_size(); ++r) read_replies(r, session, true);
+      continue;
+    }
+    const int n = poll(pfds.data(), pfds.size(), 200);
     if (n < 0 && errno != EINTR) throw Error(fmt::format("pld: poll failed: {}", std::strerror(errno)));
     for (int r = 0; r < world_size(); ++r) {
       const short ev = pfds[static_cast<std::size_t>(r)].revents;
@@ -516,7 +524,7 @@ void RankGroup::device_op(int r, std::vector<std::byte> m, int pass_fd) {
     pollfd p{rank.fd, POLLOUT, 0};
     poll(&p, 1, 200);
   }
-  std::vector<std::byte> buf;
+  std::vector<std::byte>& buf = recv_buf_;
   for (;;) {
     pollfd p{rank.fd, POLLIN, 0};
     poll(&p, 1, 200);

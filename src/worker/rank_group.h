@@ -88,7 +88,8 @@ class RankGroup {
   void await_ready(const std::vector<int>& starting);
   void build_queues(const HostSession& session);
   void pump_sends(int r);
-  void read_replies(int r, const HostSession& session);
+  /// Reads rank r's replies: until the socket is empty, or (counted) as many as its doorbell says.
+  void read_replies(int r, const HostSession& session, bool counted = false);
   void on_death(int r);
   /// Marks rank `r` dead, closes its socket and reaps it; returns how it ended.
   std::string mark_dead(int r);
@@ -110,6 +111,7 @@ class RankGroup {
   bool aborting_ = false;
   Failure failure_;
   bool shut_down_ = false;
+  std::vector<std::byte> recv_buf_;  // reused: a message buffer is kMaxMessage bytes
 };
 
 }  // namespace pld::detail
