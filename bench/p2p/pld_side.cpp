@@ -127,7 +127,10 @@ BwResult bw_result(const BwArgs& a, const pld::HostTensor<double>& out, pld::Ind
 pld::DistributedConfig config_for(const Options& o, std::uint64_t bytes) {
   const std::uint64_t heap =
       o.heap_bytes ? o.heap_bytes : std::max<std::uint64_t>(256ull << 20, (bytes + (2ull << 20)) >> 20 << 20);
-  return pld::DistributedConfig{.device_ids = {0, 1}, .heap_bytes = heap};
+  pld::DistributedConfig config;
+  config.device_ids = {0, 1};
+  config.heap_bytes = heap;
+  return config;
 }
 
 pld::DistributedTensor<std::int32_t> signal_window(pld::Host& h) {

@@ -25,6 +25,7 @@
 #include <pld/window.hpp>
 
 #include <cstdint>
+#include <string>
 
 namespace pld {
 
@@ -52,6 +53,27 @@ struct AllreduceOptions {
 };
 
 namespace detail {
+/// Swimlane span of one collective call (a no-op unless swimlanes are recording).
+class PLD_API CollTrace {
+ public:
+  CollTrace(const char* name, const WindowDesc& target, int root = -1, int op = -1) {
+    if (trace_on()) begin(name, target, root, op);
+  }
+  ~CollTrace() {
+    if (t0_) end();
+  }
+  CollTrace(const CollTrace&) = delete;
+  CollTrace& operator=(const CollTrace&) = delete;
+  static bool trace_on();
+
+ private:
+  void begin(const char* name, const WindowDesc& target, int root, int op);
+  void end();
+  const char* name_ = nullptr;
+  std::int64_t t0_ = 0;
+  std::string args_;
+};
+
 PLD_API void coll_barrier(const WindowDesc& signal);
 PLD_API void coll_allreduce(const WindowDesc& target, const WindowDesc& signal, const AllreduceOptions& options);
 PLD_API void coll_broadcast(const WindowDesc& target, const WindowDesc& signal, int root, int core_num);
@@ -67,12 +89,16 @@ PLD_API void coll_all_to_all_v(const LocalDesc& input, const WindowDesc* input_w
 namespace tensor {
 
 /// Every rank of the signal's domain waits until all have arrived. One credit per call.
-inline void barrier(const DistributedTensor<std::int32_t>& signal) { detail::coll_barrier(detail::desc(signal)); }
+inline void barrier(const DistributedTensor<std::int32_t>& signal) {
+  detail::CollTrace span("barrier", detail::desc(signal));
+  detail::coll_barrier(detail::desc(signal));
+}
 
 /// In place: every rank's `target` becomes op(target of rank 0, ..., target of rank P-1).
 template <class T>
 const DistributedTensor<T>& allreduce(const DistributedTensor<T>& target, const DistributedTensor<std::int32_t>& signal,
                                       const AllreduceOptions& options = {}) {
+  detail::CollTrace span("allreduce", detail::desc(target), -1, static_cast<int>(options.op));
   detail::coll_allreduce(detail::desc(target), detail::desc(signal), options);
   return target;
 }
@@ -81,6 +107,7 @@ const DistributedTensor<T>& allreduce(const DistributedTensor<T>& target, const 
 template <class T>
 const DistributedTensor<T>& broadcast(const DistributedTensor<T>& target, const DistributedTensor<std::int32_t>& signal,
                                       int root, int core_num = 1) {
+  detail::CollTrace span("broadcast", detail::desc(target), root);
   detail::coll_broadcast(detail::desc(target), detail::desc(signal), root, core_num);
   return target;
 }
@@ -90,6 +117,7 @@ const DistributedTensor<T>& broadcast(const DistributedTensor<T>& target, const 
 template <class T>
 const DistributedTensor<T>& allgather(const Tensor<T>& local, const DistributedTensor<T>& target,
                                       const DistributedTensor<std::int32_t>& signal, int core_num = 1) {
+  detail::CollTrace span("allgather", detail::desc(target));
   detail::coll_allgather(detail::desc(local), nullptr, detail::desc(target), detail::desc(signal), core_num);
   return target;
 }
@@ -97,6 +125,7 @@ template <class T>
 const DistributedTensor<T>& allgather(const DistributedTensor<T>& local, const DistributedTensor<T>& target,
                                       const DistributedTensor<std::int32_t>& signal, int core_num = 1) {
   const auto w = detail::desc(local);
+  detail::CollTrace span("allgather", detail::desc(target));
   detail::coll_allgather(detail::window_local("allgather", w), &w, detail::desc(target), detail::desc(signal),
                          core_num);
   return target;
@@ -108,6 +137,7 @@ template <class T>
 const DistributedTensor<T>& reduce_scatter(const DistributedTensor<T>& target,
                                            const DistributedTensor<std::int32_t>& signal, ReduceOp op = ReduceOp::Sum,
                                            int core_num = 1) {
+  detail::CollTrace span("reduce_scatter", detail::desc(target), -1, static_cast<int>(op));
   detail::coll_reduce_scatter(detail::desc(target), detail::desc(signal), op, core_num);
   return target;
 }
@@ -116,6 +146,7 @@ const DistributedTensor<T>& reduce_scatter(const DistributedTensor<T>& target,
 template <class T>
 const DistributedTensor<T>& all_to_all(const Tensor<T>& input, const DistributedTensor<T>& target,
                                        const DistributedTensor<std::int32_t>& signal, int core_num = 1) {
+  detail::CollTrace span("all_to_all", detail::desc(target));
   detail::coll_all_to_all(detail::desc(input), nullptr, detail::desc(target), detail::desc(signal), core_num);
   return target;
 }
@@ -123,6 +154,7 @@ template <class T>
 const DistributedTensor<T>& all_to_all(const DistributedTensor<T>& input, const DistributedTensor<T>& target,
                                        const DistributedTensor<std::int32_t>& signal, int core_num = 1) {
   const auto w = detail::desc(input);
+  detail::CollTrace span("all_to_all", detail::desc(target));
   detail::coll_all_to_all(detail::window_local("all_to_all", w), &w, detail::desc(target), detail::desc(signal),
                           core_num);
   return target;
@@ -138,6 +170,7 @@ const DistributedTensor<T>& all_to_all_v(const Tensor<T>& input, const Distribut
                                          const DistributedTensor<std::int32_t>& signal,
                                          const Tensor<std::int32_t>& send_counts,
                                          const DistributedTensor<std::int32_t>& recv_counts) {
+  detail::CollTrace span("all_to_all_v", detail::desc(target));
   detail::coll_all_to_all_v(detail::desc(input), nullptr, detail::desc(target), detail::desc(signal),
                             detail::desc(send_counts), detail::desc(recv_counts));
   return target;
@@ -148,6 +181,7 @@ const DistributedTensor<T>& all_to_all_v(const DistributedTensor<T>& input, cons
                                          const DistributedTensor<std::int32_t>& send_counts,
                                          const DistributedTensor<std::int32_t>& recv_counts) {
   const auto w = detail::desc(input);
+  detail::CollTrace span("all_to_all_v", detail::desc(target));
   detail::coll_all_to_all_v(detail::window_local("all_to_all_v", w), &w, detail::desc(target), detail::desc(signal),
                             detail::window_local("all_to_all_v", detail::desc(send_counts)),
                             detail::desc(recv_counts));

@@ -39,6 +39,11 @@ struct DistributedConfig {
   std::uint64_t heap_bytes = 0;
   /// Deadline of every wait in seconds; 0 = PLD_WAIT_TIMEOUT (default 300).
   double wait_timeout = 0;
+  /// Record swimlanes (per rank and dispatch: tasks, dependencies, scope statistics, signal and
+  /// collective events; one merged Chrome trace per call) — also PLD_SWIMLANE=1.
+  bool swimlane = false;
+  /// Where debugging outputs go; empty = PLD_DFX_DIR (default "dfx_outputs").
+  std::string dfx_dir;
 
   /// Throws UsageError for an empty, negative or duplicate device list or a bad value.
   PLD_API void validate() const;

@@ -12,6 +12,7 @@
 #include <pld/info.hpp>
 #include <pld/collectives.hpp>
 #include <pld/kernel.hpp>
+#include <pld/task.hpp>
 #include <pld/tensor.hpp>
 #include <pld/types.hpp>
 #include <pld/window.hpp>

@@ -1,11 +1,16 @@
 // pld::system: comm contexts, notify and wait.
 #include "kernel/region.h"
 #include "rank/runtime.h"
+#include "task/task_graph.h"
+#include "trace/trace.h"
 
 #include <pld/error.hpp>
 #include <pld/kernel.hpp>
+#include <pld/task.hpp>
 
 #include <fmt/format.h>
+
+#include <climits>
 
 namespace pld {
 
@@ -87,7 +92,15 @@ void notify(const WindowDesc& signal, int peer, const Dims& offsets, std::int32_
     check_peer(site, *d, peer);
     off = cell_offset(site, signal, offsets);
   }
-  d->backend->notify(d->members[static_cast<std::size_t>(peer)], off, value, op);
+  const int dest = d->members[static_cast<std::size_t>(peer)];
+  if (trace::on()) {
+    const std::int64_t t = trace::now_ns();
+    d->backend->notify(dest, off, value, op);
+    trace::record(trace::Event{trace::Kind::Notify, t, trace::now_ns(), trace::thread_index(),
+                               d->buffer_name(signal.ref.buffer), dest, off, value, 0, static_cast<int>(op), {}});
+    return;
+  }
+  d->backend->notify(dest, off, value, op);
 }
 
 void wait(const WindowDesc& signal, const Dims& offsets, std::int32_t expected, WaitCmp cmp) {
@@ -102,7 +115,12 @@ void wait(const WindowDesc& signal, const Dims& offsets, std::int32_t expected, 
   }
   const WaitSite where{signal.ref.domain, signal.ref.buffer, &offsets};
   std::int32_t seen = 0;
-  switch (d->backend->wait(off, expected, cmp, where, &seen)) {
+  const std::int64_t t0 = trace::on() ? trace::now_ns() : 0;
+  const WaitStatus status = d->backend->wait(off, expected, cmp, where, &seen);
+  if (t0)
+    trace::record(trace::Event{trace::Kind::Wait, t0, trace::now_ns(), trace::thread_index(),
+                               d->buffer_name(signal.ref.buffer), -1, off, expected, seen, static_cast<int>(cmp), {}});
+  switch (status) {
     case WaitStatus::Ok: return;
     case WaitStatus::Timeout:
       throw WaitTimeoutError(fmt::format("{}: waited for value {} {} but the cell holds {} at the deadline",
@@ -111,6 +129,24 @@ void wait(const WindowDesc& signal, const Dims& offsets, std::int32_t expected, 
     case WaitStatus::Aborted:
       throw AbortedError(fmt::format("{}: released because another rank failed", signal_site("wait", signal, offsets)));
   }
+}
+
+void defer_wait(const WindowDesc& signal, const Dims& offsets, std::int32_t expected, WaitCmp cmp) {
+  const std::string site = signal_site("defer_wait", signal, offsets);
+  const DomainState& d = bound_state(site, signal);
+  if (cmp != WaitCmp::Ge)
+    throw UsageError(fmt::format("{}: only WaitCmp::Ge is supported (deferred conditions are 'counter >= "
+                                 "expected' on monotonic counters)",
+                                 site));
+  if (expected < 0)
+    throw UsageError(fmt::format("{}: expected {} is negative; deferred conditions compare monotonic non-negative "
+                                 "counters, pass a value in [0, {}]",
+                                 site, expected, INT32_MAX));
+  const std::uint64_t off = cell_offset(site, signal, offsets);
+  const auto* cell =
+      reinterpret_cast<const std::int32_t*>(d.windows_in[static_cast<std::size_t>(d.rank)] + off);
+  task_defer(site, cell, expected, fmt::format("signal '{}' offsets {}", d.buffer_name(signal.ref.buffer),
+                                                offsets.str()));
 }
 
 }  // namespace detail

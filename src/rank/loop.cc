@@ -8,6 +8,8 @@
 #include "worker/channel.h"
 #include "worker/doorbell.h"
 #include "worker/protocol.h"
+#include "worker/report.h"
+#include "trace/trace.h"
 
 #include <pld/detail/dispatch.hpp>
 #include <pld/error.hpp>
@@ -33,6 +35,7 @@ namespace pld::detail {
 namespace {
 
 Doorbell* g_bell = nullptr;  // this rank's message counters (set once the rank starts)
+std::uint64_t g_dispatches = 0;  // dispatches received (swimlane directories d{k})
 
 [[noreturn]] void leave(int code) {
   std::cout.flush();
@@ -96,6 +99,7 @@ void run_dispatch(int fd, ShmBackend* backend, const std::byte* p, const std::by
   const auto seq = take<std::uint64_t>(p);
   const auto trampoline = reinterpret_cast<Trampoline>(take<std::uintptr_t>(p));
   const auto kernel = reinterpret_cast<void (*)()>(take<std::uintptr_t>(p));
+  const std::uint64_t k = g_dispatches++;  // counted even when skipped: the host counts what it sent
   RankSlot& slot = backend->control().slots[backend->my_rank()];
   slot.dispatch.store(seq, std::memory_order_relaxed);
   slot.state.store(static_cast<std::uint32_t>(RankState::Running), std::memory_order_release);
@@ -107,6 +111,7 @@ void run_dispatch(int fd, ShmBackend* backend, const std::byte* p, const std::by
   ReplyStatus status = ReplyStatus::Ok;
   std::string text;
   log(LogLevel::Debug, "dispatch seq {} starts", seq);
+  if (trace::config().enabled) trace::dispatch_begin(backend->my_rank(), k, kernel_name(kernel));
   const auto t0 = std::chrono::steady_clock::now();
   try {
     ArgReader reader(p, static_cast<std::size_t>(end - p));
@@ -131,6 +136,7 @@ void run_dispatch(int fd, ShmBackend* backend, const std::byte* p, const std::by
     text = "kernel threw an exception that is not a std::exception";
   }
   const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count();
+  if (trace::config().enabled) trace::dispatch_end(status == ReplyStatus::Ok);
   if (status != ReplyStatus::WaitTimeout)  // a timed-out wait stays published for the host's report
     slot.state.store(static_cast<std::uint32_t>(RankState::Idle), std::memory_order_release);
   if (status != ReplyStatus::Ok) log(LogLevel::Debug, "dispatch seq {} ended: {}", seq, text);
@@ -182,6 +188,7 @@ void serve(int fd, int rank, ShmBackend* backend, RankRuntime& rt, std::vector<s
   log_set_rank(rank);
   backend->become_rank(rank);
   auto runtime = std::make_unique<RankRuntime>(rank, backend);
+  runtime->set_wait_policy(backend->wait_timeout(), backend->may_spin(), &backend->control().abort);
   for (const auto& [id, rec] : inherited) runtime->block_inherit(id, rec.base, rec.bytes);
   RankRuntime& rt = *runtime;
   RankRuntime::install(std::move(runtime));

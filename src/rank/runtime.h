@@ -7,6 +7,7 @@
 
 #include <pld/window.hpp>
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -47,6 +48,17 @@ class RankRuntime {
   int world_rank() const { return world_rank_; }
   Backend& backend() { return *backend_; }
 
+  /// Wait deadline (seconds), whether spinning is allowed, and the job's abort flag — for waits
+  /// the runtime does itself (deferred task conditions).
+  void set_wait_policy(double timeout, bool may_spin, const std::atomic<std::uint32_t>* abort) {
+    wait_timeout_ = timeout;
+    may_spin_ = may_spin;
+    abort_ = abort;
+  }
+  double wait_timeout() const { return wait_timeout_; }
+  bool may_spin() const { return may_spin_; }
+  bool aborting() const { return abort_ && abort_->load(std::memory_order_acquire) != 0; }
+
   std::byte* block_base(std::uint32_t id);
   void block_attach(std::uint32_t id, int fd, std::uint64_t bytes);
   void block_inherit(std::uint32_t id, std::byte* base, std::uint64_t bytes);
@@ -70,6 +82,9 @@ class RankRuntime {
   };
   int world_rank_;
   Backend* backend_;
+  double wait_timeout_ = 300;
+  bool may_spin_ = false;
+  const std::atomic<std::uint32_t>* abort_ = nullptr;
   std::unordered_map<std::uint32_t, Block> blocks_;
   std::unordered_map<std::uint32_t, Block> devices_;
   std::unordered_map<std::uint32_t, std::unique_ptr<DomainState>> domains_;

@@ -6,6 +6,7 @@
 #include "worker/doorbell.h"
 #include "worker/protocol.h"
 #include "worker/report.h"
+#include "trace/trace.h"
 
 #include <fmt/format.h>
 #include <poll.h>
@@ -52,6 +53,9 @@ RankGroup::RankGroup(const GroupOptions& options) : options_(options) {
   backend_ = std::make_unique<ShmBackend>(world, options.heap_bytes, options.wait_timeout, options.wait_spin);
   dirty_.assign(static_cast<std::size_t>(world), 0);
   ranks_.resize(static_cast<std::size_t>(world));
+  // Swimlanes: the ranks inherit the configuration at fork; stale outputs go first.
+  trace::configure(trace::Config{options.swimlane, options.dfx_dir});
+  if (options.swimlane) trace::clear_outputs();
   fork_ranks();
 }
 
@@ -374,6 +378,8 @@ void RankGroup::execute(const HostSession& session) {
     dirty = std::max(dirty, session.heap_top(r));
   }
   wipe_ = false;
+  std::vector<std::uint64_t> first_dispatch(ranks_.size());
+  for (std::size_t r = 0; r < ranks_.size(); ++r) first_dispatch[r] = ranks_[r].sent;
   build_queues(session);
   kernel_ns_.assign(ranks_.size(), 0);
   const auto& callbacks = session.callbacks();
@@ -447,6 +453,13 @@ void RankGroup::execute(const HostSession& session) {
   }
   call_base_ += session.dispatches().size();
   gate_ = -1;
+  if (options_.swimlane) {
+    std::vector<std::uint64_t> last_dispatch(ranks_.size());
+    for (std::size_t r = 0; r < ranks_.size(); ++r) last_dispatch[r] = ranks_[r].sent;
+    const std::string path = trace::merge_call(calls_, first_dispatch, last_dispatch);
+    if (!path.empty()) log(LogLevel::Info, "swimlane: call {} merged into {}", calls_, path);
+  }
+  ++calls_;
   last_kernel_s_ = static_cast<double>(*std::max_element(kernel_ns_.begin(), kernel_ns_.end())) * 1e-9;
 
   if (failure_.rank < 0) {

@@ -26,6 +26,8 @@ struct GroupOptions {
   double wait_timeout = 0;
   std::int64_t wait_spin = 0;
   double startup_timeout = 30;
+  bool swimlane = false;
+  std::string dfx_dir;
 };
 
 class RankGroup {
@@ -106,6 +108,7 @@ class RankGroup {
   std::vector<std::uint64_t> dirty_;  // per rank: heap bytes that may be non-zero
   bool wipe_ = false;                 // zero every dirty byte before the next call (after a loss)
   double last_kernel_s_ = 0;
+  std::uint64_t calls_ = 0;  // calls executed (swimlane trace file names)
   std::vector<std::uint64_t> kernel_ns_;  // per rank, during the current call
   std::uint64_t call_base_ = 0;  // sequence number of the current call's first dispatch
   bool aborting_ = false;

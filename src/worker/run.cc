@@ -61,6 +61,8 @@ GroupOptions group_options(const DistributedConfig& config) {
   o.wait_timeout = config.wait_timeout > 0 ? config.wait_timeout : setting_seconds(Setting::WaitTimeout);
   o.wait_spin = setting_int(Setting::WaitSpin);
   o.startup_timeout = setting_seconds(Setting::StartupTimeout);
+  o.swimlane = config.swimlane || setting_int(Setting::Swimlane) != 0;
+  o.dfx_dir = config.dfx_dir.empty() ? setting_string(Setting::DfxDir) : config.dfx_dir;
   // More ranks than cores: a spinning waiter only delays the rank it waits for, so yield at once
   // (bench/README.md: P=4 on 2 cores, barrier 3.7 -> 2.8 us).
   const long cores = sysconf(_SC_NPROCESSORS_ONLN);

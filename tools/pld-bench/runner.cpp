@@ -82,7 +82,8 @@ Results run_plan(const Options& o, const Plan& plan) {
   auto res = pld::HostTensor<double>::zeros({std::max(plan.npoints, 1), n, kFields});
   std::int64_t lat_iters = 0;
 
-  pld::DistributedConfig config{.device_ids = {}, .heap_bytes = plan.heap_bytes};
+  pld::DistributedConfig config;
+  config.heap_bytes = plan.heap_bytes;
   for (int r = 0; r < n; ++r) config.device_ids.push_back(r);
 
   const double t_start = now_ns();

@@ -1,0 +1,14 @@
+// Internal interface between the kernel API (defer_wait in kernel/system.cc) and the task
+// scheduler (task_graph.cc).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace pld::detail {
+
+/// Registers "*cell >= expected" for the task running on this thread; `where` describes the
+/// cell for reports. Throws UsageError outside a task of a running TaskGraph or over the limit.
+void task_defer(const std::string& op, const std::int32_t* cell, std::int32_t expected, std::string where);
+
+}  // namespace pld::detail

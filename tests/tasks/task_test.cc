@@ -1,0 +1,165 @@
+// The per-rank task model: dependencies, threads, deferred completion (defer_wait) and every
+// misuse of it.
+#include "support.hpp"
+
+#include <atomic>
+#include <mutex>
+
+namespace pld::test {
+namespace {
+
+// A diamond a -> {b, c} -> d plus an independent e, on `threads` threads: each task records when
+// it started and ended (a global sequence), and every task must start after its dependencies ended.
+void diamond_kernel(Tensor<std::int32_t> out, int threads) {
+  std::atomic<int> seq{0};
+  std::int32_t start[5] = {}, end[5] = {};
+  auto body = [&](int i) {
+    return [&, i] {
+      start[i] = ++seq;
+      end[i] = ++seq;
+    };
+  };
+  TaskGraph g(threads, "diamond");
+  auto a = g.add("a", body(0));
+  auto b = g.add("b", body(1), {a});
+  auto c = g.add("c", body(2), {a});
+  g.add("d", body(3), {b, c});
+  g.add("e", body(4));
+  EXPECT_EQ(g.size(), 5);
+  g.run();
+  out(0) = start[1] > end[0] && start[2] > end[0] && start[3] > end[1] && start[3] > end[2] && end[4] > 0;
+}
+void diamond_program(Host& h, HostTensor<std::int32_t>& out, int threads) {
+  for (int r = 0; r < h.world_size(); ++r) h.dispatch(r, diamond_kernel, out[r], threads);
+}
+
+TEST(Tasks, DependenciesOnOneOrManyThreads) {
+  for (int threads : {1, 2, 4}) {
+    auto out = HostTensor<std::int32_t>::zeros({2, 1});
+    pld::run(ranks(2), diamond_program, out, threads);
+    EXPECT_EQ(out(0, 0), 1) << threads;
+    EXPECT_EQ(out(1, 0), 1) << threads;
+  }
+}
+
+// Rank 0's waiter defers on "rank 1 delivered"; rank 1 delivers only after rank 0's independent
+// task told it to go. With one thread a blocking wait would deadlock; a deferred one does not.
+void defer_kernel(DistributedTensor<float> data, DistributedTensor<std::int32_t> sig, Tensor<float> out,
+                  int threads) {
+  const int me = rank(get_comm_ctx(data));
+  if (me == 1) {
+    system::wait(sig, {0, 0}, 1, WaitCmp::Ge);  // "go" from rank 0's independent task
+    tensor::put(data, 0, out);                   // out holds rank 1's payload
+    system::notify(sig, 0, {1, 0}, 1, NotifyOp::AtomicAdd);
+    return;
+  }
+  TaskGraph g(threads, "consumer");
+  auto waiter = g.add("await payload", [&] { system::defer_wait(sig, {1, 0}, 1); });
+  g.add("go", [&] { system::notify(sig, 1, {0, 0}, 1, NotifyOp::AtomicAdd); });
+  g.add("consume", [&] { tensor::get(out, 0, data); }, {waiter});
+  g.run();
+}
+void defer_program(Host& h, HostTensor<float>& out, int threads) {
+  auto data = h.window<float>(h.alloc_window_buffer({4}, DType::FP32, "data"), {4});
+  auto sig = h.window<std::int32_t>(h.alloc_window_buffer({2, 16}, DType::INT32, "sig"), {2, 16});
+  for (int r = 0; r < 2; ++r) h.dispatch(r, defer_kernel, data, sig, out[r], threads);
+}
+
+TEST(Tasks, DeferredWaiterCompletesWhenItsConditionHolds) {
+  for (int threads : {1, 3}) {
+    auto out = HostTensor<float>::zeros({2, 4});
+    for (Index i = 0; i < 4; ++i) out(1, i) = static_cast<float>(10 + i);
+    pld::run(ranks(2), defer_program, out, threads);
+    for (Index i = 0; i < 4; ++i) EXPECT_EQ(out(0, i), static_cast<float>(10 + i)) << threads;
+  }
+}
+
+void never_kernel(DistributedTensor<std::int32_t> sig) {
+  TaskGraph g(1, "stuck");
+  auto w = g.add("await nothing", [&] { system::defer_wait(sig, {0, 3}, 1); });
+  g.add("after", [] {}, {w});
+  g.run();
+}
+void never_program(Host& h) {
+  auto sig = h.window<std::int32_t>(h.alloc_window_buffer({2, 16}, DType::INT32, "sig"), {2, 16});
+  for (int r = 0; r < h.world_size(); ++r) h.dispatch(r, never_kernel, sig);
+}
+
+TEST(Tasks, DeferredConditionsHaveTheWaitDeadline) {
+  try {
+    pld::run(ranks(2, 0.3), never_program);
+    FAIL() << "expected a wait timeout";
+  } catch (const RankError& e) {
+    EXPECT_EQ(e.cause(), RankFailure::WaitTimeout) << e.what();
+    EXPECT_NE(std::string(e.what()).find("defer_wait in task 'await nothing'"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("signal 'sig' offsets [0, 3] >= 1 (the cell holds 0)"), std::string::npos)
+        << e.what();
+  }
+}
+
+enum class Misuse { Outside, Eq, Negative, TooManyConditions, TooManyDeferred, LaterDep, Threads, RunTwice, Throws };
+
+void misuse_kernel(DistributedTensor<std::int32_t> sig, Misuse m, Tensor<std::int32_t> ran) {
+  TaskGraph g(1, "misuse");
+  switch (m) {
+    case Misuse::Outside: system::defer_wait(sig, {0, 0}, 1); break;
+    case Misuse::Eq: g.add("w", [&] { system::defer_wait(sig, {0, 0}, 1, WaitCmp::Eq); }); break;
+    case Misuse::Negative: g.add("w", [&] { system::defer_wait(sig, {0, 0}, -1); }); break;
+    case Misuse::TooManyConditions:
+      g.add("w", [&] {
+        for (int i = 0; i <= kMaxDeferConditions; ++i) system::defer_wait(sig, {0, 0}, 1);
+      });
+      break;
+    case Misuse::TooManyDeferred:
+      for (int i = 0; i <= kMaxDeferredTasks; ++i) g.add("w", [&] { system::defer_wait(sig, {0, 0}, 1); });
+      break;
+    case Misuse::LaterDep: g.add("x", [] {}, {TaskId{3}}); break;
+    case Misuse::Threads: {
+      TaskGraph bad(0);
+      break;
+    }
+    case Misuse::RunTwice:
+      g.add("x", [] {});
+      g.run();
+      break;
+    case Misuse::Throws: {
+      auto a = g.add("boom", [] { throw std::runtime_error("task failed on purpose"); });
+      g.add("after", [&] { ran(0) = 1; }, {a});
+      break;
+    }
+  }
+  g.run();
+}
+void misuse_program(Host& h, Misuse m, HostTensor<std::int32_t>& ran) {
+  auto sig = h.window<std::int32_t>(h.alloc_window_buffer({2, 16}, DType::INT32, "sig"), {2, 16});
+  h.dispatch(0, misuse_kernel, sig, m, ran[0]);
+  h.dispatch(1, misuse_kernel, sig, m, ran[1]);
+}
+
+TEST(Tasks, EveryMisuseIsNamed) {
+  const std::pair<Misuse, const char*> cases[] = {
+      {Misuse::Outside, "must be called inside a task of a running TaskGraph"},
+      {Misuse::Eq, "only WaitCmp::Ge is supported"},
+      {Misuse::Negative, "expected -1 is negative"},
+      {Misuse::TooManyConditions, "kMaxDeferConditions = 64"},
+      {Misuse::TooManyDeferred, "more than kMaxDeferredTasks = 64"},
+      {Misuse::LaterDep, "dependency 3 is not a task added earlier"},
+      {Misuse::Threads, "threads 0 must be in [1, 64]"},
+      {Misuse::RunTwice, "the graph already ran"},
+      {Misuse::Throws, "task failed on purpose"},
+  };
+  for (const auto& [m, needle] : cases) {
+    auto ran = HostTensor<std::int32_t>::zeros({2, 1});
+    try {  // both ranks fail the same way; either may be reported
+      pld::run(ranks(2, 5), misuse_program, m, ran);
+      ADD_FAILURE() << "expected a RankError containing " << needle;
+    } catch (const RankError& e) {
+      EXPECT_EQ(e.cause(), RankFailure::KernelError) << e.what();
+      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+    }
+    EXPECT_EQ(ran(0, 0), 0) << "a dependant of a failed task must not run";
+  }
+}
+
+}  // namespace
+}  // namespace pld::test
