@@ -145,6 +145,7 @@ struct TaskGraph::Impl {
   std::deque<int> ready;
   std::vector<int> deferred;
   int running = 0, finished = 0;
+  int idle = 0;  // workers asleep in cv.wait (wake them only when there is something for them)
   bool poller = false;
   std::exception_ptr error;
   int peak_ready = 0, peak_running = 0, peak_deferred = 0, peak_conditions = 0;
@@ -327,14 +328,17 @@ void TaskGraph::Impl::worker(int index) {
       } else {
         complete(t);
       }
-      cv.notify_all();
+      if (idle > 0 && (!ready.empty() || finished == total || (!deferred.empty() && !poller) || error))
+        cv.notify_all();
       continue;
     }
     if (!deferred.empty() && !poller) {
       poll(lock);
       continue;
     }
+    ++idle;
     cv.wait(lock);
+    --idle;
   }
   (void)index;
 }
