@@ -257,6 +257,7 @@ void TaskGraph::Impl::poll(std::unique_lock<std::mutex>& lock) {
     {
       std::lock_guard l(mutex);
       if (ready.size() > ready_before || error) break;  // other work to do, or the graph failed
+      watch = deferred;  // waiters deferred meanwhile by other threads are polled too
     }
     if (spin && round < 2000) {
       PLD_TASK_RELAX();

@@ -74,6 +74,28 @@ TEST(Tasks, DeferredWaiterCompletesWhenItsConditionHolds) {
   }
 }
 
+// Waiter A needs cell X, which task D sets once waiter B (cell Y, set by task N) completed: the
+// poller must watch waiters deferred after it started.
+void chained_waiters_kernel(DistributedTensor<std::int32_t> sig, int threads) {
+  const int me = rank(get_comm_ctx(sig));
+  TaskGraph g(threads, "chained");
+  auto a = g.add("await X", [&] { system::defer_wait(sig, {0, 0}, 1); });
+  auto b = g.add("await Y", [&] { system::defer_wait(sig, {0, 1}, 1); });
+  g.add("set Y", [&] { system::notify(sig, me, {0, 1}, 1, NotifyOp::AtomicAdd); });
+  g.add("set X", [&] { system::notify(sig, me, {0, 0}, 1, NotifyOp::AtomicAdd); }, {b});
+  g.add("after X", [] {}, {a});
+  g.run();
+}
+void chained_waiters(Host& h, int threads) {
+  auto sig = h.window<std::int32_t>(h.alloc_window_buffer({2, 16}, DType::INT32, "sig"), {2, 16});
+  for (int r = 0; r < h.world_size(); ++r) h.dispatch(r, chained_waiters_kernel, sig, threads);
+}
+
+TEST(Tasks, WaitersDeferredLaterArePolledToo) {
+  for (int threads : {1, 2, 3})
+    for (int k = 0; k < 5; ++k) pld::run(ranks(2, 10), chained_waiters, threads);
+}
+
 void never_kernel(DistributedTensor<std::int32_t> sig) {
   TaskGraph g(1, "stuck");
   auto w = g.add("await nothing", [&] { system::defer_wait(sig, {0, 3}, 1); });
