@@ -32,7 +32,7 @@ enum class BackendKind {
 /// How a distributed program is laid out. Rank r runs "on" device `device_ids[r]`.
 struct DistributedConfig {
   /// One rank per entry: non-empty, non-negative, distinct (at most kMaxRanks).
-  std::vector<int> device_ids;
+  std::vector<int> device_ids{};
   BackendKind backend = BackendKind::Auto;
   /// Size of every rank's symmetric window heap in bytes; 0 = PLD_HEAP_BYTES (default 256 MiB).
   /// The heap is reserved, not committed: only pages that are touched use memory.
@@ -43,7 +43,7 @@ struct DistributedConfig {
   /// collective events; one merged Chrome trace per call) — also PLD_SWIMLANE=1.
   bool swimlane = false;
   /// Where debugging outputs go; empty = PLD_DFX_DIR (default "dfx_outputs").
-  std::string dfx_dir;
+  std::string dfx_dir{};
 
   /// Throws UsageError for an empty, negative or duplicate device list or a bad value.
   PLD_API void validate() const;

@@ -145,8 +145,8 @@ void defer_wait(const WindowDesc& signal, const Dims& offsets, std::int32_t expe
   const std::uint64_t off = cell_offset(site, signal, offsets);
   const auto* cell =
       reinterpret_cast<const std::int32_t*>(d.windows_in[static_cast<std::size_t>(d.rank)] + off);
-  task_defer(site, cell, expected, fmt::format("signal '{}' offsets {}", d.buffer_name(signal.ref.buffer),
-                                                offsets.str()));
+  task_defer(site, cell, expected, fmt::format("signal '{}' offsets {}", d.buffer_name(signal.ref.buffer), offsets.str()),
+             off, d.buffer_name(signal.ref.buffer));
 }
 
 }  // namespace detail

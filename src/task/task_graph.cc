@@ -105,6 +105,8 @@ struct Condition {
   const std::int32_t* cell;
   std::int32_t expected;
   std::string where;
+  std::uint64_t offset;  // in the rank's heap (swimlanes)
+  std::string buffer;
   bool holds() const {
     return static_cast<std::uint32_t>(std::atomic_ref<const std::int32_t>(*cell).load(std::memory_order_acquire)) >=
            static_cast<std::uint32_t>(expected);
@@ -277,6 +279,13 @@ void TaskGraph::Impl::poll(std::unique_lock<std::mutex>& lock) {
       if (tasks[static_cast<std::size_t>(t)].state != State::Deferred) continue;
       deferred.erase(std::find(deferred.begin(), deferred.end(), t));
       complete(t);
+      if (detail::trace::on()) {  // each condition as a wait, from deferral to completion
+        const Task& task = tasks[static_cast<std::size_t>(t)];
+        for (const Condition& c : task.conditions)
+          detail::trace::record(detail::trace::Event{
+              detail::trace::Kind::Wait, task.end, task.finish, task.thread, c.buffer, -1, c.offset, c.expected,
+              std::atomic_ref<const std::int32_t>(*c.cell).load(), static_cast<int>(WaitCmp::Ge), {}});
+      }
     }
   }
   cv.notify_all();
@@ -379,7 +388,8 @@ void TaskGraph::run() {
 
 namespace detail {
 
-void task_defer(const std::string& op, const std::int32_t* cell, std::int32_t expected, std::string where) {
+void task_defer(const std::string& op, const std::int32_t* cell, std::int32_t expected, std::string where,
+                std::uint64_t offset, std::string buffer) {
   if (!t_running)
     throw UsageError(fmt::format("{}: must be called inside a task of a running TaskGraph (a dedicated waiter task: "
                                  "g.add(\"wait\", [&] {{ pld::system::defer_wait(...); }})); outside tasks use "
@@ -392,7 +402,7 @@ void task_defer(const std::string& op, const std::int32_t* cell, std::int32_t ex
     throw UsageError(fmt::format("{}: task '{}' already registered kMaxDeferConditions = {} conditions; split the "
                                  "waiter into several tasks",
                                  op, task.name, kMaxDeferConditions));
-  task.conditions.push_back(Condition{cell, expected, std::move(where)});
+  task.conditions.push_back(Condition{cell, expected, std::move(where), offset, std::move(buffer)});
   g.peak_conditions = std::max(g.peak_conditions, static_cast<int>(task.conditions.size()));
 }
 

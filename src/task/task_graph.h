@@ -9,6 +9,8 @@ namespace pld::detail {
 
 /// Registers "*cell >= expected" for the task running on this thread; `where` describes the
 /// cell for reports. Throws UsageError outside a task of a running TaskGraph or over the limit.
-void task_defer(const std::string& op, const std::int32_t* cell, std::int32_t expected, std::string where);
+/// `offset` (the cell's byte offset in the rank's heap) and `buffer` name it in swimlanes.
+void task_defer(const std::string& op, const std::int32_t* cell, std::int32_t expected, std::string where,
+                std::uint64_t offset, std::string buffer);
 
 }  // namespace pld::detail
