@@ -1,4 +1,5 @@
 // pld::system: comm contexts, notify and wait.
+#include "debug/checks.h"
 #include "kernel/region.h"
 #include "rank/runtime.h"
 
@@ -87,7 +88,11 @@ void notify(const WindowDesc& signal, int peer, const Dims& offsets, std::int32_
     check_peer(site, *d, peer);
     off = cell_offset(site, signal, offsets);
   }
-  d->backend->notify(d->members[static_cast<std::size_t>(peer)], off, value, op);
+  const int target = d->members[static_cast<std::size_t>(peer)];
+  if (debug_checks()) debug_check_notify(signal, peer, offsets, off, value, op);
+  d->backend->notify(target, off, value, op);
+  d->backend->note(OpKind::Notify, static_cast<std::uint8_t>(op), target, value, signal.ref.domain, signal.ref.buffer,
+                   off, &offsets);
 }
 
 void wait(const WindowDesc& signal, const Dims& offsets, std::int32_t expected, WaitCmp cmp) {
@@ -101,9 +106,13 @@ void wait(const WindowDesc& signal, const Dims& offsets, std::int32_t expected, 
     off = cell_offset(site, signal, offsets);
   }
   const WaitSite where{signal.ref.domain, signal.ref.buffer, &offsets};
+  d->backend->note(OpKind::Wait, static_cast<std::uint8_t>(cmp), d->members[static_cast<std::size_t>(d->rank)], expected,
+                   signal.ref.domain, signal.ref.buffer, off, &offsets);
   std::int32_t seen = 0;
   switch (d->backend->wait(off, expected, cmp, where, &seen)) {
-    case WaitStatus::Ok: return;
+    case WaitStatus::Ok:
+      if (debug_checks()) debug_check_wait_done(signal, offsets, off, expected, cmp, seen);
+      return;
     case WaitStatus::Timeout:
       throw WaitTimeoutError(fmt::format("{}: waited for value {} {} but the cell holds {} at the deadline",
                                          signal_site("wait", signal, offsets), cmp == WaitCmp::Eq ? "==" : ">=",
