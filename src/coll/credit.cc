@@ -138,10 +138,12 @@ void coll_barrier(const WindowDesc& signal) {
   const char* op = "barrier";
   check_barrier(signal);
   const DomainState& d = *signal.state;
-  CollCall call;
-  call.kind = CollKind::Barrier;
-  call.signal = signal.ref.buffer;
-  collective_enter(d, signal, call, 0);
+  collective_enter(d, signal, CollKind::Barrier, 0, [&] {
+    CollCall call;
+    call.kind = CollKind::Barrier;
+    call.signal = signal.ref.buffer;
+    return call;
+  });
   if (d.nranks() == 1) return;
   CreditBarrier b(op, d, signal, 0);
   b.sync();

@@ -186,9 +186,9 @@ std::string signal_site(const char* op, const WindowDesc& s, const Dims& offsets
 
 }  // namespace
 
-void collective_enter(const DomainState& d, const WindowDesc& signal, const CollCall& call, Index count) {
-  d.backend->note(OpKind::Collective, static_cast<std::uint8_t>(call.kind), -1, saturate(count), signal.ref.domain,
-                  signal.ref.buffer, signal.ref.offset, nullptr);
+bool collective_logging() { return log_enabled(LogLevel::Info, LogSys::Coll); }
+
+void collective_check(const DomainState& d, const CollCall& call) {
   if (log_enabled(LogLevel::Info, LogSys::Coll))
     log(LogLevel::Info, LogSys::Coll, "{} on comm domain {} (domain rank {} of {})", describe(call, d), d.label, d.rank,
         d.nranks());

@@ -26,6 +26,8 @@ struct DomainState;
 /// Set on the host before the rank processes are forked (worker/run.cc), so ranks inherit it.
 extern bool g_debug_checks;
 inline bool debug_checks() { return __builtin_expect(g_debug_checks, false); }
+/// PLD_LOG=info or debug with the coll subsystem (one line per collective call).
+bool collective_logging();
 
 inline constexpr int kCollHistory = 8;   // descriptors kept per rank
 inline constexpr int kRearmSlots = 256;  // cells per rank whose resets are counted
@@ -74,9 +76,18 @@ inline CollCall coll_call(CollKind kind, const WindowDesc& target, const WindowD
   return c;
 }
 
-/// Records a collective entry in the op history and, in debug mode, checks it against every
-/// peer's call (throws UsageError on a mismatch).
-void collective_enter(const DomainState& d, const WindowDesc& signal, const CollCall& call, Index count);
+/// Logs a collective call (subsystem coll) and, in debug mode, checks it against every peer's
+/// call (throws UsageError on a mismatch).
+void collective_check(const DomainState& d, const CollCall& call);
+
+/// Entry of every collective: one op-history record; the descriptor (`make()`) is only built
+/// when debug mode or collective logging needs it.
+template <class MakeCall>
+void collective_enter(const DomainState& d, const WindowDesc& signal, CollKind kind, Index count, MakeCall&& make) {
+  d.backend->note(OpKind::Collective, static_cast<std::uint8_t>(kind), -1, saturate(count), signal.ref.domain,
+                  signal.ref.buffer, signal.ref.offset, nullptr);
+  if (debug_checks() || collective_logging()) collective_check(d, make());
+}
 
 void debug_check_notify(const WindowDesc& signal, int peer, const Dims& offsets, std::uint64_t off, std::int32_t value,
                         NotifyOp op);
