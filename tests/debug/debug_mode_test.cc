@@ -199,5 +199,30 @@ TEST_F(DebugMode, ViewLargerThanItsWindow) {
                   "has 32 bytes");
 }
 
+// A worker keeps its ranks across calls: descriptors are compared per call (collective #k restarts
+// at 0), a mismatch fails only its call, and the worker goes on.
+void sum_or_max(DistributedTensor<float> v, DistributedTensor<std::int32_t> sig, int odd_rank) {
+  if (rank(get_comm_ctx(v)) == odd_rank) tensor::allreduce(v, sig, {.op = ReduceOp::Max});
+  else tensor::allreduce(v, sig);
+}
+void sum_or_max_program(Host& h, int odd_rank) {
+  auto v = h.window<float>(h.alloc_window_buffer({16}, DType::FP32, "v"), {16});
+  auto s = h.window<std::int32_t>(h.alloc_window_buffer({3, 1}, DType::INT32, "sig"), {3, 1});
+  for (int r = 0; r < 3; ++r) h.dispatch(r, sum_or_max, v, s, odd_rank);
+}
+
+TEST_F(DebugMode, WorkerComparesEachCallAndRecovers) {
+  DistributedWorker w(ranks(3, 5), sum_or_max_program);
+  for (int call = 0; call < 5; ++call) w(-1);
+  try {
+    w(1);
+    ADD_FAILURE() << "expected a collective mismatch";
+  } catch (const RankError& e) {
+    EXPECT_HAS(std::string(e.what()), "collective mismatch on comm domain world (collective #0 of this call on it): "
+                                      "rank 1 called allreduce but rank 0 called allreduce (they differ in op)");
+  }
+  for (int call = 0; call < 3; ++call) w(-1);
+}
+
 }  // namespace
 }  // namespace pld::test
