@@ -58,6 +58,7 @@ struct Writer {
   bool wrote = false;       // it did notify this cell (history)
   bool set = false;         // ... with NotifyOp::Set
   std::int32_t last_value = 0;
+  int elsewhere = -1;       // it notified the same cell of this other rank instead
 };
 
 std::vector<Writer> expected_writers(int a, const std::vector<RankSnapshot>& ranks, const HostSession& session) {
@@ -89,7 +90,9 @@ std::vector<Writer> expected_writers(int a, const std::vector<RankSnapshot>& ran
   for (int x = 0; x < static_cast<int>(ranks.size()); ++x)
     for (const OpRecord& r : ranks[static_cast<std::size_t>(x)].history)
       if (r.kind == OpKind::Notify && r.peer != a && r.offset == w.offset && x != a) {
-        out.push_back({x, fmt::format("notified the same cell on rank {} but not on this one", r.peer)});
+        Writer wr{x, fmt::format("notified the same cell on rank {} but not on this one", r.peer)};
+        wr.elsewhere = r.peer;
+        out.push_back(wr);
         break;
       }
   if (!out.empty()) return out;
@@ -253,15 +256,32 @@ HangReport hang_analyse(const std::vector<RankSnapshot>& ranks, const HostSessio
   std::string verdict;
   const std::vector<int> cycle = find_cycle(edges);
   std::set<std::pair<int, int>> cycle_edges;
+  auto misdirected = [&](int a, int b) {
+    for (const Writer& w : writers[static_cast<std::size_t>(a)])
+      if (w.rank == b && w.elsewhere >= 0) return true;
+    return false;
+  };
   if (!cycle.empty()) {
-    verdict += "\nDeadlock: ";
+    bool any_misdirected = false;
+    std::string chain;
     for (std::size_t i = 0; i < cycle.size(); ++i) {
       const int a = cycle[i], b = cycle[(i + 1) % cycle.size()];
       cycle_edges.insert({a, b});
-      verdict += fmt::format("{}rank {} waits for rank {} (cell {})", i ? ", " : "", a, b, cell[static_cast<std::size_t>(a)]);
+      any_misdirected |= misdirected(a, b);
+      chain += fmt::format("{}rank {} waits for rank {} (cell {})", i ? ", " : "", a, b, cell[static_cast<std::size_t>(a)]);
     }
-    verdict += " — a cycle: each of these ranks waits before it notifies the next; notify before you wait.";
+    if (any_misdirected)
+      verdict += "\nWait cycle: " + chain + " — the notifies these ranks wait for went to other ranks (below).";
+    else
+      verdict += "\nDeadlock: " + chain + " — a cycle: each of these ranks waits before it notifies the next; notify "
+                 "before you wait.";
   }
+  for (int a = 0; a < n; ++a)
+    for (const Writer& w : writers[static_cast<std::size_t>(a)])
+      if (w.elsewhere >= 0)
+        verdict += fmt::format("\nMisdirected notify: rank {} notified {} on rank {}, but rank {} waits for it on its "
+                               "own copy — check the notify's peer and the wait's offsets (an off-by-one?).",
+                               w.rank, cell[static_cast<std::size_t>(a)], w.elsewhere, a);
   // Waited-for ranks that are not waiting themselves: they never notified.
   std::map<int, std::vector<int>> sinks;
   for (int a = 0; a < n; ++a)

@@ -178,6 +178,29 @@ TEST(HangReport, OffByOnePeerFailsOnTheRankThatOverruns) {
       3, RankFailure::KernelError, "notify(signal 'sig', offsets [3, 0]): peer 4 out of range [0, 4) of comm domain world");
 }
 
+// Off-by-one in direction at P=4: every rank notifies its right neighbour on its own row, but
+// waits on its right neighbour's row instead of its left one's. Every notify lands, on the wrong
+// rank; the report names, for each waiting rank, the rank that should have written its cell.
+void wait_on_wrong_side(DistributedTensor<std::int32_t> sig) {
+  auto ctx = get_comm_ctx(sig);
+  const int me = rank(ctx), n = nranks(ctx);
+  system::notify(sig, (me + 1) % n, {me, 0}, 1, NotifyOp::AtomicAdd);
+  system::wait(sig, {(me + 1) % n, 0}, 1, WaitCmp::Ge);
+}
+
+TEST(HangReport, OffByOneNeighbourNamesTheMisdirectedNotify) {
+  DotDir dir;
+  const std::string msg = hang_message(ranks(4, 0.5), [](Host& h) {
+    auto b = h.alloc_window_buffer({4, 1}, DType::INT32, "nb");
+    for (int r = 0; r < 4; ++r) h.dispatch(r, wait_on_wrong_side, h.window<std::int32_t>(b, {4, 1}));
+  });
+  EXPECT_HAS(msg, "expected writer: rank 1 — notified the same cell on rank 2 but not on this one");
+  EXPECT_HAS(msg, "Misdirected notify: rank 1 notified 'nb' [1, 0] on rank 2, but rank 0 waits for it on its own copy");
+  EXPECT_HAS(msg, "Misdirected notify: rank 0 notified 'nb' [0, 0] on rank 1, but rank 3 waits for it on its own copy");
+  EXPECT_HAS(msg, "Wait cycle: rank 0 waits for rank 1");
+  EXPECT_EQ(msg.find("Deadlock"), std::string::npos) << msg;
+}
+
 // A misaligned remote_load: rank 1 reads its peer's row shifted by one element, past the window.
 void load_shifted(DistributedTensor<float> data, Tensor<float> out) {
   auto ctx = get_comm_ctx(data);
