@@ -12,6 +12,7 @@
 #pragma once
 
 #include "debug/oplog.h"
+#include "rank/runtime.h"
 
 #include <pld/collectives.hpp>
 #include <pld/kernel.hpp>
@@ -20,8 +21,6 @@
 #include <cstdint>
 
 namespace pld::detail {
-
-struct DomainState;
 
 /// Set on the host before the rank processes are forked (worker/run.cc), so ranks inherit it.
 extern bool g_debug_checks;

@@ -288,14 +288,10 @@ HangReport hang_analyse(const std::vector<RankSnapshot>& ranks, const HostSessio
     for (int b : edges[static_cast<std::size_t>(a)])
       if (ranks[static_cast<std::size_t>(b)].state != RankSnapshot::State::Waiting) sinks[b].push_back(a);
   for (const auto& [b, waiters] : sinks) {
-    bool wrote = false, set = false;
-    std::set<int> setters;
+    bool wrote = false;
     for (int a : waiters)
-      for (const Writer& w : writers[static_cast<std::size_t>(a)]) {
-        if (w.rank != b) continue;
-        wrote |= w.wrote;
-        set |= w.set;
-      }
+      for (const Writer& w : writers[static_cast<std::size_t>(a)])
+        if (w.rank == b) wrote |= w.wrote;
     const auto& bs = ranks[static_cast<std::size_t>(b)];
     if (!wrote) {
       verdict += fmt::format("\nRank {} never notified: rank{} {} wait{} for it, and it is {}.", b,
@@ -311,7 +307,6 @@ HangReport hang_analyse(const std::vector<RankSnapshot>& ranks, const HostSessio
                              waiters.size() > 1 ? "s" : "", join_ranks(waiters), waiters.size() > 1 ? "" : "s",
                              state_text(bs.state));
     }
-    (void)set;
   }
   // Lost updates and overshoots, per waiting rank.
   for (int a = 0; a < n; ++a) {

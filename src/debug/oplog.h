@@ -43,8 +43,8 @@ inline const char* coll_name(CollKind k) {
 inline std::int32_t saturate(Index v) { return v > INT32_MAX ? INT32_MAX : static_cast<std::int32_t>(v); }
 
 /// One operation, decoded. `offset` is the byte offset (in the target rank's window heap) of the
-/// signal cell, or of the first element moved; `coords` are up to three leading offsets as the
-/// kernel passed them.
+/// signal cell (notify, wait), or of the window buffer (data movement, collectives); `coords` are
+/// up to three leading offsets as the kernel passed them (the box start for data movement).
 struct OpRecord {
   std::uint64_t seq = 0;  // 1-based position in the rank's history; 0 = empty
   OpKind kind = OpKind::None;
