@@ -6,6 +6,8 @@
 // domain's windows are carved from); ranks are world ranks.
 #pragma once
 
+#include "debug/oplog.h"
+
 #include <pld/types.hpp>
 
 #include <cstddef>
@@ -18,7 +20,11 @@ struct WaitSite {
   std::uint32_t domain = 0;
   std::uint32_t buffer = 0;
   const Dims* offsets = nullptr;
+  int writer = -1;             // world rank the protocol says writes the cell (collectives), or -1
+  const char* what = nullptr;  // the collective waiting ("allreduce"), or nullptr for a kernel wait
 };
+
+struct DebugShared;  // debug/checks.h: shared state of the debug-mode checks
 
 enum class WaitStatus { Ok, Timeout, Aborted };
 
@@ -45,6 +51,19 @@ class Backend {
   /// the last value read.
   virtual WaitStatus wait(std::uint64_t offset, std::int32_t expected, WaitCmp cmp, const WaitSite& site,
                           std::int32_t* seen) = 0;
+
+  /// Diagnostics (src/debug), set in the rank process: this rank's operation history (read by
+  /// the host's hang report) and, in debug mode (PLD_DEBUG), the shared state of the cross-rank
+  /// checks (nullptr otherwise).
+  OpRing* op_history = nullptr;
+  OpRing* op_histories = nullptr;  // every rank's ring, by world rank
+  DebugShared* debug_shared = nullptr;
+
+  /// Appends one record to this rank's operation history.
+  void note(OpKind kind, std::uint8_t flag, int peer, std::int32_t value, std::uint32_t domain, std::uint32_t buffer,
+            std::uint64_t offset, const Dims* coords) noexcept {
+    if (op_history) op_history->write(kind, flag, peer, value, domain, buffer, offset, coords);
+  }
 };
 
 }  // namespace pld::detail

@@ -9,6 +9,7 @@
 //            one after. Combines in ring order.
 #include "coll/checks.h"
 #include "coll/credit.h"
+#include "debug/checks.h"
 #include "core/copy.h"
 #include "coll/lanes.h"
 #include "reduce/reduce.h"
@@ -129,6 +130,9 @@ void coll_allreduce(const WindowDesc& target, const WindowDesc& signal, const Al
   const int stride = check_allreduce(target, signal, options);
   const DomainState& d = *signal.state;
   const Index count = target.shape.numel();
+  collective_enter(d, signal, CollKind::Allreduce, count, [&] {
+    return coll_call(CollKind::Allreduce, target, signal, options.core_num, options.op, options.mode);
+  });
   if (d.nranks() == 1 || count == 0) return;
   const std::size_t esz = dtype_size(target.dtype);
   const AllreduceMode mode = resolve_mode(options, static_cast<std::uint64_t>(count) * esz);

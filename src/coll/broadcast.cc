@@ -3,6 +3,7 @@
 // every share has landed). Two credits.
 #include "coll/checks.h"
 #include "coll/credit.h"
+#include "debug/checks.h"
 #include "core/copy.h"
 #include "coll/lanes.h"
 
@@ -30,6 +31,11 @@ void coll_broadcast(const WindowDesc& target, const WindowDesc& signal, int root
   const int stride = check_broadcast(target, signal, root, core_num);
   const DomainState& d = *signal.state;
   const Index count = target.shape.numel();
+  collective_enter(d, signal, CollKind::Broadcast, count, [&] {
+    CollCall call = coll_call(CollKind::Broadcast, target, signal, core_num);
+    call.root = root;
+    return call;
+  });
   if (d.nranks() == 1 || count == 0) return;
   const std::size_t esz = dtype_size(target.dtype);
   // Every rank copies its 1/P share of the root's vector into every non-root rank, so all

@@ -1,6 +1,7 @@
 #include "coll/credit.h"
 
 #include "coll/checks.h"
+#include "debug/checks.h"
 
 #include "backend/backend.h"
 #include "core/settings.h"
@@ -85,7 +86,7 @@ void CreditBarrier::sync() {
   for (int k = 1; k < n_; ++k) {
     const int s = (me_ + k) % n_;
     const Dims at = cols_ == 1 && signal_.shape.size() == 1 ? Dims{s} : Dims{s, column_};
-    const WaitSite site{signal_.ref.domain, signal_.ref.buffer, &at};
+    const WaitSite site{signal_.ref.domain, signal_.ref.buffer, &at, d_.members[static_cast<std::size_t>(s)], op_};
     std::int32_t seen = 0;
     const WaitStatus st = be.wait(cell(s), g_, WaitCmp::Ge, site, &seen);
     if (st == WaitStatus::Ok) continue;
@@ -137,6 +138,12 @@ void coll_barrier(const WindowDesc& signal) {
   const char* op = "barrier";
   check_barrier(signal);
   const DomainState& d = *signal.state;
+  collective_enter(d, signal, CollKind::Barrier, 0, [&] {
+    CollCall call;
+    call.kind = CollKind::Barrier;
+    call.signal = signal.ref.buffer;
+    return call;
+  });
   if (d.nranks() == 1) return;
   CreditBarrier b(op, d, signal, 0);
   b.sync();

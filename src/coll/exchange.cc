@@ -4,6 +4,7 @@
 // has landed. Two credits per call.
 #include "coll/checks.h"
 #include "coll/credit.h"
+#include "debug/checks.h"
 #include "core/copy.h"
 #include "coll/lanes.h"
 
@@ -72,6 +73,8 @@ void coll_allgather(const LocalDesc& local, const WindowDesc* local_window, cons
                     const WindowDesc& signal, int core_num) {
   const char* op = "allgather";
   const int stride = check_allgather(local, local_window, target, signal, core_num);
+  collective_enter(*signal.state, signal, CollKind::Allgather, target.shape.numel(),
+                   [&] { return coll_call(CollKind::Allgather, target, signal, core_num); });
   push_rows(op, *signal.state, target, signal, stride, core_num, [&](int) { return local.data; });
 }
 
@@ -93,6 +96,8 @@ void coll_all_to_all(const LocalDesc& input, const WindowDesc* input_window, con
                      const WindowDesc& signal, int core_num) {
   const char* op = "all_to_all";
   const int stride = check_all_to_all(input, input_window, target, signal, core_num);
+  collective_enter(*signal.state, signal, CollKind::AllToAll, target.shape.numel(),
+                   [&] { return coll_call(CollKind::AllToAll, target, signal, core_num); });
   const std::size_t row_bytes = static_cast<std::size_t>(target.shape[1]) * dtype_size(target.dtype);
   push_rows(op, *signal.state, target, signal, stride, core_num,
             [&](int p) { return input.data + static_cast<std::size_t>(p) * row_bytes; });
@@ -134,6 +139,11 @@ void coll_all_to_all_v(const LocalDesc& input, const WindowDesc* input_window, c
   const char* op = "all_to_all_v";
   check_all_to_all_v(input, input_window, target, signal, send_counts, recv_counts);
   const DomainState& d = *signal.state;
+  collective_enter(d, signal, CollKind::AllToAllV, target.shape.numel(), [&] {
+    CollCall call = coll_call(CollKind::AllToAllV, target, signal, 1);
+    call.extra = recv_counts.ref.buffer;
+    return call;
+  });
   const int n = d.nranks(), me = d.rank;
   const Index max_recv = target.shape[0] / n, size = target.shape[1];
   const auto* counts = reinterpret_cast<const std::int32_t*>(send_counts.data);

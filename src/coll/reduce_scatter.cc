@@ -3,6 +3,7 @@
 // before the store; barrier (peers have read my other rows). Two credits.
 #include "coll/checks.h"
 #include "coll/credit.h"
+#include "debug/checks.h"
 #include "coll/lanes.h"
 #include "reduce/reduce.h"
 
@@ -35,6 +36,8 @@ void coll_reduce_scatter(const WindowDesc& target, const WindowDesc& signal, Red
   const int stride = check_reduce_scatter(target, signal, rop, core_num);
   const DomainState& d = *signal.state;
   const Index size = target.shape[1];
+  collective_enter(d, signal, CollKind::ReduceScatter, target.shape.numel(),
+                   [&] { return coll_call(CollKind::ReduceScatter, target, signal, core_num, rop); });
   if (d.nranks() == 1 || size == 0) return;
   const int n = d.nranks(), me = d.rank;
   const std::size_t esz = dtype_size(target.dtype);

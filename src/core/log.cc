@@ -12,9 +12,13 @@
 namespace pld::detail {
 
 namespace {
+constexpr const char* kSysNames[] = {"init", "worker", "rank", "coll", "debug"};
+constexpr int kSysCount = 5;
+
 struct LogState {
   int rank = -1;
   int level = -1;  // resolved lazily from PLD_LOG
+  int subsys = -1;  // bit mask, resolved lazily from PLD_LOG_SUBSYS
   std::FILE* file = nullptr;
   std::mutex mutex;
 };
@@ -30,6 +34,34 @@ int parse_level() {
   if (v == "info") return 2;
   if (v == "debug") return 3;
   return -1;
+}
+
+// Bit mask of the subsystems named in PLD_LOG_SUBSYS ("all" = every one), or -1 if a name is unknown.
+int parse_subsys(std::string* bad = nullptr) {
+  const std::string v = setting_string(Setting::LogSubsys);
+  int mask = 0;
+  std::size_t at = 0;
+  while (at <= v.size()) {
+    std::size_t end = v.find(',', at);
+    if (end == std::string::npos) end = v.size();
+    std::string name = v.substr(at, end - at);
+    while (!name.empty() && name.front() == ' ') name.erase(name.begin());
+    while (!name.empty() && name.back() == ' ') name.pop_back();
+    at = end + 1;
+    if (name.empty()) continue;
+    if (name == "all") {
+      mask = (1 << kSysCount) - 1;
+      continue;
+    }
+    int i = 0;
+    while (i < kSysCount && name != kSysNames[i]) ++i;
+    if (i == kSysCount) {
+      if (bad) *bad = name;
+      return -1;
+    }
+    mask |= 1 << i;
+  }
+  return mask;
 }
 
 std::string expand(const std::string& pattern, int rank) {
@@ -63,15 +95,23 @@ void log_check_level() {
   if (parse_level() < 0)
     throw UsageError(fmt::format("PLD_LOG='{}' is not a log level; use error, warn, info or debug",
                                  setting_string(Setting::Log)));
+  std::string bad;
+  if (parse_subsys(&bad) < 0)
+    throw UsageError(fmt::format("PLD_LOG_SUBSYS='{}': '{}' is not a subsystem; use a comma-separated list of init, "
+                                 "worker, rank, coll, debug, or all",
+                                 setting_string(Setting::LogSubsys), bad));
 }
 
-bool log_enabled(LogLevel level) {
+bool log_enabled(LogLevel level, LogSys sys) {
   LogState& s = state();
   if (s.level < 0) s.level = parse_level() < 0 ? 1 : parse_level();
-  return static_cast<int>(level) <= s.level;
+  if (static_cast<int>(level) > s.level) return false;
+  if (level <= LogLevel::Warn) return true;
+  if (s.subsys < 0) s.subsys = parse_subsys() < 0 ? (1 << kSysCount) - 1 : parse_subsys();
+  return (s.subsys >> static_cast<int>(sys)) & 1;
 }
 
-void log_line(LogLevel level, const std::string& text) {
+void log_line(LogLevel level, LogSys sys, const std::string& text) {
   static const char* kNames[] = {"ERROR", "WARN", "INFO", "DEBUG"};
   LogState& s = state();
   std::lock_guard lock(s.mutex);
@@ -83,8 +123,8 @@ void log_line(LogLevel level, const std::string& text) {
   char host[256] = {};
   gethostname(host, sizeof host - 1);
   const std::string who = s.rank < 0 ? std::string("host") : std::to_string(s.rank);
-  std::fprintf(s.file, "%s:%d:%s pld %s %s\n", host, static_cast<int>(getpid()), who.c_str(),
-               kNames[static_cast<int>(level)], text.c_str());
+  std::fprintf(s.file, "%s:%d:%s pld %s %s %s\n", host, static_cast<int>(getpid()), who.c_str(),
+               kNames[static_cast<int>(level)], kSysNames[static_cast<int>(sys)], text.c_str());
   std::fflush(s.file);
 }
 

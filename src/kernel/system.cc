@@ -1,4 +1,5 @@
 // pld::system: comm contexts, notify and wait.
+#include "debug/checks.h"
 #include "kernel/region.h"
 #include "rank/runtime.h"
 #include "task/task_graph.h"
@@ -92,15 +93,15 @@ void notify(const WindowDesc& signal, int peer, const Dims& offsets, std::int32_
     check_peer(site, *d, peer);
     off = cell_offset(site, signal, offsets);
   }
-  const int dest = d->members[static_cast<std::size_t>(peer)];
-  if (trace::on()) {
-    const std::int64_t t = trace::now_ns();
-    d->backend->notify(dest, off, value, op);
+  const int target = d->members[static_cast<std::size_t>(peer)];
+  if (debug_checks()) debug_check_notify(signal, peer, offsets, off, value, op);
+  const std::int64_t t = trace::on() ? trace::now_ns() : 0;
+  d->backend->notify(target, off, value, op);
+  if (t)
     trace::record(trace::Event{trace::Kind::Notify, t, trace::now_ns(), trace::thread_index(),
-                               d->buffer_name(signal.ref.buffer), dest, off, value, 0, static_cast<int>(op), {}});
-    return;
-  }
-  d->backend->notify(dest, off, value, op);
+                               d->buffer_name(signal.ref.buffer), target, off, value, 0, static_cast<int>(op), {}});
+  d->backend->note(OpKind::Notify, static_cast<std::uint8_t>(op), target, value, signal.ref.domain, signal.ref.buffer,
+                   off, &offsets);
 }
 
 void wait(const WindowDesc& signal, const Dims& offsets, std::int32_t expected, WaitCmp cmp) {
@@ -113,7 +114,10 @@ void wait(const WindowDesc& signal, const Dims& offsets, std::int32_t expected, 
       throw UsageError(fmt::format("{}: cmp {} must be WaitCmp::Eq or WaitCmp::Ge", site, static_cast<int>(cmp)));
     off = cell_offset(site, signal, offsets);
   }
+  if (debug_checks()) debug_check_view("wait", signal);
   const WaitSite where{signal.ref.domain, signal.ref.buffer, &offsets};
+  d->backend->note(OpKind::Wait, static_cast<std::uint8_t>(cmp), d->members[static_cast<std::size_t>(d->rank)], expected,
+                   signal.ref.domain, signal.ref.buffer, off, &offsets);
   std::int32_t seen = 0;
   const std::int64_t t0 = trace::on() ? trace::now_ns() : 0;
   const WaitStatus status = d->backend->wait(off, expected, cmp, where, &seen);
@@ -121,7 +125,9 @@ void wait(const WindowDesc& signal, const Dims& offsets, std::int32_t expected, 
     trace::record(trace::Event{trace::Kind::Wait, t0, trace::now_ns(), trace::thread_index(),
                                d->buffer_name(signal.ref.buffer), -1, off, expected, seen, static_cast<int>(cmp), {}});
   switch (status) {
-    case WaitStatus::Ok: return;
+    case WaitStatus::Ok:
+      if (debug_checks()) debug_check_wait_done(signal, offsets, off, expected, cmp, seen);
+      return;
     case WaitStatus::Timeout:
       throw WaitTimeoutError(fmt::format("{}: waited for value {} {} but the cell holds {} at the deadline",
                                          signal_site("wait", signal, offsets), cmp == WaitCmp::Eq ? "==" : ">=",

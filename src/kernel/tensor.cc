@@ -1,4 +1,5 @@
 // pld::tensor: put (push) and get (pull) between a rank-local array and a peer's window.
+#include "debug/checks.h"
 #include "kernel/region.h"
 #include "rank/runtime.h"
 
@@ -67,8 +68,12 @@ void put(const WindowDesc& dst, int peer, const LocalDesc& src, const Dims* dst_
          const Dims* shape, const PutOptions& options) {
   if (options.atomic == AtomicType::None &&
       plain_full_slice(dst, peer, src, shape, options.chunk_rows, options.chunk_cols, options.pipeline)) {
-    dst.state->backend->put(dst.state->members[static_cast<std::size_t>(peer)], dst.ref.offset, src.data,
-                            static_cast<std::size_t>(src.shape.numel()) * dtype_size(src.dtype));
+    const int world_peer = dst.state->members[static_cast<std::size_t>(peer)];
+    const std::size_t bytes = static_cast<std::size_t>(src.shape.numel()) * dtype_size(src.dtype);
+    if (debug_checks()) debug_check_view("tensor::put", dst);
+    dst.state->backend->put(world_peer, dst.ref.offset, src.data, bytes);
+    dst.state->backend->note(OpKind::Put, 0, world_peer, saturate(static_cast<Index>(bytes)), dst.ref.domain,
+                             dst.ref.buffer, dst.ref.offset, nullptr);
     return;
   }
   const char* op = "tensor::put";
@@ -80,6 +85,10 @@ void put(const WindowDesc& dst, int peer, const LocalDesc& src, const Dims* dst_
   const Region r = region_of(op, "dst", "src", dst.shape, src.shape, dst_offsets, src_offsets, shape);
   const std::size_t esz = dtype_size(dst.dtype);
   const int world_peer = d.members[static_cast<std::size_t>(peer)];
+  if (debug_checks()) debug_check_view(op, dst);
+  d.backend->note(OpKind::Put, static_cast<std::uint8_t>(options.atomic), world_peer,
+                  saturate(r.shape.numel() * static_cast<Index>(esz)), dst.ref.domain, dst.ref.buffer, dst.ref.offset,
+                  &r.window_offsets);
   for_each_run(dst.shape, r.window_offsets, r.shape, src.shape, r.local_offsets, r.shape, options.chunk_rows,
                options.chunk_cols, [&](Index w, Index l, Index n) {
                  const std::uint64_t off = dst.ref.offset + static_cast<std::uint64_t>(w) * esz;
@@ -93,8 +102,12 @@ void put(const WindowDesc& dst, int peer, const LocalDesc& src, const Dims* dst_
 void get(const LocalDesc& dst, int peer, const WindowDesc& src, const Dims* dst_offsets, const Dims* src_offsets,
          const Dims* shape, const GetOptions& options) {
   if (plain_full_slice(src, peer, dst, shape, options.chunk_rows, options.chunk_cols, options.pipeline)) {
-    src.state->backend->get(dst.data, src.state->members[static_cast<std::size_t>(peer)], src.ref.offset,
-                            static_cast<std::size_t>(dst.shape.numel()) * dtype_size(dst.dtype));
+    const int world_peer = src.state->members[static_cast<std::size_t>(peer)];
+    const std::size_t bytes = static_cast<std::size_t>(dst.shape.numel()) * dtype_size(dst.dtype);
+    if (debug_checks()) debug_check_view("tensor::get", src);
+    src.state->backend->get(dst.data, world_peer, src.ref.offset, bytes);
+    src.state->backend->note(OpKind::Get, 0, world_peer, saturate(static_cast<Index>(bytes)), src.ref.domain,
+                             src.ref.buffer, src.ref.offset, nullptr);
     return;
   }
   const char* op = "tensor::get";
@@ -105,6 +118,9 @@ void get(const LocalDesc& dst, int peer, const WindowDesc& src, const Dims* dst_
   const Region r = region_of(op, "src", "dst", src.shape, dst.shape, src_offsets, dst_offsets, shape);
   const std::size_t esz = dtype_size(src.dtype);
   const int world_peer = d.members[static_cast<std::size_t>(peer)];
+  if (debug_checks()) debug_check_view(op, src);
+  d.backend->note(OpKind::Get, 0, world_peer, saturate(r.shape.numel() * static_cast<Index>(esz)), src.ref.domain,
+                  src.ref.buffer, src.ref.offset, &r.window_offsets);
   for_each_run(src.shape, r.window_offsets, r.shape, dst.shape, r.local_offsets, r.shape, options.chunk_rows,
                options.chunk_cols, [&](Index w, Index l, Index n) {
                  d.backend->get(dst.data + l * esz, world_peer, src.ref.offset + static_cast<std::uint64_t>(w) * esz,

@@ -1,4 +1,5 @@
 // pld::tile: tile load/store, element access, and the tile forms of remote_load / remote_store.
+#include "debug/checks.h"
 #include "kernel/region.h"
 #include "rank/runtime.h"
 
@@ -94,6 +95,9 @@ void remote_load(LocalDesc& tile, const WindowDesc& src, int peer, const Dims& o
   Dims zero = tile.shape;
   for (int i = 0; i < zero.size(); ++i) zero[i] = 0;
   const int world_peer = d.members[static_cast<std::size_t>(peer)];
+  if (debug_checks()) debug_check_view(op.c_str(), src);
+  d.backend->note(OpKind::RemoteLoad, 0, world_peer, saturate(tile.valid.numel() * static_cast<Index>(esz)),
+                  src.ref.domain, src.ref.buffer, src.ref.offset, &offsets);
   for_each_run(tile.shape, zero, tile.valid, src.shape, offsets, tile.valid, 0, 0, [&](Index t, Index s, Index n) {
     d.backend->get(tile.data + t * esz, world_peer, src.ref.offset + static_cast<std::uint64_t>(s) * esz,
                    static_cast<std::size_t>(n) * esz);
@@ -125,6 +129,10 @@ void remote_store(const char* op, const LocalDesc& src, const WindowDesc& dst, i
   for (int i = 0; i < zero.size(); ++i) zero[i] = 0;
   const Dims src_ext = pad_leading(inner, src.shape.size());
   const int world_peer = d.members[static_cast<std::size_t>(peer)];
+  if (debug_checks()) debug_check_view(op, dst);
+  d.backend->note(OpKind::RemoteStore, static_cast<std::uint8_t>(atomic), world_peer,
+                  saturate(ext.numel() * static_cast<Index>(esz)), dst.ref.domain, dst.ref.buffer, dst.ref.offset,
+                  &offsets);
   for_each_run(dst.shape, offsets, ext, src.shape, zero, src_ext, 0, 0, [&](Index t, Index s, Index n) {
     const std::uint64_t off = dst.ref.offset + static_cast<std::uint64_t>(t) * esz;
     if (atomic == AtomicType::Add)

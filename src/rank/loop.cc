@@ -110,7 +110,7 @@ void run_dispatch(int fd, ShmBackend* backend, const std::byte* p, const std::by
   }
   ReplyStatus status = ReplyStatus::Ok;
   std::string text;
-  log(LogLevel::Debug, "dispatch seq {} starts", seq);
+  log(LogLevel::Debug, LogSys::Rank, "dispatch seq {} starts", seq);
   if (trace::config().enabled) trace::dispatch_begin(backend->my_rank(), k, kernel_name(kernel));
   const auto t0 = std::chrono::steady_clock::now();
   try {
@@ -139,7 +139,7 @@ void run_dispatch(int fd, ShmBackend* backend, const std::byte* p, const std::by
   if (trace::config().enabled) trace::dispatch_end(status == ReplyStatus::Ok);
   if (status != ReplyStatus::WaitTimeout)  // a timed-out wait stays published for the host's report
     slot.state.store(static_cast<std::uint32_t>(RankState::Idle), std::memory_order_release);
-  if (status != ReplyStatus::Ok) log(LogLevel::Debug, "dispatch seq {} ended: {}", seq, text);
+  if (status != ReplyStatus::Ok) log(LogLevel::Debug, LogSys::Rank, "dispatch seq {} ended: {}", seq, text);
   reply(fd, status, seq, text, static_cast<std::uint64_t>(ns));
 }
 
@@ -199,7 +199,7 @@ void serve(int fd, int rank, ShmBackend* backend, RankRuntime& rt, std::vector<s
   try {
     serve(fd, rank, backend, rt, buf);
   } catch (const std::exception& e) {
-    log(LogLevel::Error, "rank runtime failed: {}", e.what());
+    log(LogLevel::Error, LogSys::Rank, "rank runtime failed: {}", e.what());
   } catch (...) {
   }
   leave(2);  // never unwind into the host's code that forked us

@@ -2,6 +2,8 @@
 
 #include "core/block.h"
 #include "core/log.h"
+#include "debug/checks.h"
+#include "debug/hang.h"
 #include "worker/channel.h"
 #include "worker/doorbell.h"
 #include "worker/protocol.h"
@@ -16,6 +18,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
+#include <mutex>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -32,6 +36,35 @@ namespace {
 
 constexpr double kAbortGrace = 5.0;     // seconds a released rank gets to answer before SIGKILL
 constexpr double kShutdownGrace = 2.0;  // seconds a rank gets to exit before SIGKILL
+
+// SIGUSR1 while a call executes: the handler only counts; the executing loop prints a hang
+// report (the same as at a wait deadline) and carries on. Installed for the duration of each
+// execute() (nested or concurrent calls share one installation); the previous handler is restored.
+std::atomic<unsigned> g_usr1_count{0};
+std::mutex g_usr1_mutex;
+int g_usr1_users = 0;
+struct sigaction g_usr1_previous;
+
+extern "C" void on_usr1(int) { g_usr1_count.fetch_add(1, std::memory_order_relaxed); }
+
+class Usr1Handler {
+ public:
+  Usr1Handler() {
+    std::lock_guard lock(g_usr1_mutex);
+    if (g_usr1_users++ > 0) return;
+    struct sigaction sa = {};
+    sa.sa_handler = on_usr1;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESTART;
+    sigaction(SIGUSR1, &sa, &g_usr1_previous);
+  }
+  ~Usr1Handler() {
+    std::lock_guard lock(g_usr1_mutex);
+    if (--g_usr1_users == 0) sigaction(SIGUSR1, &g_usr1_previous, nullptr);
+  }
+  Usr1Handler(const Usr1Handler&) = delete;
+  Usr1Handler& operator=(const Usr1Handler&) = delete;
+};
 
 template <class T>
 void put_value(std::vector<std::byte>& out, const T& v) {
@@ -324,7 +357,7 @@ std::string RankGroup::mark_dead(int r) {
   rank.queue.clear();
   rank.done = rank.sent;
   const std::string how = reap_status(r);
-  log(LogLevel::Info, "{} {}", who(r), how);
+  log(LogLevel::Info, LogSys::Worker, "{} {}", who(r), how);
   return how;
 }
 
@@ -366,6 +399,9 @@ void RankGroup::execute(const HostSession& session) {
   backend_->clear_abort();
   aborting_ = false;
   failure_ = Failure{};
+  if (DebugShared* dbg = backend_->debug()) dbg->epoch.fetch_add(1, std::memory_order_acq_rel);
+  const Usr1Handler usr1;
+  unsigned usr1_seen = g_usr1_count.load(std::memory_order_relaxed);
 
   // Windows start zero-filled: clear whatever earlier calls may have written (persistent
   // windows: only what the session asks for).
@@ -391,6 +427,13 @@ void RankGroup::execute(const HostSession& session) {
   Clock::time_point abort_deadline{};
   std::vector<pollfd> pfds(ranks_.size());
   for (;;) {
+    if (const unsigned u = g_usr1_count.load(std::memory_order_relaxed); u != usr1_seen) {
+      usr1_seen = u;
+      const std::string report = hang_report(session, "SIGUSR1 snapshot of the running call (the job continues):");
+      std::fprintf(stderr, "pld: %s\n", report.c_str());
+      std::fflush(stderr);
+      log(LogLevel::Info, LogSys::Debug, "{}", report);
+    }
     for (int r = 0; r < world_size(); ++r) pump_sends(r);
     bool busy = false;
     for (std::size_t r = 0; r < ranks_.size(); ++r) {
@@ -485,30 +528,21 @@ std::string RankGroup::describe_dispatch(const HostSession& session, std::int64_
   return fmt::format("its dispatch #{} (kernel {})", nth, kernel_name(d.kernel));
 }
 
-std::string RankGroup::wait_report(const HostSession& session) const {
-  std::string out = fmt::format("Waits at the deadline ({} s; PLD_WAIT_TIMEOUT or DistributedConfig::wait_timeout "
-                                "changes it):",
-                                options_.wait_timeout);
-  ControlBlock& c = backend_->control();
+std::string RankGroup::hang_report(const HostSession& session, const std::string& title) const {
+  std::vector<std::string> who_all;
+  std::vector<bool> alive;
   for (int r = 0; r < world_size(); ++r) {
-    const RankSlot& s = c.slots[r];
-    const auto state = static_cast<RankState>(s.state.load(std::memory_order_acquire));
-    out += "\n  " + who(r) + ": ";
-    if (!ranks_[static_cast<std::size_t>(r)].alive) {
-      out += "not running";
-    } else if (state == RankState::Waiting) {
-      Dims offs;
-      for (int d = 0; d < s.wait_ndim && d < kMaxDims; ++d) offs.push_back(s.wait_offsets[d]);
-      out += fmt::format("waiting on signal {} offsets {} for value {} {}; the cell holds {}",
-                         session.describe_buffer(s.wait_domain, s.wait_buffer), offs.str(),
-                         s.wait_cmp == static_cast<int>(WaitCmp::Eq) ? "==" : ">=", s.wait_expected,
-                         backend_->peek(r, s.wait_offset));
-    } else if (state == RankState::Running) {
-      out += "running a kernel (not in a wait)";
-    } else {
-      out += "idle (no dispatch in progress)";
-    }
+    who_all.push_back(who(r));
+    alive.push_back(ranks_[static_cast<std::size_t>(r)].alive);
   }
+  const HangReport rep = hang_analyse(hang_snapshot(*backend_, who_all, alive), session);
+  return title + rep.text + "\nWait-for graph in DOT: " + hang_write_dot(rep.dot);
+}
+
+std::string RankGroup::wait_report(const HostSession& session) const {
+  std::string out = hang_report(session, fmt::format("Waits at the deadline ({} s; PLD_WAIT_TIMEOUT or "
+                                                     "DistributedConfig::wait_timeout changes it):",
+                                                     options_.wait_timeout));
   out += "\nEvery wait needs matching notifies: check that each rank notifies before it waits, and that peers, "
          "offsets and expected values agree.";
   return out;

@@ -98,6 +98,9 @@ class RankGroup {
   void fail(Failure failure);
   void drop_dispatches(Rank& rank);
   std::string wait_report(const HostSession& session) const;
+  /// Every rank's state, wait, expected writers and last operations, the wait-for graph and its
+  /// verdict (debug/hang.h), after `title`; writes the graph as DOT and names the file.
+  std::string hang_report(const HostSession& session, const std::string& title) const;
   std::string describe_dispatch(const HostSession& session, std::int64_t index) const;
   std::string reap_status(int r);
   std::string who(int r) const;

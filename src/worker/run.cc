@@ -1,6 +1,7 @@
 // pld::run: one-shot execution — validate, fork, record the orchestrator, execute, shut down.
 #include "core/log.h"
 #include "core/settings.h"
+#include "debug/checks.h"
 #include "host/session.h"
 #include "worker/rank_group.h"
 
@@ -52,6 +53,8 @@ GroupOptions group_options(const DistributedConfig& config) {
   log_check_level();
   setting_bytes(Setting::AllreduceMeshMax);  // malformed collective settings fail here, not in a rank
   setting_int(Setting::Reproducible);
+  // Debug mode is decided here, before any rank is forked, so that every rank inherits it.
+  g_debug_checks = setting_int(Setting::Debug) != 0;
   GroupOptions o;
   o.device_ids = config.device_ids;
   o.heap_bytes = config.heap_bytes ? config.heap_bytes : setting_bytes(Setting::HeapBytes);

@@ -1,6 +1,7 @@
 // shm backend: construction and teardown. Heaps are mapped in window.cc, notify/wait live in
 // signal.cc, put/get/atomic add in rma.cc.
 #include "backend/shm/backend.h"
+#include "debug/checks.h"
 
 #include <fmt/format.h>
 #include <sys/mman.h>
@@ -13,6 +14,12 @@ ShmBackend::ShmBackend(int world_size, std::uint64_t heap_bytes, double wait_tim
     : world_size_(world_size), heap_bytes_(heap_bytes), wait_timeout_(wait_timeout), wait_spin_(wait_spin) {
   try {
     control_ = new (map_memfd("pld-control", sizeof(ControlBlock))) ControlBlock();
+    if (debug_checks()) {
+      debug_ = new (map_memfd("pld-debug", sizeof(DebugShared))) DebugShared();
+      debug_->wait_timeout = wait_timeout;
+      debug_->abort = &control_->abort;
+      debug_shared = debug_;
+    }
     for (int r = 0; r < world_size; ++r)
       bases_.push_back(map_memfd(fmt::format("pld-window-rank{}", r).c_str(), heap_bytes));
   } catch (...) {
@@ -26,6 +33,9 @@ ShmBackend::~ShmBackend() {
   bases_.clear();
   if (control_) munmap(control_, sizeof(ControlBlock));
   control_ = nullptr;
+  if (debug_) munmap(debug_, sizeof(DebugShared));
+  debug_ = nullptr;
+  debug_shared = nullptr;
 }
 
 }  // namespace pld::detail

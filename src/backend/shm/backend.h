@@ -29,6 +29,8 @@ struct alignas(64) RankSlot {
   std::int32_t wait_expected = 0;
   std::uint64_t wait_offset = 0;  // byte offset of the cell in the rank's own heap
   std::int64_t wait_offsets[kMaxDims] = {};
+  std::int32_t wait_writer = -1;  // world rank that the protocol says writes the cell, or -1
+  char wait_what[24] = {};        // the collective waiting, or "" for a kernel wait
 };
 
 /// Message counters of one host <-> rank socket, in shared memory, so that either side can spin
@@ -42,6 +44,7 @@ struct ControlBlock {
   std::atomic<std::uint32_t> abort{0};  // non-zero: every wait fails with AbortedError
   RankSlot slots[kMaxRanks];
   Doorbell bells[kMaxRanks];
+  OpRing history[kMaxRanks];  // each rank's last operations (debug/oplog.h)
 };
 
 /// Creates a memfd of `bytes`, maps it shared and closes the descriptor (window.cc).
@@ -57,7 +60,13 @@ class ShmBackend final : public Backend {
   ShmBackend& operator=(const ShmBackend&) = delete;
 
   /// Called in a freshly forked rank process.
-  void become_rank(int rank) { my_rank_ = rank; }
+  void become_rank(int rank) {
+    my_rank_ = rank;
+    op_history = &control_->history[rank];
+    op_histories = control_->history;
+  }
+  /// The debug-mode shared state (nullptr unless PLD_DEBUG was on when the backend was built).
+  DebugShared* debug() { return debug_; }
   int my_rank() const { return my_rank_; }
 
   const char* name() const override { return "shm"; }
@@ -94,6 +103,7 @@ class ShmBackend final : public Backend {
   int my_rank_ = -1;
   std::vector<std::byte*> bases_;
   ControlBlock* control_ = nullptr;
+  DebugShared* debug_ = nullptr;
 };
 
 }  // namespace pld::detail

@@ -78,6 +78,10 @@ WaitStatus ShmBackend::wait(std::uint64_t offset, std::int32_t expected, WaitCmp
   slot.wait_cmp = static_cast<std::int32_t>(cmp);
   slot.wait_expected = expected;
   slot.wait_offset = offset;
+  slot.wait_writer = site.writer;
+  std::size_t w = 0;
+  for (const char* c = site.what; c && *c && w + 1 < sizeof slot.wait_what; ++c) slot.wait_what[w++] = *c;
+  slot.wait_what[w] = '\0';
   slot.state.store(static_cast<std::uint32_t>(RankState::Waiting), std::memory_order_seq_cst);
 
   using Clock = std::chrono::steady_clock;

@@ -1,0 +1,97 @@
+// Debug mode (PLD_DEBUG=1): cross-rank checks that cost a little per operation and are off by
+// default. Off, every hook is one predictable branch on a process-wide flag.
+//
+//   * collective mismatch — every rank publishes a descriptor of its k-th collective on a comm
+//     domain (kind, dtype, shape, op, root, mode, core_num, signal) and compares it with every
+//     peer's k-th before it touches a signal or a window; a difference fails with each rank's call;
+//   * ownership — a kernel notify on a signal that a collective uses in this call fails;
+//   * reuse — a wait that is satisfied by a notify an earlier wait on the same cell already
+//     consumed (same or smaller expected value, nothing reset the cell in between) fails;
+//   * views — a window view whose shape does not fit its buffer (a DistributedTensor made inside a
+//     kernel) fails before any remote access.
+#pragma once
+
+#include "debug/oplog.h"
+#include "rank/runtime.h"
+
+#include <pld/collectives.hpp>
+#include <pld/kernel.hpp>
+
+#include <atomic>
+#include <cstdint>
+
+namespace pld::detail {
+
+/// Set on the host before the rank processes are forked (worker/run.cc), so ranks inherit it.
+extern bool g_debug_checks;
+inline bool debug_checks() { return __builtin_expect(g_debug_checks, false); }
+/// PLD_LOG=info or debug with the coll subsystem (one line per collective call).
+bool collective_logging();
+
+inline constexpr int kCollHistory = 8;   // descriptors kept per rank
+inline constexpr int kRearmSlots = 256;  // cells per rank whose resets are counted
+
+/// Shared memory of the debug-mode checks (one mapping, created only in debug mode).
+struct DebugShared {
+  std::atomic<std::uint32_t> epoch{0};  // the host's call counter
+  double wait_timeout = 0;
+  const std::atomic<std::uint32_t>* abort = nullptr;  // the control block's abort flag (same address everywhere)
+  struct alignas(64) CollRing {
+    std::atomic<std::uint64_t> head{0};
+    struct Slot {
+      std::atomic<std::uint64_t> w[8];
+    } slots[kCollHistory];
+  } colls[kMaxRanks];
+  struct RearmTable {  // per rank: how often each cell was Set or decremented by a notify
+    std::atomic<std::uint64_t> key[kRearmSlots];
+    std::atomic<std::uint32_t> count[kRearmSlots];
+  } rearm[kMaxRanks];
+};
+
+/// One collective call as compared across ranks.
+struct CollCall {
+  CollKind kind = CollKind::None;
+  DType dtype = DType::INT32;
+  std::uint8_t op = 0;    // ReduceOp
+  std::uint8_t mode = 0;  // AllreduceMode
+  std::int32_t root = -1;
+  std::int32_t core_num = 1;
+  std::uint32_t signal = 0, target = UINT32_MAX, extra = UINT32_MAX;  // buffer ids in the domain
+  Dims shape;  // the target's (first four extents compared)
+};
+
+/// The descriptor of a collective on `target` (kind, dtype, shape, signal, core_num, op, mode).
+inline CollCall coll_call(CollKind kind, const WindowDesc& target, const WindowDesc& signal, int core_num,
+                          ReduceOp op = ReduceOp::Sum, AllreduceMode mode = AllreduceMode::Auto) {
+  CollCall c;
+  c.kind = kind;
+  c.dtype = target.dtype;
+  c.shape = target.shape;
+  c.target = target.ref.buffer;
+  c.signal = signal.ref.buffer;
+  c.core_num = core_num;
+  c.op = static_cast<std::uint8_t>(op);
+  c.mode = static_cast<std::uint8_t>(mode);
+  return c;
+}
+
+/// Logs a collective call (subsystem coll) and, in debug mode, checks it against every peer's
+/// call (throws UsageError on a mismatch).
+void collective_check(const DomainState& d, const CollCall& call);
+
+/// Entry of every collective: one op-history record; the descriptor (`make()`) is only built
+/// when debug mode or collective logging needs it.
+template <class MakeCall>
+void collective_enter(const DomainState& d, const WindowDesc& signal, CollKind kind, Index count, MakeCall&& make) {
+  d.backend->note(OpKind::Collective, static_cast<std::uint8_t>(kind), -1, saturate(count), signal.ref.domain,
+                  signal.ref.buffer, signal.ref.offset, nullptr);
+  if (debug_checks() || collective_logging()) collective_check(d, make());
+}
+
+void debug_check_notify(const WindowDesc& signal, int peer, const Dims& offsets, std::uint64_t off, std::int32_t value,
+                        NotifyOp op);
+void debug_check_wait_done(const WindowDesc& signal, const Dims& offsets, std::uint64_t off, std::int32_t expected,
+                           WaitCmp cmp, std::int32_t seen);
+void debug_check_view(const char* op, const WindowDesc& w);
+
+}  // namespace pld::detail

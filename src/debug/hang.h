@@ -1,0 +1,48 @@
+// Hang diagnosis on the host: a snapshot of every rank (its state, the wait it is blocked in, its
+// last operations), the ranks expected to write each awaited cell, the wait-for graph across
+// ranks, and a verdict — the cycle (rank a waits for b waits for a) or the rank that never
+// notified. Used at a wait deadline (appended to the RankError message) and on SIGUSR1.
+#pragma once
+
+#include "backend/shm/backend.h"
+#include "debug/oplog.h"
+#include "host/session.h"
+
+#include <string>
+#include <vector>
+
+namespace pld::detail {
+
+struct RankSnapshot {
+  enum class State { NotRunning, Idle, Running, Waiting } state = State::Idle;
+  std::string who;  // "rank 1 (device 1)"
+  // The wait in progress (state == Waiting).
+  std::uint32_t domain = 0, buffer = 0;
+  Dims offsets;
+  WaitCmp cmp = WaitCmp::Ge;
+  std::int32_t expected = 0, value = 0;
+  std::uint64_t offset = 0;
+  int writer = -1;   // the protocol's writer (collectives), or -1
+  std::string what;  // the collective waiting, or empty
+  std::vector<OpRecord> history;  // oldest first
+};
+
+/// Reads every rank's published state and history. `alive[r]` false: the process has ended.
+std::vector<RankSnapshot> hang_snapshot(ShmBackend& backend, const std::vector<std::string>& who,
+                                        const std::vector<bool>& alive);
+
+struct HangReport {
+  std::string text;  // per-rank lines, expected writers, last operations, wait-for graph, verdict
+  std::string dot;   // the wait-for graph in Graphviz DOT
+};
+
+HangReport hang_analyse(const std::vector<RankSnapshot>& ranks, const HostSession& session);
+
+/// Writes `dot` to a new file in PLD_DEBUG_DIR (default: the temporary directory) and returns its
+/// path, or an explanation starting with "(" when it cannot be written.
+std::string hang_write_dot(const std::string& dot);
+
+/// One operation record as text: "notify(rank 1, 'sig' [0, 0], AtomicAdd 1)".
+std::string describe_op(const OpRecord& op, const HostSession& session);
+
+}  // namespace pld::detail

@@ -1,0 +1,122 @@
+// Per-rank operation history: the last kOpHistory kernel operations of every rank (notify, wait,
+// put, get, remote_load, remote_store, collective entries), kept in a ring in memory the host can
+// read (the shm control block), so that a hang report can say what every rank did last and who
+// has written the cell a rank waits on.
+//
+// Cost: one record is seven relaxed 64-bit stores and one relaxed load into the rank's own ring
+// (plain `mov`s on x86, no read-modify-write, no fence, no syscall). Threads of one rank (core_num
+// lanes, a task scheduler) share the ring without locking: two records written at the same moment
+// may land in one slot, and the reader skips a slot whose sequence number does not match. The
+// history is diagnostic, never a synchronisation.
+#pragma once
+
+#include <pld/types.hpp>
+
+#include <atomic>
+#include <climits>
+#include <cstdint>
+
+namespace pld::detail {
+
+/// Records kept per rank (the "last N operations" of a hang report).
+inline constexpr int kOpHistory = 16;
+
+enum class OpKind : std::uint8_t { None = 0, Notify, Wait, Put, Get, RemoteLoad, RemoteStore, Collective };
+
+/// The collectives, as recorded (OpRecord::flag of a Collective record, debug-mode descriptors).
+enum class CollKind : std::uint8_t { None = 0, Barrier, Allreduce, Broadcast, Allgather, ReduceScatter, AllToAll, AllToAllV };
+
+inline const char* coll_name(CollKind k) {
+  switch (k) {
+    case CollKind::Barrier: return "barrier";
+    case CollKind::Allreduce: return "allreduce";
+    case CollKind::Broadcast: return "broadcast";
+    case CollKind::Allgather: return "allgather";
+    case CollKind::ReduceScatter: return "reduce_scatter";
+    case CollKind::AllToAll: return "all_to_all";
+    case CollKind::AllToAllV: return "all_to_all_v";
+    default: return "collective";
+  }
+}
+
+/// Saturates a byte count into an OpRecord value.
+inline std::int32_t saturate(Index v) { return v > INT32_MAX ? INT32_MAX : static_cast<std::int32_t>(v); }
+
+/// One operation, decoded. `offset` is the byte offset (in the target rank's window heap) of the
+/// signal cell (notify, wait), or of the window buffer (data movement, collectives); `coords` are
+/// up to three leading offsets as the kernel passed them (the box start for data movement).
+struct OpRecord {
+  std::uint64_t seq = 0;  // 1-based position in the rank's history; 0 = empty
+  OpKind kind = OpKind::None;
+  std::uint8_t flag = 0;   // Notify: NotifyOp; Wait: WaitCmp; RemoteStore/Put: AtomicType; Collective: CollKind
+  std::int16_t peer = -1;  // world rank of the target (Notify/Put/RemoteStore) or source (Get/RemoteLoad)
+  std::int32_t value = 0;  // Notify: value; Wait: expected; data movement: bytes (saturated)
+  std::uint32_t domain = 0, buffer = 0;
+  std::uint64_t offset = 0;
+  std::int32_t coords[3] = {0, 0, 0};
+  std::uint8_t ndim = 0;
+};
+
+/// The ring of one rank, as stored in shared memory (packed into words written with relaxed
+/// atomic stores).
+struct alignas(64) OpRing {
+  std::atomic<std::uint64_t> head{0};  // records written so far
+  struct Slot {
+    std::atomic<std::uint64_t> w[6];
+  } slots[kOpHistory];
+
+  void write(OpKind kind, std::uint8_t flag, int peer, std::int32_t value, std::uint32_t domain, std::uint32_t buffer,
+             std::uint64_t offset, const Dims* coords) noexcept {
+    const std::uint64_t n = head.load(std::memory_order_relaxed);
+    Slot& s = slots[n % kOpHistory];
+    std::uint64_t c01 = 0, c2 = 0;
+    if (coords) {
+      const int nd = coords->size();
+      c01 = static_cast<std::uint32_t>(nd > 0 ? (*coords)[0] : 0) |
+            (static_cast<std::uint64_t>(static_cast<std::uint32_t>(nd > 1 ? (*coords)[1] : 0)) << 32);
+      c2 = static_cast<std::uint32_t>(nd > 2 ? (*coords)[2] : 0) | (static_cast<std::uint64_t>(nd) << 32);
+    }
+    s.w[0].store(0, std::memory_order_relaxed);
+    s.w[1].store(static_cast<std::uint64_t>(kind) | (static_cast<std::uint64_t>(flag) << 8) |
+                     (static_cast<std::uint64_t>(static_cast<std::uint16_t>(peer)) << 16) |
+                     (static_cast<std::uint64_t>(static_cast<std::uint32_t>(value)) << 32),
+                 std::memory_order_relaxed);
+    s.w[2].store(domain | (static_cast<std::uint64_t>(buffer) << 32), std::memory_order_relaxed);
+    s.w[3].store(offset, std::memory_order_relaxed);
+    s.w[4].store(c01, std::memory_order_relaxed);
+    s.w[5].store(c2, std::memory_order_relaxed);
+    s.w[0].store(n + 1, std::memory_order_release);
+    head.store(n + 1, std::memory_order_release);
+  }
+
+  /// Copies the ring's records, oldest first, into out[0..return).
+  int read(OpRecord* out) const noexcept {
+    const std::uint64_t h = head.load(std::memory_order_acquire);
+    const std::uint64_t first = h > kOpHistory ? h - kOpHistory : 0;
+    int n = 0;
+    for (std::uint64_t i = first; i < h; ++i) {
+      const Slot& s = slots[i % kOpHistory];
+      OpRecord r;
+      r.seq = s.w[0].load(std::memory_order_acquire);
+      if (r.seq != i + 1) continue;  // overwritten or torn
+      const std::uint64_t w1 = s.w[1].load(std::memory_order_relaxed), w2 = s.w[2].load(std::memory_order_relaxed);
+      r.kind = static_cast<OpKind>(w1 & 0xff);
+      r.flag = static_cast<std::uint8_t>((w1 >> 8) & 0xff);
+      r.peer = static_cast<std::int16_t>((w1 >> 16) & 0xffff);
+      r.value = static_cast<std::int32_t>(static_cast<std::uint32_t>(w1 >> 32));
+      r.domain = static_cast<std::uint32_t>(w2);
+      r.buffer = static_cast<std::uint32_t>(w2 >> 32);
+      r.offset = s.w[3].load(std::memory_order_relaxed);
+      const std::uint64_t c01 = s.w[4].load(std::memory_order_relaxed), c2 = s.w[5].load(std::memory_order_relaxed);
+      r.coords[0] = static_cast<std::int32_t>(static_cast<std::uint32_t>(c01));
+      r.coords[1] = static_cast<std::int32_t>(static_cast<std::uint32_t>(c01 >> 32));
+      r.coords[2] = static_cast<std::int32_t>(static_cast<std::uint32_t>(c2));
+      r.ndim = static_cast<std::uint8_t>(c2 >> 32);
+      if (s.w[0].load(std::memory_order_acquire) != r.seq) continue;
+      out[n++] = r;
+    }
+    return n;
+  }
+};
+
+}  // namespace pld::detail

@@ -1,0 +1,265 @@
+// Hang diagnosis: at a wait deadline the RankError message names every rank's wait, the ranks
+// expected to write each awaited cell, the last operations of every rank, the wait-for graph and
+// its verdict (a cycle, or the rank that never notified), and writes the graph as DOT. SIGUSR1 to
+// the host prints the same report while the job keeps running. Deadlines are short (0.5-2 s);
+// nothing depends on timing beyond "the planted hang lasts until its deadline".
+#include "support.hpp"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+namespace pld::test {
+namespace {
+
+// A scratch directory for DOT files, set as PLD_DEBUG_DIR for the test's lifetime.
+class DotDir {
+ public:
+  DotDir() {
+    path_ = std::filesystem::temp_directory_path() / ("pld-hang-test-" + std::to_string(getpid()));
+    std::filesystem::create_directories(path_);
+    setenv("PLD_DEBUG_DIR", path_.c_str(), 1);
+  }
+  ~DotDir() {
+    unsetenv("PLD_DEBUG_DIR");
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+  const std::filesystem::path& path() const { return path_; }
+
+ private:
+  std::filesystem::path path_;
+};
+
+std::string read_file(const std::string& path) {
+  std::ifstream f(path);
+  std::stringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+// The DOT file named by a report ("Wait-for graph in DOT: <path>").
+std::string dot_of(const std::string& msg) {
+  const std::string key = "Wait-for graph in DOT: ";
+  const auto at = msg.find(key);
+  if (at == std::string::npos) return {};
+  const auto end = msg.find('\n', at);
+  return read_file(msg.substr(at + key.size(), end == std::string::npos ? std::string::npos : end - at - key.size()));
+}
+
+std::string hang_message(const DistributedConfig& cfg, const std::function<void(Host&)>& orch, int* rank = nullptr) {
+  try {
+    run(cfg, orch);
+  } catch (const RankError& e) {
+    if (rank) *rank = e.rank();
+    return e.what();
+  }
+  ADD_FAILURE() << "expected a RankError";
+  return {};
+}
+
+#define EXPECT_HAS(msg, needle) EXPECT_NE((msg).find(needle), std::string::npos) << "missing: " << (needle) << "\nin:\n" << (msg)
+
+// Planted deadlock: every rank waits for its left neighbour before notifying its right one.
+void wait_then_notify(DistributedTensor<std::int32_t> sig) {
+  auto ctx = get_comm_ctx(sig);
+  const int me = rank(ctx), n = nranks(ctx);
+  system::wait(sig, {(me + n - 1) % n, 0}, 1, WaitCmp::Ge);
+  system::notify(sig, (me + 1) % n, {me, 0}, 1, NotifyOp::AtomicAdd);
+}
+
+TEST(HangReport, PlantedDeadlockNamesTheCycle) {
+  DotDir dir;
+  const std::string msg = hang_message(ranks(3, 0.5), [](Host& h) {
+    auto b = h.alloc_window_buffer({3, 1}, DType::INT32, "ring_sig");
+    for (int r = 0; r < 3; ++r) h.dispatch(r, wait_then_notify, h.window<std::int32_t>(b, {3, 1}));
+  });
+  EXPECT_HAS(msg, "Deadlock: rank 0 waits for rank 2 (cell 'ring_sig' [2, 0]), rank 2 waits for rank 1 (cell "
+                  "'ring_sig' [1, 0]), rank 1 waits for rank 0 (cell 'ring_sig' [0, 0])");
+  EXPECT_HAS(msg, "Wait-for graph: rank 0 -> rank 2, rank 1 -> rank 0, rank 2 -> rank 1");
+  EXPECT_HAS(msg, "expected writer: rank 2 — presumed: row 2 of the signal belongs to rank 2");
+  EXPECT_HAS(msg, "#1 wait('ring_sig' [2, 0], >= 1)");  // rank 0's history: its one operation
+  const std::string dot = dot_of(msg);
+  EXPECT_HAS(dot, "digraph pld_wait_for {");
+  EXPECT_HAS(dot, "r0 -> r2 [label=\"'ring_sig' [2, 0]\", color=red");
+  EXPECT_HAS(dot, "r2 -> r1");
+  EXPECT_HAS(dot, "r1 -> r0");
+  EXPECT_EQ(dot.back(), '\n');
+  EXPECT_HAS(dot, "}\n");
+}
+
+// A barrier in which rank `skip` never notifies.
+void barrier_skipping(DistributedTensor<std::int32_t> sig, int skip) {
+  auto ctx = get_comm_ctx(sig);
+  const int me = rank(ctx), n = nranks(ctx);
+  if (me != skip)
+    for (int p = 0; p < n; ++p)
+      if (p != me) system::notify(sig, p, {me, 0}, 1, NotifyOp::AtomicAdd);
+  for (int s = 0; s < n; ++s)
+    if (s != me) system::wait(sig, {s, 0}, 1, WaitCmp::Ge);
+}
+
+TEST(HangReport, NamesTheRankThatNeverNotified) {
+  DotDir dir;
+  const std::string msg = hang_message(ranks(4, 0.5), [](Host& h) {
+    auto b = h.alloc_window_buffer({4, 1}, DType::INT32, "sig");
+    for (int r = 0; r < 4; ++r) h.dispatch(r, barrier_skipping, h.window<std::int32_t>(b, {4, 1}), 2);
+  });
+  EXPECT_HAS(msg, "Rank 2 never notified: ranks 0, 1 and 3 wait for it, and it is idle (no dispatch in progress).");
+  EXPECT_HAS(msg, "rank 2 (device 2): idle (no dispatch in progress)");
+  EXPECT_HAS(msg, "notify(rank 2, 'sig' [0, 0], AtomicAdd 1)");  // rank 0's history
+  EXPECT_EQ(msg.find("Deadlock"), std::string::npos) << msg;
+  const std::string dot = dot_of(msg);
+  EXPECT_HAS(dot, "r2 [label=\"rank 2 (device 2)\\nidle (no dispatch in progress)\", style=filled, fillcolor=orange]");
+  EXPECT_HAS(dot, "r3 -> r2");
+}
+
+// Set-vs-AtomicAdd: ranks 1 and 2 both Set rank 0's counter to 1; rank 0 waits for 2. Nothing
+// fails at the notify (a Set is legal); the hang report shows the value, the writers and their
+// Sets, and calls it a lost update.
+void set_instead_of_add(DistributedTensor<std::int32_t> sig) {
+  auto ctx = get_comm_ctx(sig);
+  if (rank(ctx) == 0) system::wait(sig, {0, 0}, 2, WaitCmp::Ge);
+  else system::notify(sig, 0, {0, 0}, 1, NotifyOp::Set);
+}
+
+TEST(HangReport, LostUpdateShowsTheCellAndItsWriters) {
+  DotDir dir;
+  const std::string msg = hang_message(ranks(3, 0.5), [](Host& h) {
+    auto b = h.alloc_window_buffer({3, 1}, DType::INT32, "count");
+    for (int r = 0; r < 3; ++r) h.dispatch(r, set_instead_of_add, h.window<std::int32_t>(b, {3, 1}));
+  });
+  EXPECT_HAS(msg, "offsets [0, 0] for value >= 2; the cell holds 1");
+  EXPECT_HAS(msg, "expected writer: rank 1 — notified it: Set 1");
+  EXPECT_HAS(msg, "expected writer: rank 2 — notified it: Set 1");
+  EXPECT_HAS(msg, "Lost update on rank 0: ranks 1 and 2 all Set cell 'count' [0, 0]");
+  EXPECT_HAS(msg, "Rank 1 notified, but not enough");
+}
+
+// A credit wait inside a collective: the protocol names the writer.
+void barrier_on_some(DistributedTensor<std::int32_t> sig, int skip) {
+  if (rank(get_comm_ctx(sig)) != skip) tensor::barrier(sig);
+}
+
+TEST(HangReport, CollectiveCreditWaitNamesTheMissingRank) {
+  DotDir dir;
+  const std::string msg = hang_message(ranks(3, 0.5), [](Host& h) {
+    auto b = h.alloc_window_buffer({3, 1}, DType::INT32, "bsig");
+    for (int r = 0; r < 3; ++r) h.dispatch(r, barrier_on_some, h.window<std::int32_t>(b, {3, 1}), 1);
+  });
+  EXPECT_HAS(msg, "(inside barrier)");
+  EXPECT_HAS(msg, "expected writer: rank 1 — the barrier credit protocol");
+  EXPECT_HAS(msg, "Rank 1 never notified: ranks 0 and 2 wait for it");
+  EXPECT_HAS(msg, "barrier(signal 'bsig', 0 elements)");  // rank 0's history
+}
+
+// Off-by-one peer at P=4: `me + 1` without the modulo. Rank 3 fails, named, with the peer.
+void push_right_unwrapped(DistributedTensor<std::int32_t> sig) {
+  auto ctx = get_comm_ctx(sig);
+  const int me = rank(ctx);
+  system::notify(sig, me + 1, {me, 0}, 1, NotifyOp::AtomicAdd);
+  system::wait(sig, {(me + 3) % 4, 0}, 1, WaitCmp::Ge);
+}
+
+TEST(HangReport, OffByOnePeerFailsOnTheRankThatOverruns) {
+  expect_rank_error(
+      [] {
+        run(ranks(4, 5), [](Host& h) {
+          auto b = h.alloc_window_buffer({4, 1}, DType::INT32, "sig");
+          for (int r = 0; r < 4; ++r) h.dispatch(r, push_right_unwrapped, h.window<std::int32_t>(b, {4, 1}));
+        });
+      },
+      3, RankFailure::KernelError, "notify(signal 'sig', offsets [3, 0]): peer 4 out of range [0, 4) of comm domain world");
+}
+
+// Off-by-one in direction at P=4: every rank notifies its right neighbour on its own row, but
+// waits on its right neighbour's row instead of its left one's. Every notify lands, on the wrong
+// rank; the report names, for each waiting rank, the rank that should have written its cell.
+void wait_on_wrong_side(DistributedTensor<std::int32_t> sig) {
+  auto ctx = get_comm_ctx(sig);
+  const int me = rank(ctx), n = nranks(ctx);
+  system::notify(sig, (me + 1) % n, {me, 0}, 1, NotifyOp::AtomicAdd);
+  system::wait(sig, {(me + 1) % n, 0}, 1, WaitCmp::Ge);
+}
+
+TEST(HangReport, OffByOneNeighbourNamesTheMisdirectedNotify) {
+  DotDir dir;
+  const std::string msg = hang_message(ranks(4, 0.5), [](Host& h) {
+    auto b = h.alloc_window_buffer({4, 1}, DType::INT32, "nb");
+    for (int r = 0; r < 4; ++r) h.dispatch(r, wait_on_wrong_side, h.window<std::int32_t>(b, {4, 1}));
+  });
+  EXPECT_HAS(msg, "expected writer: rank 1 — notified the same cell on rank 2 but not on this one");
+  EXPECT_HAS(msg, "Misdirected notify: rank 1 notified 'nb' [1, 0] on rank 2, but rank 0 waits for it on its own copy");
+  EXPECT_HAS(msg, "Misdirected notify: rank 0 notified 'nb' [0, 0] on rank 1, but rank 3 waits for it on its own copy");
+  EXPECT_HAS(msg, "Wait cycle: rank 0 waits for rank 1");
+  EXPECT_EQ(msg.find("Deadlock"), std::string::npos) << msg;
+}
+
+// A misaligned remote_load: rank 1 reads its peer's row shifted by one element, past the window.
+void load_shifted(DistributedTensor<float> data, Tensor<float> out) {
+  auto ctx = get_comm_ctx(data);
+  const int me = rank(ctx);
+  auto t = tile::remote_load(data, 1 - me, {0, me}, {1, 8});
+  tile::store(t, {0, 0}, out);
+}
+
+TEST(HangReport, MisalignedRemoteLoadNamesRankWindowAndOffsets) {
+  auto out = HostTensor<float>::zeros({2, 1, 8});
+  expect_rank_error(
+      [&] {
+        run(ranks(2, 5), [&](Host& h) {
+          auto b = h.alloc_window_buffer({1, 8}, DType::FP32, "data");
+          for (int r = 0; r < 2; ++r) h.dispatch(r, load_shifted, h.window<float>(b, {1, 8}), out[r]);
+        });
+      },
+      1, RankFailure::KernelError,
+      "tile::remote_load: window box exceeds dimension 1: offset 1 + extent 8 > 8 (shape [1, 8], offsets [0, 1]");
+}
+
+// SIGUSR1 while the job hangs: the report is printed to stderr and the job continues to its
+// deadline. Rank 0 raises a flag in a HostTensor once it is about to wait, so the signal is sent
+// only while pld is executing the call.
+void flag_then_hang(DistributedTensor<std::int32_t> sig, Tensor<std::int32_t> flag) {
+  auto ctx = get_comm_ctx(sig);
+  if (rank(ctx) == 0) std::atomic_ref<std::int32_t>(*flag.data()).store(1);
+  system::wait(sig, {rank(ctx), 0}, 1, WaitCmp::Ge);
+}
+
+TEST(HangReport, Sigusr1PrintsTheReportAndTheJobContinues) {
+  DotDir dir;
+  auto flag = HostTensor<std::int32_t>::zeros({1});
+  std::atomic<bool> sent{false};
+  std::thread poker([&] {
+    for (int i = 0; i < 2000 && std::atomic_ref<std::int32_t>(*flag.data()).load() == 0; ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    if (std::atomic_ref<std::int32_t>(*flag.data()).load() == 0) return;  // the run failed early: no signal
+    kill(getpid(), SIGUSR1);
+    sent = true;
+  });
+  testing::internal::CaptureStderr();
+  int failed_rank = -1;
+  const std::string msg = hang_message(ranks(2, 2.0), [&](Host& h) {
+    auto b = h.alloc_window_buffer({2, 1}, DType::INT32, "hung");
+    for (int r = 0; r < 2; ++r) h.dispatch(r, flag_then_hang, h.window<std::int32_t>(b, {2, 1}), flag.view());
+  }, &failed_rank);
+  const std::string err = testing::internal::GetCapturedStderr();
+  poker.join();
+  EXPECT_TRUE(sent);
+  EXPECT_HAS(err, "pld: SIGUSR1 snapshot of the running call (the job continues):");
+  EXPECT_HAS(err, "waiting on signal 'hung' of domain world offsets [0, 0] for value >= 1; the cell holds 0");
+  EXPECT_HAS(err, "Wait-for graph in DOT: " + dir.path().string());
+  EXPECT_HAS(msg, "failed (wait timeout)");  // ... and the job still ran to its deadline
+  // The previous disposition (default) is back once pld::run returned.
+  struct sigaction now = {};
+  sigaction(SIGUSR1, nullptr, &now);
+  EXPECT_EQ(now.sa_handler, SIG_DFL);
+}
+
+}  // namespace
+}  // namespace pld::test
