@@ -66,9 +66,17 @@ int main(int argc, char** argv) {
   // 1. put / get bandwidth rank 0 -> 1 (others idle).
   if (p2p) {
     std::vector<char> src(p2p_max, 1);
-    for (size_t s : {size_t(1) << 20, size_t(64) << 20}) {
+    std::vector<char> local(p2p_max, 2);
+    for (size_t s : {size_t(1) << 20, size_t(16) << 20, size_t(64) << 20}) {
+      if (me == 0) {  // memcpy ceiling in this process, same sizes
+        const int r = s > (1u << 20) ? 10 : 100;
+        const double t0 = now_s();
+        for (int i = 0; i < r; ++i) { memcpy(local.data(), src.data(), s); __asm__ volatile("" ::: "memory"); }
+        const double t = now_s() - t0;
+        printf("memcpy %9zu B: %7.2f GB/s (%.1f us each)\n", s, s * r / t / 1e9, t / r * 1e6);
+      }
       for (int kind = 0; kind < 2; ++kind) {
-        const int r = s > (1u << 20) ? 5 : 50;
+        const int r = s > (1u << 20) ? 10 : 100;
         MPI_Barrier(MPI_COMM_WORLD);
         double t = 0;
         if (me == 0) {

@@ -25,7 +25,11 @@ inline std::string arg(int argc, char** argv, const char* key, const char* dflt)
   return dflt;
 }
 
+// --osc-env LIST: setenv("OMPI_MCA_osc", LIST) before MPI_Init, i.e. what a library can do from
+// inside the program to override Debian's /etc/openmpi/openmpi-mca-params.conf ("osc = ^ucx,pt2pt").
 inline int init_mpi(int argc, char** argv) {
+  const std::string osc = arg(argc, argv, "--osc-env", "");
+  if (!osc.empty()) setenv("OMPI_MCA_osc", osc.c_str(), 1);
   const std::string t = arg(argc, argv, "--thread", "multiple");
   const int want = t == "single" ? MPI_THREAD_SINGLE : t == "serialized" ? MPI_THREAD_SERIALIZED : MPI_THREAD_MULTIPLE;
   int got = 0;
