@@ -12,6 +12,8 @@
 //   iprobe     MPI_Iprobe(ANY_SOURCE, ANY_TAG, world)
 //   flushlocal MPI_Win_flush_local(peer, win)
 //   test       MPI_Test on a dummy MPI_Irecv that never matches
+// --warmup K: the first K exchanges poll with MPI_Iprobe whatever --poll says (connections set up
+//   lazily, e.g. UCX endpoint wire-up, need the target's progress once); timing starts after them.
 // --sync 1: MPI_Win_sync after the cell is seen, before the data is read (0: no sync).
 // If the cell is not seen within --timeout seconds the program says HANG and switches to
 // iprobe polling for the rest of the run, to tell "needs progress" from "lost".
@@ -33,6 +35,7 @@ int main(int argc, char** argv) {
   const size_t bytes = strtoull(arg(argc, argv, "--bytes", "8").c_str(), nullptr, 10);
   const int sync_after = atoi(arg(argc, argv, "--sync", "1").c_str());
   const double timeout = atof(arg(argc, argv, "--timeout", "3").c_str());
+  const int warmup = atoi(arg(argc, argv, "--warmup", "0").c_str());
   const bool yield = size > 2 || atoi(arg(argc, argv, "--yield", "1").c_str());
 
   // Layout: [0,64) signal cell; [64, 64+bytes) data.
@@ -58,6 +61,7 @@ int main(int argc, char** argv) {
   bool hung = false;
   long bad = 0, bad_after_sync = 0;
   double hang_seen_after = 0;
+  int hang_iter = 0;  // first exchange whose wait needed the rescue (0: none)
 
   auto notify = [&](int target, int iter) {
     for (size_t b = 0; b < bytes; ++b) src[b] = static_cast<unsigned char>(iter + b);
@@ -82,17 +86,18 @@ int main(int argc, char** argv) {
   };
   auto wait = [&](int expected, int iter) {
     const double t0 = now_s();
-    std::string mode = hung ? std::string("iprobe") : poll;  // after a hang: rescue mode for good
+    std::string mode = hung || iter <= warmup ? std::string("iprobe") : poll;  // after a hang: rescue mode for good
     long spins = 0;
     while (__atomic_load_n(cell, __ATOMIC_ACQUIRE) < expected) {
       poll_once(mode);
       if (yield && (++spins & 15) == 0) sched_yield();
-      if (mode == poll && (spins & 1023) == 0 && now_s() - t0 > timeout) {
+      if (mode == poll && iter > warmup && (spins & 1023) == 0 && now_s() - t0 > timeout) {
         hung = true;
+        hang_iter = iter;
         mode = "iprobe";  // rescue: drive progress
       }
     }
-    if (mode != poll && hang_seen_after == 0) hang_seen_after = now_s() - t0;
+    if (hung && mode != poll && hang_seen_after == 0) hang_seen_after = now_s() - t0;
     // Check the payload: without sync first, then after MPI_Win_sync.
     for (size_t b = 0; b < bytes; ++b)
       if (__atomic_load_n(&data[b], __ATOMIC_RELAXED) != static_cast<unsigned char>(iter + b)) { ++bad; break; }
@@ -105,7 +110,7 @@ int main(int argc, char** argv) {
   if (rank < 2) {
     // One warm-up exchange with rescue, then the timed ping-pong.
     for (int i = 1; i <= iters; ++i) {
-      if (i == 2) t_start = now_s();
+      if (i == warmup + 2) t_start = now_s();
       if (rank == 0) {
         notify(peer, i);
         wait(i, i);
@@ -120,17 +125,22 @@ int main(int argc, char** argv) {
   MPI_Cancel(&dummy);
   MPI_Wait(&dummy, MPI_STATUS_IGNORE);
   MPI_Allreduce(&hung_any, &hung_all, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  // who hung first, at which exchange, and how long the rescue took there
+  struct { int iter, rank; } mine{hang_iter ? hang_iter : 1 << 30, rank}, first;
+  MPI_Allreduce(&mine, &first, 1, MPI_2INT, MPI_MINLOC, MPI_COMM_WORLD);
+  double rescue = hang_iter == first.iter && rank == first.rank ? hang_seen_after : 0, rescue_max = 0;
+  MPI_Allreduce(&rescue, &rescue_max, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
   long bads[2] = {bad, bad_after_sync}, badsum[2];
   MPI_Reduce(bads, badsum, 2, MPI_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
   if (rank == 0) {
     if (hung_all)
-      printf("n=%d thread=%d poll=%-10s notify=%s bytes=%zu: HANG (cell not seen within %.1fs without progress; "
-             "seen %.3fs after switching to iprobe) %s\n",
-             size, thread, poll.c_str(), how.c_str(), bytes, timeout, hang_seen_after, desc.c_str());
+      printf("n=%d thread=%d poll=%-10s notify=%s bytes=%zu: HANG (rank %d did not see exchange %d within %.1fs "
+             "without progress; seen %.3fs after the wait began, once it polled with MPI_Iprobe) %s\n",
+             size, thread, poll.c_str(), how.c_str(), bytes, first.rank, first.iter, timeout, rescue_max, desc.c_str());
     else
       printf("n=%d thread=%d poll=%-10s notify=%s bytes=%zu: OK  one-way notify->wait %.2f us  stale-before-sync %ld "
              "stale-after-sync %ld / %d  %s\n",
-             size, thread, poll.c_str(), how.c_str(), bytes, (t_end - t_start) / (iters - 1) / 2 * 1e6, badsum[0],
+             size, thread, poll.c_str(), how.c_str(), bytes, (t_end - t_start) / (iters - warmup - 1) / 2 * 1e6, badsum[0],
              badsum[1], iters, desc.c_str());
   }
   MPI_Win_unlock_all(win);
