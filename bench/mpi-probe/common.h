@@ -30,6 +30,10 @@ inline std::string arg(int argc, char** argv, const char* key, const char* dflt)
 inline int init_mpi(int argc, char** argv) {
   const std::string osc = arg(argc, argv, "--osc-env", "");
   if (!osc.empty()) setenv("OMPI_MCA_osc", osc.c_str(), 1);
+  // --mca-env name=value: setenv("OMPI_MCA_<name>", value) before MPI_Init (any MCA variable).
+  const std::string mca = arg(argc, argv, "--mca-env", "");
+  if (const size_t eq = mca.find('='); eq != std::string::npos)
+    setenv(("OMPI_MCA_" + mca.substr(0, eq)).c_str(), mca.substr(eq + 1).c_str(), 1);
   const std::string t = arg(argc, argv, "--thread", "multiple");
   const int want = t == "single" ? MPI_THREAD_SINGLE : t == "serialized" ? MPI_THREAD_SERIALIZED : MPI_THREAD_MULTIPLE;
   int got = 0;
