@@ -200,6 +200,47 @@ int main(int argc, char** argv) {
              (now_s() - t0) * 1e6 / (static_cast<double>(n) * acc_reps));
     finish("bf16 add via CAS32 loop", t0, ok, buf);
   }
+  // 5. bf16 add under a per-target lock (the design's fp16/bf16 path): acquire = 32-bit
+  //    compare_and_swap 0 -> rank+1 on rank 0's lock cell (offset 12) + flush, then get the range,
+  //    add in float, put it back, flush, release = accumulate REPLACE 0 + flush.
+  if (want("lock16")) {
+    const int n = count;  // bf16 elements, at off_bf (reset first)
+    if (rank == 0) memset(base + off_bf, 0, static_cast<size_t>(arr));
+    MPI_Win_sync(win);
+    MPI_Barrier(MPI_COMM_WORLD);
+    const double t0 = now_s();
+    long spins = 0;
+    std::vector<uint16_t> tmp(static_cast<size_t>(n));
+    for (int i = 0; i < acc_reps; ++i) {
+      const int32_t zero = 0, me = rank + 1;
+      for (;;) {
+        int32_t old = -1;
+        MPI_Compare_and_swap(&me, &zero, &old, MPI_INT32_T, 0, 12, win);
+        MPI_Win_flush(0, win);
+        if (old == 0) break;
+        ++spins;
+        int f;
+        MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &f, MPI_STATUS_IGNORE);
+      }
+      MPI_Get(tmp.data(), n, MPI_UINT16_T, 0, off_bf, n, MPI_UINT16_T, win);
+      MPI_Win_flush(0, win);
+      for (int e = 0; e < n; ++e) tmp[static_cast<size_t>(e)] = f32_to_bf16(bf16_to_f32(tmp[static_cast<size_t>(e)]) + static_cast<float>(1 + (e % 2)));
+      MPI_Put(tmp.data(), n, MPI_UINT16_T, 0, off_bf, n, MPI_UINT16_T, win);
+      MPI_Win_flush(0, win);
+      int32_t old = 0;
+      MPI_Fetch_and_op(&zero, &old, MPI_INT32_T, 0, 12, MPI_REPLACE, win);
+      MPI_Win_flush(0, win);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    MPI_Win_sync(win);
+    bool ok = true;
+    if (rank == 0)
+      for (int e = 0; e < n; ++e)
+        if (bf16_to_f32(reinterpret_cast<const uint16_t*>(base + off_bf)[e]) != static_cast<float>(acc_reps * size * (1 + (e % 2)))) ok = false;
+    snprintf(buf, sizeof buf, "%d bf16 elements x %d reps x %d ranks, %ld busy retries, %.3f us per element", n, acc_reps, size, spins,
+             (now_s() - t0) * 1e6 / (static_cast<double>(n) * acc_reps));
+    finish("bf16 add under a CAS32 lock", t0, ok, buf);
+  }
   MPI_Win_unlock_all(win);
   MPI_Win_free(&win);
   MPI_Finalize();

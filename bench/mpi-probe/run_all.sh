@@ -5,7 +5,7 @@ set -eu
 HERE=$(cd "$(dirname "$0")" && pwd)
 B=${1:-/tmp/mpi-probe}
 mkdir -p "$B"
-for p in notify_wait atomics bw pingpong threads die shared alloc progress_probe; do
+for p in notify_wait atomics bw pingpong threads die shared alloc progress_probe third_party; do
   mpicxx -O2 -march=native -std=c++20 -Wall -pthread -o "$B/$p" "$HERE/$p.cc"
 done
 echo "### 1. selection";  "$HERE/run_selection.sh" "$B"

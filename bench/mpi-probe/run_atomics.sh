@@ -14,7 +14,7 @@ configs=(
 )
 for c in "${configs[@]}"; do
   IFS='|' read -r label thread args <<<"$c"
-  for t in fop32 cas32 cas64 float int8 int16 int32 bf16; do
+  for t in fop32 cas32 cas64 float int8 int16 int32 bf16 lock16; do
     # shellcheck disable=SC2086
     out=$(timeout 120 mpirun -n "$NP" --oversubscribe $args "$B/atomics" --only $t --reps ${REPS:-100} --thread "$thread" 2>&1)
     rc=$?
