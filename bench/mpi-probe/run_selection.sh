@@ -27,5 +27,5 @@ run "--mca osc pt2pt" 2 single --mca osc pt2pt
 run "--mca osc pt2pt --mca btl tcp,self" 2 single --mca osc pt2pt --mca btl tcp,self
 run "--mca osc pt2pt --mca btl tcp,self" 3 single --mca osc pt2pt --mca btl tcp,self
 run "--mca osc ucx" 2 multiple --mca osc ucx
-run "--mca osc ucx -x UCX_TLS=tcp,self" 2 multiple --mca osc ucx -x UCX_TLS=tcp,self
-run "--mca osc ucx -x UCX_TLS=tcp,self" 4 multiple --mca osc ucx -x UCX_TLS=tcp,self
+run "--mca btl tcp,self --mca osc ucx -x UCX_TLS=tcp,self" 2 multiple --mca btl tcp,self --mca osc ucx -x UCX_TLS=tcp,self
+run "--mca btl tcp,self --mca osc ucx -x UCX_TLS=tcp,self" 4 multiple --mca btl tcp,self --mca osc ucx -x UCX_TLS=tcp,self
