@@ -61,7 +61,7 @@ std::uint32_t HostSession::domain_create(const std::vector<int>& ranks) {
 
 WindowBuffer HostSession::alloc(std::uint32_t domain, std::uint64_t bytes, const std::string& name) {
   DomainRecord& d = domains_.at(domain);
-  if (name.rfind("pld.", 0) == 0 && name != kBuiltinSignalName)
+  if (name.rfind("pld.", 0) == 0 && name != kBuiltinSignalName && name != kCollStagingName)
     throw UsageError(fmt::format("alloc_window_buffer('{}'): names starting with 'pld.' are reserved for pld's own "
                                  "windows; pick another name",
                                  name));
@@ -158,7 +158,18 @@ void HostSession::record(int rank, Trampoline trampoline, void (*kernel)(), ArgW
   dispatches_.push_back(std::move(rec));
 }
 
-void HostSession::finish() const {
+void HostSession::reserve_coll_staging() {
+  for (DomainRecord& d : domains_) {
+    if (!d.used || d.members.size() < 2) continue;
+    const std::uint64_t bytes = d.buffers.size() * ll_channel_bytes(d.members.size());
+    std::uint64_t top = 0;
+    for (int r : d.members) top = std::max(top, heap_top_[static_cast<std::size_t>(r)]);
+    if (top + bytes + kWindowAlignment <= heap_bytes_) alloc(d.id, bytes, kCollStagingName);
+  }
+}
+
+void HostSession::finish() {
+  reserve_coll_staging();
   for (const DomainRecord& d : domains_) {
     // A domain is described to each rank in one message (members, then buffers with names).
     std::size_t bytes = 16 + 4 * d.members.size();
