@@ -69,7 +69,8 @@ class HostSession {
 
  private:
   /// One kCollStagingName window per used domain, above everything the call allocated, with one
-  /// LL channel per buffer id (coll/ll.cc); skipped when the heap is too full (no LL path then).
+  /// LL channel per buffer id up to kCollStagingBudget (coll/ll.cc); skipped when the heap is too
+  /// full (no LL path then).
   void reserve_coll_staging();
 
   std::uint32_t call_;  // unique per HostSession in this process

@@ -23,6 +23,9 @@ inline constexpr const char* kCollStagingName = "pld.coll_staging";
 inline constexpr std::uint64_t kLLMaxBytes = 64;
 inline constexpr std::uint64_t kLLSlotBytes = kLLMaxBytes * 2;
 inline constexpr std::uint64_t ll_channel_bytes(std::uint64_t nranks) { return 2 * nranks * kLLSlotBytes; }
+/// Staging per rank is capped (it is zeroed with the other windows on every call): channels go
+/// to the first buffer ids only, at least one (P = 2: 256 channels, P = 64: 8).
+inline constexpr std::uint64_t kCollStagingBudget = 128 * 1024;
 
 struct BufferInfo {
   std::uint64_t offset = 0;

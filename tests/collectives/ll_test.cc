@@ -1,6 +1,7 @@
 // The LL one-shot allreduce (AllreduceMode::Auto, payload <= 64 bytes, core_num 1): 64 ranks,
 // two threads of one kernel running LL allreduces at once on separate signals, LL and two-barrier
-// calls alternating on one signal, and the wait semantics (deadline report, abort release).
+// calls alternating on one signal, a signal without a staging channel, and the wait semantics
+// (deadline report, abort release).
 // Every dtype, op, P in {1,2,3,4,5,8} and size around the threshold: collective_test.cc.
 #include "support.hpp"
 
@@ -102,6 +103,25 @@ TEST(LLAllreduce, MissingParticipantTimesOutWithTheStagingWord) {
     EXPECT_EQ(e.cause(), RankFailure::WaitTimeout);
     EXPECT_NE(std::string(e.what()).find("allreduce: waiting for rank 0's data of LL call 1 (staging "
                                          "'pld.coll_staging' cell [1, 0, 2], channel of signal 'sig'"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(LLAllreduce, SignalWithoutAChannelRunsTwoShot) {
+  // Channels cover the first 256 buffer ids at P = 2 (128 KiB of staging per rank): a signal
+  // allocated after 256 others has none, so the same tiny allreduce waits in a credit barrier.
+  try {
+    run(ranks(2, 0.5), [](Host& h) {
+      for (int b = 0; b < 256; ++b) h.alloc_window_buffer(64, "filler" + std::to_string(b));
+      auto v = h.window<float>(h.alloc_window_buffer({3}, DType::FP32, "v"), {3});
+      auto s = h.window<std::int32_t>(h.alloc_window_buffer({2}, DType::INT32, "sig"), {2});
+      for (int r = 0; r < 2; ++r) h.dispatch(r, ll_forgotten, v, s);
+    });
+    FAIL() << "expected a wait timeout";
+  } catch (const RankError& e) {
+    EXPECT_EQ(e.cause(), RankFailure::WaitTimeout);
+    EXPECT_NE(std::string(e.what()).find("allreduce: waiting for rank 0's credit 1 on signal 'sig'"),
               std::string::npos)
         << e.what();
   }
