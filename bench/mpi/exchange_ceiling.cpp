@@ -28,7 +28,9 @@ namespace {
 // streaming stores (what pld's bulk_copy does from 1 MiB), streaming in 256 KiB pieces that
 // alternate between the two rows (a cache-friendlier order).
 enum class Kind { Memcpy, Stream, StreamChunked };
-const char* name(Kind k) { return k == Kind::Memcpy ? "memcpy" : k == Kind::Stream ? "stream" : "stream-256K"; }
+const char* name(Kind k) {
+  return k == Kind::Memcpy ? "memcpy" : k == Kind::Stream ? "stream" : "stream-256K";
+}
 
 void stream_copy(char* dst, const char* src, std::size_t n) {
   std::size_t i = 0;
@@ -74,8 +76,10 @@ std::pair<double, double> run(std::size_t s, Kind kind, int iters) {
           const std::size_t n = kind == Kind::StreamChunked ? std::min(piece, row - at) : row;
           char* dst = tgt[p] + static_cast<std::size_t>(t) * row + at;
           const char* src = in[t] + static_cast<std::size_t>(p) * row + at;
-          if (kind == Kind::Memcpy) std::memcpy(dst, src, n);
-          else stream_copy(dst, src, n);
+          if (kind == Kind::Memcpy)
+            std::memcpy(dst, src, n);
+          else
+            stream_copy(dst, src, n);
         }
       barrier(2 * it + 2);
       if (t == 0 && it >= 3)
@@ -103,8 +107,8 @@ int main(int argc, char** argv) {
     const int iters = std::max(20, static_cast<int>((2048ull << 20) / s));
     for (Kind k : {Kind::Memcpy, Kind::Stream, Kind::StreamChunked}) {
       const auto [med, min] = run(s, k, iters);
-      std::printf("%5d MiB  %-12s %12.1f %10.1f %12.1f %10.1f\n", m, name(k), med * 1e6, 4.0 * s / med / 1e9,
-                  min * 1e6, 4.0 * s / min / 1e9);
+      std::printf("%5d MiB  %-12s %12.1f %10.1f %12.1f %10.1f\n", m, name(k), med * 1e6, 4.0 * s / med / 1e9, min * 1e6,
+                  4.0 * s / min / 1e9);
     }
   }
   return 0;

@@ -69,8 +69,9 @@ void await_word(const char* op, const DomainState& d, const WindowDesc& signal, 
       "is {})",
       op, source, epoch, kCollStagingName, at.str(), d.buffer_name(signal.ref.buffer), seen);
   if (st == WaitStatus::Timeout)
-    throw WaitTimeoutError(what + " at the deadline; every rank of the domain must call the same collectives in the "
-                                  "same order");
+    throw WaitTimeoutError(what +
+                           " at the deadline; every rank of the domain must call the same collectives in the "
+                           "same order");
   throw AbortedError(what + ": released because another rank failed");
 }
 
@@ -80,8 +81,8 @@ bool ll_fits(const DomainState& d, const WindowDesc& signal, std::uint64_t bytes
   return bytes <= ll_max_bytes() && d.ll_staging >= 0 && signal.ref.buffer < d.ll_epochs.size();
 }
 
-void ll_allreduce(const char* op, const DomainState& d, const WindowDesc& target, const WindowDesc& signal,
-                  Index count, ReduceOp rop) {
+void ll_allreduce(const char* op, const DomainState& d, const WindowDesc& target, const WindowDesc& signal, Index count,
+                  ReduceOp rop) {
   const int n = d.nranks(), me = d.rank;
   const std::size_t bytes = static_cast<std::size_t>(count) * dtype_size(target.dtype);
   const int words = static_cast<int>((bytes + 3) / 4);
@@ -90,8 +91,9 @@ void ll_allreduce(const char* op, const DomainState& d, const WindowDesc& target
   const std::uint64_t channel = d.buffers[static_cast<std::size_t>(d.ll_staging)].offset +
                                 signal.ref.buffer * ll_channel_bytes(static_cast<std::uint64_t>(n));
   auto slot = [&](int source) {
-    return channel + (static_cast<std::uint64_t>(parity) * static_cast<std::uint64_t>(n) +
-                      static_cast<std::uint64_t>(source)) * kLLSlotBytes;
+    return channel +
+           (static_cast<std::uint64_t>(parity) * static_cast<std::uint64_t>(n) + static_cast<std::uint64_t>(source)) *
+               kLLSlotBytes;
   };
   std::byte* mine = d.windows_in[static_cast<std::size_t>(me)] + target.ref.offset;
 

@@ -17,7 +17,7 @@ bool ll_fits(const DomainState& d, const WindowDesc& signal, std::uint64_t bytes
 
 /// The LL allreduce of `target` (count elements, count * esz <= kLLMaxBytes) in place, sources
 /// combined in ascending rank order. Operands are already checked; needs ll_fits().
-void ll_allreduce(const char* op, const DomainState& d, const WindowDesc& target, const WindowDesc& signal,
-                  Index count, ReduceOp rop);
+void ll_allreduce(const char* op, const DomainState& d, const WindowDesc& target, const WindowDesc& signal, Index count,
+                  ReduceOp rop);
 
 }  // namespace pld::detail

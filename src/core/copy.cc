@@ -49,7 +49,8 @@ void bulk_copy_multi(std::byte* const* dsts, int n, const std::byte* src, std::s
   bool fused = n > 1 && bytes >= streaming_from && bytes >= 64;
   const std::uintptr_t align = n > 0 ? reinterpret_cast<std::uintptr_t>(dsts[0]) % 16 : 0;
   for (int k = 0; fused && k < n; ++k)
-    fused = reinterpret_cast<std::uintptr_t>(dsts[k]) % 16 == align && !(dsts[k] < src + bytes && src < dsts[k] + bytes);
+    fused = reinterpret_cast<std::uintptr_t>(dsts[k]) % 16 == align &&
+            !(dsts[k] < src + bytes && src < dsts[k] + bytes);
   if (fused) {
     const std::size_t head = (16 - align) % 16;
     for (int k = 0; k < n; ++k) std::memcpy(dsts[k], src, head);

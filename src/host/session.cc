@@ -162,7 +162,9 @@ void HostSession::reserve_coll_staging() {
   for (DomainRecord& d : domains_) {
     if (!d.used || d.members.size() < 2) continue;
     const std::uint64_t channel = ll_channel_bytes(d.members.size());
-    const std::uint64_t bytes = std::min<std::uint64_t>(d.buffers.size(), std::max<std::uint64_t>(1, kCollStagingBudget / channel)) * channel;
+    const std::uint64_t channels =
+        std::min<std::uint64_t>(d.buffers.size(), std::max<std::uint64_t>(1, kCollStagingBudget / channel));
+    const std::uint64_t bytes = channels * channel;
     std::uint64_t top = 0;
     for (int r : d.members) top = std::max(top, heap_top_[static_cast<std::size_t>(r)]);
     if (top + bytes + kWindowAlignment <= heap_bytes_) alloc(d.id, bytes, kCollStagingName);

@@ -143,7 +143,8 @@ TYPED_TEST(Collectives, AllreduceEveryOpModePathSizeAndRankCount) {
           for (int r = 0; r < p; ++r)
             for (int k = 0; k < kReps; ++k) {
               ASSERT_EQ(value(outs[s](r, c, k, i)), expect)
-                  << "composite P=" << p << " n=" << allreduce_sizes<T>()[s] << " case " << c << " rank " << r << " rep " << k
+                  << "composite P=" << p << " n=" << allreduce_sizes<T>()[s] << " case " << c << " rank " << r
+                  << " rep " << k
                   << " i " << i;
               ASSERT_EQ(value(host_outs[s](r, c, k, i)), expect)
                   << "builtin P=" << p << " n=" << allreduce_sizes<T>()[s] << " case " << c << " rank " << r;

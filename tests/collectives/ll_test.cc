@@ -121,8 +121,7 @@ TEST(LLAllreduce, SignalWithoutAChannelRunsTwoShot) {
     FAIL() << "expected a wait timeout";
   } catch (const RankError& e) {
     EXPECT_EQ(e.cause(), RankFailure::WaitTimeout);
-    EXPECT_NE(std::string(e.what()).find("allreduce: waiting for rank 0's credit 1 on signal 'sig'"),
-              std::string::npos)
+    EXPECT_NE(std::string(e.what()).find("allreduce: waiting for rank 0's credit 1 on signal 'sig'"), std::string::npos)
         << e.what();
   }
 }
