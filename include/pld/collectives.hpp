@@ -31,7 +31,8 @@ namespace pld {
 
 /// Schedule of an allreduce.
 enum class AllreduceMode : int {
-  Auto = 0,     ///< Mesh up to PLD_ALLREDUCE_MESH_MAX bytes, TwoShot above
+  Auto = 0,     ///< LL one-hop up to PLD_ALLREDUCE_LL_MAX (64) bytes with core_num 1, else Mesh up
+                ///< to PLD_ALLREDUCE_MESH_MAX bytes (default 0), else TwoShot
   Mesh = 1,     ///< one-shot: every rank reads every peer and reduces the whole vector
   Ring = 2,     ///< 2(P-1) neighbour steps: reduce-scatter then allgather around the ring
   TwoShot = 3,  ///< each rank reduces its 1/P segment from every peer and pushes it to every peer

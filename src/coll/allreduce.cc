@@ -1,4 +1,5 @@
-// allreduce, in place on a window, three schedules (docs/01-collectives.md):
+// allreduce, in place on a window, three schedules (docs/01-collectives.md), and for tiny
+// payloads in Auto mode the one-hop LL path (coll/ll.cc):
 //
 //   Mesh     barrier; reduce all P copies into scratch; barrier (nobody reads me any more);
 //            store. Reads P x n per rank: for small vectors, where the two barriers dominate.
@@ -12,6 +13,7 @@
 #include "debug/checks.h"
 #include "core/copy.h"
 #include "coll/lanes.h"
+#include "coll/ll.h"
 #include "reduce/reduce.h"
 
 #include <pld/error.hpp>
@@ -135,7 +137,10 @@ void coll_allreduce(const WindowDesc& target, const WindowDesc& signal, const Al
   });
   if (d.nranks() == 1 || count == 0) return;
   const std::size_t esz = dtype_size(target.dtype);
-  const AllreduceMode mode = resolve_mode(options, static_cast<std::uint64_t>(count) * esz);
+  const std::uint64_t bytes = static_cast<std::uint64_t>(count) * esz;
+  if (options.mode == AllreduceMode::Auto && options.core_num == 1 && ll_fits(d, signal, bytes))
+    return ll_allreduce(op, d, target, signal, count, options.op);
+  const AllreduceMode mode = resolve_mode(options, bytes);
   const Job job{op, d, target, signal, options.op, esz, stride};
   const int lanes = static_cast<int>(std::min<Index>(options.core_num, count));
   run_lanes(lanes, [&](int lane) {

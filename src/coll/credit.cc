@@ -48,8 +48,8 @@ void check_core_num(const char* op, int core_num) {
 int signal_lane_stride(const char* op, const WindowDesc& signal, int nranks, int core_num) {
   check_core_num(op, core_num);
   const Dims& s = signal.shape;
-  const std::string name = signal.state ? signal.state->buffer_name(signal.ref.buffer) : std::string("?");
   auto fail = [&] {
+    const std::string name = signal.state ? signal.state->buffer_name(signal.ref.buffer) : std::string("?");
     throw UsageError(fmt::format("{}: signal '{}' has shape {} but this collective over {} ranks with core_num {} "
                                  "needs an INT32 signal of shape [{}, {}]{} (one row per rank, one column per "
                                  "lane, wider is fine; [{}, {}] puts every cell on its own cache line)",

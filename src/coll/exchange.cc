@@ -30,10 +30,13 @@ void check_same_dtype(const char* op, DType a, DType b) {
 }
 
 // Both push collectives: rank `me` sends a SIZE-element row to row `me` of every rank's [P, SIZE]
-// target; `row_for(p)` is the local row that goes to rank p.
+// target; `row_for(p)` is the local row that goes to rank p. When it is the same row for every
+// peer (allgather), one fused copy reads it once for all of them.
+enum class Rows { Same, PerPeer };
+
 template <class RowFor>
 void push_rows(const char* op, const DomainState& d, const WindowDesc& target, const WindowDesc& signal, int stride,
-               int core_num, RowFor&& row_for) {
+               int core_num, Rows rows, RowFor&& row_for) {
   const Index size = target.shape[1];
   if (size == 0) return;
   const int n = d.nranks(), me = d.rank;
@@ -41,11 +44,11 @@ void push_rows(const char* op, const DomainState& d, const WindowDesc& target, c
   fenced_lanes(op, d, signal, stride, core_num, size, [&](Range r) {
     const std::uint64_t dst = (static_cast<std::uint64_t>(me) * static_cast<std::uint64_t>(size) +
                                static_cast<std::uint64_t>(r.begin)) * esz;
-    for (int k = 0; k < n; ++k) {  // staggered, myself first
-      const int p = (me + k) % n;
-      bulk_copy(window_at(op, d, p, target, dst), row_for(p) + static_cast<std::size_t>(r.begin) * esz,
-                static_cast<std::size_t>(r.size()) * esz, kPushStreamingBytes);
-    }
+    const std::size_t from = static_cast<std::size_t>(r.begin) * esz, bytes = static_cast<std::size_t>(r.size()) * esz;
+    std::byte* dsts[kMaxRanks];
+    for (int k = 0; k < n; ++k) dsts[k] = window_at(op, d, (me + k) % n, target, dst);  // staggered, myself first
+    if (rows == Rows::Same) return bulk_copy_multi(dsts, n, row_for(me) + from, bytes, kPushStreamingBytes);
+    for (int k = 0; k < n; ++k) bulk_copy(dsts[k], row_for((me + k) % n) + from, bytes, kPushStreamingBytes);
   });
 }
 
@@ -75,7 +78,7 @@ void coll_allgather(const LocalDesc& local, const WindowDesc* local_window, cons
   const int stride = check_allgather(local, local_window, target, signal, core_num);
   collective_enter(*signal.state, signal, CollKind::Allgather, target.shape.numel(),
                    [&] { return coll_call(CollKind::Allgather, target, signal, core_num); });
-  push_rows(op, *signal.state, target, signal, stride, core_num, [&](int) { return local.data; });
+  push_rows(op, *signal.state, target, signal, stride, core_num, Rows::Same, [&](int) { return local.data; });
 }
 
 int check_all_to_all(const LocalDesc& input, const WindowDesc* input_window, const WindowDesc& target,
@@ -99,7 +102,7 @@ void coll_all_to_all(const LocalDesc& input, const WindowDesc* input_window, con
   collective_enter(*signal.state, signal, CollKind::AllToAll, target.shape.numel(),
                    [&] { return coll_call(CollKind::AllToAll, target, signal, core_num); });
   const std::size_t row_bytes = static_cast<std::size_t>(target.shape[1]) * dtype_size(target.dtype);
-  push_rows(op, *signal.state, target, signal, stride, core_num,
+  push_rows(op, *signal.state, target, signal, stride, core_num, Rows::PerPeer,
             [&](int p) { return input.data + static_cast<std::size_t>(p) * row_bytes; });
 }
 
@@ -153,14 +156,17 @@ void coll_all_to_all_v(const LocalDesc& input, const WindowDesc* input_window, c
                                    "number of rows sent to that rank and must fit its block",
                                    p, counts[p], max_recv));
   const std::size_t esz = dtype_size(target.dtype);
+  const std::uint64_t dst = static_cast<std::uint64_t>(me) * static_cast<std::uint64_t>(max_recv * size) * esz;
   fenced_lanes(op, d, signal, 1, 1, 1, [&](Range) {
+    // recv_counts[me] of every peer: plain stores, published by the closing barrier like the rows.
+    for (int k = 0; k < n; ++k) {
+      const int p = (me + k) % n;
+      std::memcpy(window_at(op, d, p, recv_counts, static_cast<std::uint64_t>(me) * 4), &counts[p], 4);
+    }
     for (int k = 0; k < n; ++k) {
       const int p = (me + k) % n;
       const Index rows = counts[p];
-      const std::uint64_t cell = recv_counts.ref.offset + static_cast<std::uint64_t>(me) * 4;
-      d.backend->notify(d.members[static_cast<std::size_t>(p)], cell, static_cast<std::int32_t>(rows), NotifyOp::Set);
       if (rows == 0 || size == 0) continue;
-      const std::uint64_t dst = static_cast<std::uint64_t>(me) * static_cast<std::uint64_t>(max_recv * size) * esz;
       const std::size_t src = static_cast<std::size_t>(p) * static_cast<std::size_t>(max_recv * size) * esz;
       bulk_copy(window_at(op, d, p, target, dst), input.data + src, static_cast<std::size_t>(rows * size) * esz,
                 kPushStreamingBytes);

@@ -78,9 +78,6 @@ class LanePool {
 
 }  // namespace
 
-void run_lanes(int lanes, const std::function<void(int)>& fn) {
-  if (lanes <= 1) return fn(0);
-  LanePool::instance().run(lanes, fn);
-}
+void run_lanes_pooled(int lanes, const std::function<void(int)>& fn) { LanePool::instance().run(lanes, fn); }
 
 }  // namespace pld::detail

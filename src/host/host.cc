@@ -12,8 +12,20 @@ int CommDomain::size() const { return static_cast<int>(session_->domain(id_).mem
 
 const std::vector<int>& CommDomain::ranks() const { return session_->domain(id_).members; }
 
+namespace {
+// pld's own windows (kBuiltinSignalName, kCollStagingName) are allocated by the session itself;
+// a user buffer must not take one of their names.
+const std::string& user_name(const std::string& name) {
+  if (name.rfind("pld.", 0) == 0)
+    throw UsageError(fmt::format("alloc_window_buffer('{}'): names starting with 'pld.' are reserved for pld's own "
+                                 "windows; pick another name",
+                                 name));
+  return name;
+}
+}  // namespace
+
 WindowBuffer CommDomain::alloc_window_buffer(std::uint64_t bytes, const std::string& name) {
-  return session_->alloc(id_, bytes, name);
+  return session_->alloc(id_, bytes, user_name(name));
 }
 
 WindowBuffer CommDomain::alloc_window_buffer(const Dims& shape, DType dtype, const std::string& name) {
@@ -23,7 +35,7 @@ WindowBuffer CommDomain::alloc_window_buffer(const Dims& shape, DType dtype, con
     if (e < 0)
       throw UsageError(fmt::format("alloc_window_buffer({}, {}): negative extent; extents must be >= 0", shape.str(),
                                    dtype_name(dtype)));
-  return session_->alloc(id_, static_cast<std::uint64_t>(shape.numel()) * dtype_size(dtype), name);
+  return session_->alloc(id_, static_cast<std::uint64_t>(shape.numel()) * dtype_size(dtype), user_name(name));
 }
 
 detail::WindowRef CommDomain::window_ref(const WindowBuffer& buffer, const Dims& shape, DType dtype) const {

@@ -61,7 +61,7 @@ std::uint32_t HostSession::domain_create(const std::vector<int>& ranks) {
 
 WindowBuffer HostSession::alloc(std::uint32_t domain, std::uint64_t bytes, const std::string& name) {
   DomainRecord& d = domains_.at(domain);
-  if (name.rfind("pld.", 0) == 0 && name != kBuiltinSignalName)
+  if (name.rfind("pld.", 0) == 0 && name != kBuiltinSignalName && name != kCollStagingName)
     throw UsageError(fmt::format("alloc_window_buffer('{}'): names starting with 'pld.' are reserved for pld's own "
                                  "windows; pick another name",
                                  name));
@@ -105,6 +105,10 @@ std::uint64_t HostSession::place_persistent(const DomainRecord& d, std::uint64_t
   auto& dom = L.domains_[PersistentLayout::Key{program_, d.members, ordinal_of(d)}];
   const bool reserved = name.rfind("pld.", 0) == 0;
   auto it = dom.buffers.find(name);
+  if (it != dom.buffers.end() && reserved && it->second.bytes != bytes) {
+    dom.buffers.erase(it);  // pld's own buffer changed size (staging channels): place it anew
+    it = dom.buffers.end();
+  }
   if (it != dom.buffers.end()) {
     if (it->second.bytes != bytes)
       throw UsageError(fmt::format("alloc_window_buffer('{}', {} bytes): changed specification — in comm domain {} "
@@ -139,7 +143,9 @@ std::vector<std::pair<std::uint64_t, std::uint64_t>> HostSession::zero_regions(i
   if (!layout_) return {{0, heap_top(rank)}};
   std::vector<std::pair<std::uint64_t, std::uint64_t>> out;
   for (const Placed& p : placed_)
-    if ((p.fresh || layout_->reset()) && domains_[p.domain].local_of[static_cast<std::size_t>(rank)] >= 0)
+    // pld's LL staging is always cleared: its epochs restart with every call.
+    if ((p.fresh || layout_->reset() || p.info.name == kCollStagingName) &&
+        domains_[p.domain].local_of[static_cast<std::size_t>(rank)] >= 0)
       out.emplace_back(p.info.offset, p.info.bytes);
   return out;
 }
@@ -232,7 +238,25 @@ void HostSession::record(int rank, Trampoline trampoline, void (*kernel)(), ArgW
   dispatches_.push_back(std::move(rec));
 }
 
+void HostSession::reserve_coll_staging() {
+  for (DomainRecord& d : domains_) {
+    if (!d.used || d.members.size() < 2) continue;
+    const std::uint64_t channel = ll_channel_bytes(d.members.size());
+    const std::uint64_t channels =
+        std::min<std::uint64_t>(d.buffers.size(), std::max<std::uint64_t>(1, kCollStagingBudget / channel));
+    const std::uint64_t bytes = channels * channel;
+    std::uint64_t top = 0;
+    for (int r : d.members) top = std::max(top, heap_top_[static_cast<std::size_t>(r)]);
+    if (top + bytes + kWindowAlignment > heap_bytes_) continue;  // no room: LL is off for this domain
+    try {
+      alloc(d.id, bytes, kCollStagingName);
+    } catch (const UsageError&) {  // a persistent heap without room: the same
+    }
+  }
+}
+
 void HostSession::finish() {
+  reserve_coll_staging();
   if (layout_) {
     std::lock_guard lock(layout_->mutex_);
     for (const DomainRecord& d : domains_) {

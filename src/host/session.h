@@ -98,7 +98,8 @@ class HostSession {
   WindowRef view(std::uint32_t domain, const WindowBuffer& buffer, const Dims& shape, DType dtype) const;
 
   void record(int rank, Trampoline trampoline, void (*kernel)(), ArgWriter& writer);
-  /// Whole-call checks once the orchestrator returned (every member of a used domain got work).
+  /// Once the orchestrator returned: reserves pld's staging windows, then checks the call as a
+  /// whole (every member of a used domain got work).
   void finish();
 
   const std::vector<DispatchRecord>& dispatches() const { return dispatches_; }
@@ -113,6 +114,11 @@ class HostSession {
   std::string describe_buffer(std::uint32_t domain, std::uint32_t buffer) const;
 
  private:
+  /// One kCollStagingName window per used domain, above everything the call allocated, with one
+  /// LL channel per buffer id up to kCollStagingBudget (coll/ll.cc); skipped when the heap is too
+  /// full (no LL path then).
+  void reserve_coll_staging();
+
   std::uint32_t call_;  // unique per HostSession in this process
   int world_size_;
   std::uint64_t heap_bytes_;

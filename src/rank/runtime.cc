@@ -101,6 +101,11 @@ DomainState* RankRuntime::domain(std::uint32_t id) {
 
 void RankRuntime::domain_define(std::unique_ptr<DomainState> state) {
   const std::uint32_t id = state->id;
+  for (std::size_t b = 0; b < state->buffers.size(); ++b)
+    if (state->buffers[b].name == kCollStagingName) {
+      state->ll_staging = static_cast<std::int64_t>(b);
+      state->ll_epochs.assign(state->buffers[b].bytes / ll_channel_bytes(state->members.size()), 0);
+    }
   domains_[id] = std::move(state);
 }
 

@@ -16,6 +16,19 @@
 
 namespace pld::detail {
 
+/// Name of pld's small-message staging window (coll/ll.cc), one per used comm domain; names
+/// starting with "pld." are reserved.
+inline constexpr const char* kCollStagingName = "pld.coll_staging";
+
+/// Largest allreduce payload (bytes per rank) the LL path carries; one staging channel holds
+/// 2 parities x P sources x kLLMaxBytes / 4 words of 8 bytes.
+inline constexpr std::uint64_t kLLMaxBytes = 64;
+inline constexpr std::uint64_t kLLSlotBytes = kLLMaxBytes * 2;
+inline constexpr std::uint64_t ll_channel_bytes(std::uint64_t nranks) { return 2 * nranks * kLLSlotBytes; }
+/// Staging per rank is capped (it is zeroed with the other windows on every call): channels go
+/// to the first buffer ids only, at least one (P = 2: 256 channels, P = 64: 8).
+inline constexpr std::uint64_t kCollStagingBudget = 128 * 1024;
+
 struct BufferInfo {
   std::uint64_t offset = 0;
   std::uint64_t bytes = 0;
@@ -31,6 +44,11 @@ struct DomainState {
   std::vector<BufferInfo> buffers;   // by buffer id
   std::string label;                 // "world" or "{1, 2}"
   Backend* backend = nullptr;
+  // The LL staging window (kCollStagingName): its buffer id or -1, and this rank's epoch per
+  // channel (one channel per buffer id that may serve as a signal). Set by domain_define; the
+  // epochs advance with every LL call, in the same order on every member.
+  std::int64_t ll_staging = -1;
+  mutable std::vector<std::uint32_t> ll_epochs;
 
   int nranks() const { return static_cast<int>(members.size()); }
   const std::string& buffer_name(std::uint32_t id) const;

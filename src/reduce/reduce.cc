@@ -170,6 +170,9 @@ void reduce(void* dst, const void* const* srcs, int nsrc, std::size_t count, DTy
     if (dst != srcs[0]) std::memmove(dst, srcs[0], count * dtype_size(dtype));
     return;
   }
+  // Below one 64-byte vector the instruction set does not matter (and vector and scalar forms
+  // give the same bits): skip the dispatch table.
+  if (count * dtype_size(dtype) < 64) return HWY_STATIC_DISPATCH(ReduceAll)(dst, srcs, nsrc, count, dtype, op);
   HWY_DYNAMIC_DISPATCH(ReduceAll)(dst, srcs, nsrc, count, dtype, op);
 }
 

@@ -130,7 +130,8 @@ void forgotten(DistributedTensor<float> v, DistributedTensor<std::int32_t> sig) 
 TEST(CollectiveErrors, MissingParticipantTimesOutWithTheCell) {
   try {
     run(ranks(2, 0.5), [](Host& h) {
-      auto v = h.window<float>(h.alloc_window_buffer({8}, DType::FP32, "v"), {8});
+      // 32 floats: above the LL threshold, so the credit barrier waits (ll_test.cc: the LL wait).
+      auto v = h.window<float>(h.alloc_window_buffer({32}, DType::FP32, "v"), {32});
       auto s = h.window<std::int32_t>(h.alloc_window_buffer({2, 1}, DType::INT32, "sig"), {2, 1});
       for (int r = 0; r < 2; ++r) h.dispatch(r, forgotten, v, s);
     });

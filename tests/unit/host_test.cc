@@ -162,6 +162,9 @@ TEST(HostValidation, WindowsFromAnotherCallAreRejected) {
 TEST(HostValidation, ReservedWindowNames) {
   expect_usage_error([] { run(ranks(1), [](Host& h) { h.alloc_window_buffer(64, "pld.mine"); }); },
                      "names starting with 'pld.' are reserved");
+  for (const char* own : {"pld.builtin_signal", "pld.coll_staging"})  // pld's own windows' names too
+    expect_usage_error([own] { run(ranks(2), [own](Host& h) { h.alloc_window_buffer({4}, DType::INT32, own); }); },
+                       "names starting with 'pld.' are reserved");
 }
 
 TEST(Names, EnumsPrint) {

@@ -2,8 +2,9 @@
 // barrier on x86, so it also orders earlier non-temporal stores) followed by a futex wake only
 // when the peer has a sleeper. wait polls the local cell for PLD_WAIT_SPIN rounds, yields a few
 // times, then sleeps on the cell's futex in bounded slices so that an abort or the deadline is
-// noticed. The sleeper count and the cell form a Dekker pair (both seq_cst): either the notifier
-// sees the sleeper and wakes it, or the sleeper sees the new value before it sleeps.
+// noticed (without a spin phase it keeps yielding for up to kYieldBudget first). The sleeper
+// count and the cell form a Dekker pair (both seq_cst): either the notifier sees the sleeper and
+// wakes it, or the sleeper sees the new value before it sleeps.
 #include "backend/shm/backend.h"
 
 #include <linux/futex.h>
@@ -43,7 +44,11 @@ bool satisfied(std::int32_t value, std::int32_t expected, WaitCmp cmp) {
 }
 
 constexpr int kYields = 16;
-constexpr double kSleepSlice = 0.1;  // seconds
+// With no spin phase (PLD_WAIT_SPIN=0, which pld sets when ranks outnumber cores) a waiter keeps
+// yielding for this long before it sleeps: the awaited rank usually needs the core only briefly,
+// and a futex wake-up costs a syscall plus a scheduler round trip (bench/README.md, item 3).
+constexpr double kYieldBudget = 1e-3;  // seconds
+constexpr double kSleepSlice = 0.1;    // seconds
 
 }  // namespace
 
@@ -99,7 +104,7 @@ WaitStatus ShmBackend::wait(std::uint64_t offset, std::int32_t expected, WaitCmp
       status = WaitStatus::Timeout;
       break;
     }
-    if (round < kYields) {
+    if (round < kYields || (wait_spin_ == 0 && wait_timeout_ - left < kYieldBudget)) {
       sched_yield();
       continue;
     }

@@ -1,0 +1,115 @@
+// exchange_ceiling — the copy ceiling of all_to_all at P=2, without pld or MPI: two threads (one
+// per "rank") each own an input of S bytes ([2, S/2]) and a target of S bytes; per iteration,
+// thread t copies row p of its input into row t of thread p's target, for p = t then the peer,
+// between two spin barriers — exactly the bytes pld's all_to_all moves (read S, write S per
+// rank; nothing to fuse, every row has its own source). Bandwidth = 4S / time (both threads,
+// read + write, STREAM's convention). bench/README.md uses it to show where all_to_all's
+// busbw target lies relative to what the machine can do.
+//
+//   g++ -O2 -std=c++20 -pthread bench/mpi/exchange_ceiling.cpp -o /tmp/exchange_ceiling
+//   /tmp/exchange_ceiling --mib 1,4,16,64
+#include <CLI/CLI.hpp>
+
+#include <immintrin.h>
+#include <sys/mman.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <stdexcept>
+#include <thread>
+#include <vector>
+
+namespace {
+
+// The store kinds: memcpy (glibc: ordinary stores at these sizes on a VM reporting a large L3),
+// streaming stores (what pld's bulk_copy does from 1 MiB), streaming in 256 KiB pieces that
+// alternate between the two rows (a cache-friendlier order).
+enum class Kind { Memcpy, Stream, StreamChunked };
+const char* name(Kind k) {
+  return k == Kind::Memcpy ? "memcpy" : k == Kind::Stream ? "stream" : "stream-256K";
+}
+
+void stream_copy(char* dst, const char* src, std::size_t n) {
+  std::size_t i = 0;
+  for (; i + 64 <= n; i += 64) {
+    const __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i));
+    const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i + 16));
+    const __m128i c = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i + 32));
+    const __m128i d = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i + 48));
+    _mm_stream_si128(reinterpret_cast<__m128i*>(dst + i), a);
+    _mm_stream_si128(reinterpret_cast<__m128i*>(dst + i + 16), b);
+    _mm_stream_si128(reinterpret_cast<__m128i*>(dst + i + 32), c);
+    _mm_stream_si128(reinterpret_cast<__m128i*>(dst + i + 48), d);
+  }
+  _mm_sfence();
+  std::memcpy(dst + i, src + i, n - i);
+}
+
+char* shared_buffer(std::size_t bytes) {  // shared mapping, pre-faulted, like a pld window
+  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) throw std::runtime_error("mmap failed");
+  std::memset(p, 1, bytes);
+  return static_cast<char*>(p);
+}
+
+// Median and minimum per-iteration time (seconds) of the exchange of S bytes per thread.
+std::pair<double, double> run(std::size_t s, Kind kind, int iters) {
+  char* in[2] = {shared_buffer(s), shared_buffer(s)};
+  char* tgt[2] = {shared_buffer(s), shared_buffer(s)};
+  const std::size_t row = s / 2, piece = 256 << 10;
+  std::atomic<int> arrived{0};
+  auto barrier = [&](int generation) {
+    arrived.fetch_add(1);
+    while (arrived.load() < 2 * generation) _mm_pause();
+  };
+  std::vector<double> times;
+  auto rank = [&](int t) {
+    for (int it = 0; it < iters + 3; ++it) {  // 3 untimed warm-up iterations
+      barrier(2 * it + 1);
+      const auto t0 = std::chrono::steady_clock::now();
+      for (std::size_t at = 0; at < row; at += kind == Kind::StreamChunked ? piece : row)
+        for (int k = 0; k < 2; ++k) {
+          const int p = (t + k) % 2;
+          const std::size_t n = kind == Kind::StreamChunked ? std::min(piece, row - at) : row;
+          char* dst = tgt[p] + static_cast<std::size_t>(t) * row + at;
+          const char* src = in[t] + static_cast<std::size_t>(p) * row + at;
+          if (kind == Kind::Memcpy)
+            std::memcpy(dst, src, n);
+          else
+            stream_copy(dst, src, n);
+        }
+      barrier(2 * it + 2);
+      if (t == 0 && it >= 3)
+        times.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    }
+  };
+  std::thread peer(rank, 1);
+  rank(0);
+  peer.join();
+  for (char* p : {in[0], in[1], tgt[0], tgt[1]}) munmap(p, s);
+  std::sort(times.begin(), times.end());
+  return {times[times.size() / 2], times.front()};
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<int> mib = {1, 4, 16, 64};
+  CLI::App app{"exchange_ceiling: the all_to_all copy pattern at P=2 with two threads, no runtime"};
+  app.add_option("--mib", mib, "input bytes per rank, in MiB (the pld-bench size)")->delimiter(',');
+  CLI11_PARSE(app, argc, argv);
+  std::printf("%8s  %-12s %12s %10s %12s %10s\n", "size", "stores", "median us", "GB/s", "min us", "GB/s");
+  for (int m : mib) {
+    const std::size_t s = static_cast<std::size_t>(m) << 20;
+    const int iters = std::max(20, static_cast<int>((2048ull << 20) / s));
+    for (Kind k : {Kind::Memcpy, Kind::Stream, Kind::StreamChunked}) {
+      const auto [med, min] = run(s, k, iters);
+      std::printf("%5d MiB  %-12s %12.1f %10.1f %12.1f %10.1f\n", m, name(k), med * 1e6, 4.0 * s / med / 1e9, min * 1e6,
+                  4.0 * s / min / 1e9);
+    }
+  }
+  return 0;
+}

@@ -1,0 +1,23 @@
+// The LL ("low latency", after NCCL's protocol of that name) one-shot allreduce for payloads of
+// at most kLLMaxBytes per rank: one hop instead of the two barriers of Mesh or TwoShot.
+#pragma once
+
+#include "rank/runtime.h"
+
+#include <pld/collectives.hpp>
+
+#include <cstdint>
+
+namespace pld::detail {
+
+/// Whether an allreduce of `bytes` per rank with `signal` can run LL on domain `d`: the payload
+/// fits PLD_ALLREDUCE_LL_MAX and the domain has a staging channel for the signal's buffer. Every
+/// member gets the same answer (same call, same windows).
+bool ll_fits(const DomainState& d, const WindowDesc& signal, std::uint64_t bytes);
+
+/// The LL allreduce of `target` (count elements, count * esz <= kLLMaxBytes) in place, sources
+/// combined in ascending rank order. Operands are already checked; needs ll_fits().
+void ll_allreduce(const char* op, const DomainState& d, const WindowDesc& target, const WindowDesc& signal, Index count,
+                  ReduceOp rop);
+
+}  // namespace pld::detail
