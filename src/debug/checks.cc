@@ -140,7 +140,7 @@ struct WaitMemo {
 struct Local {
   std::mutex mutex;
   std::uint32_t epoch = UINT32_MAX;
-  std::unordered_map<std::uint32_t, std::uint32_t> seq;  // collectives entered, by domain, this call
+  std::unordered_map<std::uint32_t, std::uint32_t> seq;  // collectives entered, by (domain, signal), this call
   std::unordered_map<std::uint64_t, WaitMemo> waits;     // last satisfied wait, by cell offset
 };
 Local& local() {
@@ -195,14 +195,17 @@ void collective_check(const DomainState& d, const CollCall& call) {
   DebugShared* sh = d.backend->debug_shared;
   if (!debug_checks() || !sh || d.nranks() == 1) return;
   const std::uint32_t epoch = sh->epoch.load(std::memory_order_acquire);
+  // Calls are matched per (domain, signal buffer): collectives on separate signals may run
+  // concurrently (from several threads of a rank), so only each signal's sequence is ordered.
+  const std::uint32_t key = ((d.id & 0x3ffu) << 10) | (call.signal & 0x3ffu);
   std::uint32_t seq;
   {
     Local& l = local();
     std::lock_guard lock(l.mutex);
     roll_epoch(l, epoch);
-    seq = l.seq[d.id]++;
+    seq = l.seq[key]++;
   }
-  const std::uint64_t stamp = stamp_of(epoch, d.id, seq);
+  const std::uint64_t stamp = stamp_of(epoch, key, seq);
   const int me = d.members[static_cast<std::size_t>(d.rank)];
   publish(sh->colls[me], stamp, call);
 
@@ -235,15 +238,15 @@ void collective_check(const DomainState& d, const CollCall& call) {
   if (first < 0) return;
   const CollCall& odd = *calls[static_cast<std::size_t>(first)];
   std::string msg = fmt::format(
-      "{}: collective mismatch on comm domain {} (collective #{} of this call on it): rank {} called {} but rank {} "
-      "called {} (they differ in {}). The ranks' calls:",
-      coll_name(call.kind), d.label, seq, first, coll_name(odd.kind), ref, coll_name(reference.kind),
+      "{}: collective mismatch on comm domain {} (collective #{} of this call on signal '{}'): rank {} called {} but "
+      "rank {} called {} (they differ in {}). The ranks' calls:",
+      coll_name(call.kind), d.label, seq, d.buffer_name(call.signal), first, coll_name(odd.kind), ref, coll_name(reference.kind),
       fmt::join(differences(odd, reference), ", "));
   for (int p = 0; p < d.nranks(); ++p) {
     const auto& c = calls[static_cast<std::size_t>(p)];
     msg += fmt::format("\n  rank {}: ", p);
     if (!c) {
-      msg += fmt::format("did not reach its collective #{} on this domain within {} s", seq,
+      msg += fmt::format("did not reach its collective #{} on this signal within {} s", seq,
                          std::min(kMatchWaitMax, sh->wait_timeout * 0.5));
       continue;
     }
@@ -269,11 +272,11 @@ void debug_check_notify(const WindowDesc& signal, int peer, const Dims& offsets,
     const auto& ring = sh->colls[d.members[static_cast<std::size_t>(m)]];
     for (const auto& slot : ring.slots) {
       const std::uint64_t stamp = slot.w[0].load(std::memory_order_acquire);
-      if (stamp == 0 || (stamp >> 40) != epoch || ((stamp >> 20) & 0xfffff) != (signal.ref.domain & 0xfffff)) continue;
+      if (stamp == 0 || (stamp >> 40) != epoch || ((stamp >> 30) & 0x3ffu) != (signal.ref.domain & 0x3ffu)) continue;
       const auto c = find_call(ring, stamp);
       if (!c || c->signal != signal.ref.buffer) continue;
       throw UsageError(fmt::format(
-          "{} to rank {}: signal '{}' is the signal of {} — collective #{} of comm domain {} in this call, entered by "
+          "{} to rank {}: signal '{}' is the signal of {} — collective #{} on it of comm domain {} in this call, entered by "
           "rank {}. A collective owns every cell of its signal for the whole call (its credits must balance to zero), "
           "so this notify would corrupt it: give your own notify/wait a separate signal window",
           signal_site("notify", signal, offsets), peer, d.buffer_name(signal.ref.buffer), describe(*c, d),

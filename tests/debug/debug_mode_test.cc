@@ -48,7 +48,7 @@ std::string mismatch(int odd_rank, int odd_kind) {
 
 TEST_F(DebugMode, AllreduceVersusBroadcast) {
   const std::string msg = mismatch(1, 1);
-  EXPECT_HAS(msg, "collective mismatch on comm domain world (collective #0 of this call on it): rank 1 called broadcast "
+  EXPECT_HAS(msg, "collective mismatch on comm domain world (collective #0 of this call on signal 'sig'): rank 1 called broadcast "
                   "but rank 0 called allreduce (they differ in collective)");
   EXPECT_HAS(msg, "rank 0: allreduce(target 'data' fp32 [1, 64], signal 'sig', op Sum, mode Auto, core_num 1)");
   EXPECT_HAS(msg, "rank 1: broadcast(target 'data' fp32 [1, 64], signal 'sig', root 0, core_num 1)   <- differs from "
@@ -173,7 +173,7 @@ TEST_F(DebugMode, NotifyOnACollectivesSignal) {
       },
       1, RankFailure::KernelError,
       "notify(signal 'sig', offsets [1, 0]) to rank 0: signal 'sig' is the signal of allreduce(target 'data' fp32 [1, "
-      "8], signal 'sig', op Sum, mode Auto, core_num 1) — collective #0 of comm domain world in this call");
+      "8], signal 'sig', op Sum, mode Auto, core_num 1) — collective #0 on it of comm domain world in this call");
 }
 
 // A view built inside the kernel that is larger than its buffer: without debug mode the remote
@@ -218,7 +218,7 @@ TEST_F(DebugMode, WorkerComparesEachCallAndRecovers) {
     w(1);
     ADD_FAILURE() << "expected a collective mismatch";
   } catch (const RankError& e) {
-    EXPECT_HAS(std::string(e.what()), "collective mismatch on comm domain world (collective #0 of this call on it): "
+    EXPECT_HAS(std::string(e.what()), "collective mismatch on comm domain world (collective #0 of this call on signal 'sig'): "
                                       "rank 1 called allreduce but rank 0 called allreduce (they differ in op)");
   }
   for (int call = 0; call < 3; ++call) w(-1);
