@@ -14,25 +14,42 @@ namespace pld::detail {
 // ends up in DRAM anyway, and skipping the read-for-ownership of the destination doubles the
 // bandwidth here (docs/performance.md). glibc decides this from the L3 size, which VMs often
 // report as huge, so pld decides for itself. Overlapping or small copies use memmove.
+#if defined(__x86_64__)
+namespace {
+
+// Streams `src` to every destination: each 64-byte block is loaded once and stored with
+// non-temporal stores to all n destinations (which share one alignment modulo 16), then a store
+// fence. Callers check size, alignment and overlap.
+void stream_copy(std::byte* const* dsts, int n, const std::byte* src, std::size_t bytes) {
+  const std::size_t head = (16 - reinterpret_cast<std::uintptr_t>(dsts[0]) % 16) % 16;
+  for (int k = 0; k < n; ++k) std::memcpy(dsts[k], src, head);
+  std::size_t i = head;
+  for (; i + 64 <= bytes; i += 64) {
+    const __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i));
+    const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i + 16));
+    const __m128i c = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i + 32));
+    const __m128i d = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i + 48));
+    for (int k = 0; k < n; ++k) {
+      std::byte* to = dsts[k] + i;
+      _mm_stream_si128(reinterpret_cast<__m128i*>(to), a);
+      _mm_stream_si128(reinterpret_cast<__m128i*>(to + 16), b);
+      _mm_stream_si128(reinterpret_cast<__m128i*>(to + 32), c);
+      _mm_stream_si128(reinterpret_cast<__m128i*>(to + 48), d);
+    }
+  }
+  _mm_sfence();  // streaming stores are weakly ordered: fence before any later notify
+  for (int k = 0; k < n; ++k) std::memcpy(dsts[k] + i, src + i, bytes - i);
+}
+
+bool overlaps(const std::byte* a, const std::byte* b, std::size_t bytes) { return a < b + bytes && b < a + bytes; }
+
+}  // namespace
+#endif
+
 void bulk_copy(std::byte* dst, const std::byte* src, std::size_t bytes, std::size_t streaming_from) {
 #if defined(__x86_64__)
-  const bool overlap = dst < src + bytes && src < dst + bytes;
-  if (bytes >= streaming_from && bytes >= 64 && !overlap) {
-    std::size_t head = (16 - reinterpret_cast<std::uintptr_t>(dst) % 16) % 16;
-    std::memcpy(dst, src, head);
-    std::size_t i = head;
-    for (; i + 64 <= bytes; i += 64) {
-      const __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i));
-      const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i + 16));
-      const __m128i c = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i + 32));
-      const __m128i d = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i + 48));
-      _mm_stream_si128(reinterpret_cast<__m128i*>(dst + i), a);
-      _mm_stream_si128(reinterpret_cast<__m128i*>(dst + i + 16), b);
-      _mm_stream_si128(reinterpret_cast<__m128i*>(dst + i + 32), c);
-      _mm_stream_si128(reinterpret_cast<__m128i*>(dst + i + 48), d);
-    }
-    _mm_sfence();  // streaming stores are weakly ordered: fence before any later notify
-    std::memcpy(dst + i, src + i, bytes - i);
+  if (bytes >= streaming_from && bytes >= 64 && !overlaps(dst, src, bytes)) {
+    stream_copy(&dst, 1, src, bytes);
     return;
   }
 #endif
@@ -49,27 +66,9 @@ void bulk_copy_multi(std::byte* const* dsts, int n, const std::byte* src, std::s
   bool fused = n > 1 && bytes >= streaming_from && bytes >= 64;
   const std::uintptr_t align = n > 0 ? reinterpret_cast<std::uintptr_t>(dsts[0]) % 16 : 0;
   for (int k = 0; fused && k < n; ++k)
-    fused = reinterpret_cast<std::uintptr_t>(dsts[k]) % 16 == align &&
-            !(dsts[k] < src + bytes && src < dsts[k] + bytes);
+    fused = reinterpret_cast<std::uintptr_t>(dsts[k]) % 16 == align && !overlaps(dsts[k], src, bytes);
   if (fused) {
-    const std::size_t head = (16 - align) % 16;
-    for (int k = 0; k < n; ++k) std::memcpy(dsts[k], src, head);
-    std::size_t i = head;
-    for (; i + 64 <= bytes; i += 64) {
-      const __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i));
-      const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i + 16));
-      const __m128i c = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i + 32));
-      const __m128i d = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i + 48));
-      for (int k = 0; k < n; ++k) {
-        std::byte* to = dsts[k] + i;
-        _mm_stream_si128(reinterpret_cast<__m128i*>(to), a);
-        _mm_stream_si128(reinterpret_cast<__m128i*>(to + 16), b);
-        _mm_stream_si128(reinterpret_cast<__m128i*>(to + 32), c);
-        _mm_stream_si128(reinterpret_cast<__m128i*>(to + 48), d);
-      }
-    }
-    _mm_sfence();  // as bulk_copy: order the streaming stores before any later notify
-    for (int k = 0; k < n; ++k) std::memcpy(dsts[k] + i, src + i, bytes - i);
+    stream_copy(dsts, n, src, bytes);
     return;
   }
 #endif

@@ -79,6 +79,20 @@ std::vector<std::byte> message(MessageType type) {
   return out;
 }
 
+/// One packet from a rank (non-blocking): its size, 0 when the rank is gone, -1 if none is
+/// waiting. A descriptor a rank never sends is closed.
+long receive(int fd, std::vector<std::byte>& buf) {
+  int got = -1;
+  long n = 0;
+  try {
+    n = channel_recv(fd, buf, &got, true);
+  } catch (const Error&) {
+    n = 0;
+  }
+  if (got >= 0) close(got);
+  return n;
+}
+
 }  // namespace
 
 RankGroup::RankGroup(const GroupOptions& options) : options_(options) {
@@ -153,9 +167,7 @@ void RankGroup::await_ready(const std::vector<int>& starting) {
       }
       pollfd p{rank.fd, POLLIN, 0};
       poll(&p, 1, static_cast<int>(std::min(left, 0.2) * 1000) + 1);
-      int fd = -1;
-      const long n = channel_recv(rank.fd, buf, &fd, true);
-      if (fd >= 0) close(fd);
+      const long n = receive(rank.fd, buf);
       if (n < 0) continue;
       if (n == 0) {
         const std::string how = reap_status(r);
@@ -298,14 +310,7 @@ void RankGroup::read_replies(int r, const HostSession& session, bool counted) {
     // Counted: read exactly the replies the rank has published (no final EAGAIN recv).
     if (counted && bell.replied.load(std::memory_order_acquire) <= rank.packets) return;
     std::vector<std::byte>& buf = recv_buf_;
-    int fd = -1;
-    long n = 0;
-    try {
-      n = channel_recv(rank.fd, buf, &fd, true);
-    } catch (const Error&) {
-      n = 0;
-    }
-    if (fd >= 0) close(fd);
+    const long n = receive(rank.fd, buf);
     if (n < 0) return;
     if (n == 0) {
       on_death(r);
@@ -575,14 +580,7 @@ void RankGroup::device_op(int r, std::vector<std::byte> m, int pass_fd) {
   for (;;) {
     pollfd p{rank.fd, POLLIN, 0};
     poll(&p, 1, 200);
-    int fd = -1;
-    long n = 0;
-    try {
-      n = channel_recv(rank.fd, buf, &fd, true);
-    } catch (const Error&) {
-      n = 0;
-    }
-    if (fd >= 0) close(fd);
+    const long n = receive(rank.fd, buf);
     if (n < 0) continue;
     if (n == 0) throw lost("during");
     ++rank.packets;
