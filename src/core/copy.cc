@@ -47,6 +47,7 @@ bool overlaps(const std::byte* a, const std::byte* b, std::size_t bytes) { retur
 #endif
 
 void bulk_copy(std::byte* dst, const std::byte* src, std::size_t bytes, std::size_t streaming_from) {
+  if (bytes == 0) return;  // empty tensors may have no memory at all (null data)
 #if defined(__x86_64__)
   if (bytes >= streaming_from && bytes >= 64 && !overlaps(dst, src, bytes)) {
     stream_copy(&dst, 1, src, bytes);
