@@ -7,6 +7,7 @@
 // moment a waiter is deferred; an abort of the job (another rank failed) ends the polling too.
 #include "task/task_graph.h"
 
+#include "core/pool.h"
 #include "rank/runtime.h"
 #include "trace/trace.h"
 
@@ -36,70 +37,6 @@ namespace pld {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-// Pooled threads for TaskGraph::run (separate from the collectives' lanes, so a task may run a
-// collective with core_num > 1). Grows to the largest thread count asked for; lives as long as
-// the rank process.
-class TaskPool {
- public:
-  static TaskPool& instance() {
-    static TaskPool* pool = new TaskPool();
-    return *pool;
-  }
-  /// Runs fn(1..n-1) on pooled threads and fn(0) on the caller; returns when all returned.
-  void run(int n, const std::function<void(int)>& fn) {
-    std::unique_lock lock(mutex_);
-    if (busy_) {  // a graph inside a task of another graph: plain threads
-      lock.unlock();
-      std::vector<std::thread> ts;
-      for (int i = 1; i < n; ++i) ts.emplace_back([&, i] { fn(i); });
-      fn(0);
-      for (auto& t : ts) t.join();
-      return;
-    }
-    busy_ = true;
-    while (static_cast<int>(threads_.size()) < n - 1) {
-      const int index = static_cast<int>(threads_.size()) + 1;
-      threads_.emplace_back([this, index] { work(index); });
-    }
-    fn_ = &fn;
-    n_ = n;
-    pending_ = n - 1;
-    ++generation_;
-    lock.unlock();
-    start_.notify_all();
-    fn(0);
-    lock.lock();
-    done_.wait(lock, [&] { return pending_ == 0; });
-    fn_ = nullptr;
-    busy_ = false;
-  }
-
- private:
-  void work(int index) {
-    std::uint64_t seen = 0;
-    for (;;) {
-      const std::function<void(int)>* fn;
-      {
-        std::unique_lock lock(mutex_);
-        start_.wait(lock, [&] { return generation_ != seen; });
-        seen = generation_;
-        if (index >= n_) continue;
-        fn = fn_;
-      }
-      (*fn)(index);
-      std::lock_guard lock(mutex_);
-      if (--pending_ == 0) done_.notify_all();
-    }
-  }
-  std::mutex mutex_;
-  std::condition_variable start_, done_;
-  std::vector<std::thread> threads_;
-  const std::function<void(int)>* fn_ = nullptr;
-  int n_ = 0, pending_ = 0;
-  bool busy_ = false;
-  std::uint64_t generation_ = 0;
-};
 
 struct Condition {
   const std::int32_t* cell;
@@ -365,7 +302,9 @@ void TaskGraph::run() {
   }
   if (!g.tasks.empty()) {
     const int n = std::min<int>(g.threads, static_cast<int>(g.tasks.size()));
-    TaskPool::instance().run(n, [&](int i) { g.worker(i); });
+    // Own pool (not the collectives' lanes): a task may run a collective with core_num > 1.
+    static detail::ThreadPool* pool = new detail::ThreadPool();
+    pool->run(n, [&](int i) { g.worker(i); });
   }
   if (detail::trace::on()) {
     detail::trace::ScopeRecord s;

@@ -3,7 +3,10 @@
 // answers every Dispatch with one Reply.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <cstring>
+#include <vector>
 
 namespace pld::detail {
 
@@ -39,5 +42,20 @@ inline constexpr std::uint64_t kControlSeq = ~0ull - 1;
 
 /// Largest packet either side sends.
 inline constexpr std::size_t kMaxMessage = 64 * 1024;
+
+/// Appends `v`'s bytes to a message being built.
+template <class T>
+void put_value(std::vector<std::byte>& out, const T& v) {
+  const std::size_t at = out.size();
+  out.resize(at + sizeof(T));
+  std::memcpy(out.data() + at, &v, sizeof(T));
+}
+
+/// A message that starts with its type.
+inline std::vector<std::byte> message(MessageType type) {
+  std::vector<std::byte> out;
+  put_value(out, type);
+  return out;
+}
 
 }  // namespace pld::detail

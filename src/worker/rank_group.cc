@@ -66,19 +66,6 @@ class Usr1Handler {
   Usr1Handler& operator=(const Usr1Handler&) = delete;
 };
 
-template <class T>
-void put_value(std::vector<std::byte>& out, const T& v) {
-  const std::size_t at = out.size();
-  out.resize(at + sizeof(T));
-  std::memcpy(out.data() + at, &v, sizeof(T));
-}
-
-std::vector<std::byte> message(MessageType type) {
-  std::vector<std::byte> out;
-  put_value(out, type);
-  return out;
-}
-
 /// One packet from a rank (non-blocking): its size, 0 when the rank is gone, -1 if none is
 /// waiting. A descriptor a rank never sends is closed.
 long receive(int fd, std::vector<std::byte>& buf) {
@@ -419,8 +406,9 @@ void RankGroup::execute(const HostSession& session) {
     dirty = std::max(dirty, session.heap_top(r));
   }
   wipe_ = false;
-  std::vector<std::uint64_t> first_dispatch(ranks_.size());
-  for (std::size_t r = 0; r < ranks_.size(); ++r) first_dispatch[r] = ranks_[r].sent;
+  std::vector<std::uint64_t> first_dispatch;  // swimlanes: each rank's first dispatch of this call
+  if (options_.swimlane)
+    for (const Rank& rank : ranks_) first_dispatch.push_back(rank.sent);
   build_queues(session);
   kernel_ns_.assign(ranks_.size(), 0);
   const auto& callbacks = session.callbacks();

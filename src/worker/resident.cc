@@ -33,16 +33,8 @@ void check_device_live(const char* op, const DeviceAllocation& a) {
 
 namespace {
 
-template <class T>
-void put_value(std::vector<std::byte>& out, const T& v) {
-  const std::size_t at = out.size();
-  out.resize(at + sizeof(T));
-  std::memcpy(out.data() + at, &v, sizeof(T));
-}
-
 std::vector<std::byte> device_message(MessageType type, std::uint32_t id) {
-  std::vector<std::byte> m;
-  put_value(m, type);
+  std::vector<std::byte> m = message(type);
   put_value(m, id);
   return m;
 }
