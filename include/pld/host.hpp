@@ -25,8 +25,9 @@ namespace pld {
 
 /// Which machinery carries windows and signals.
 enum class BackendKind {
-  Auto,  ///< mpi when started under mpirun (issue #6), else shm
+  Auto,  ///< mpi when started by an MPI launcher (mpirun) and pld was built with MPI, else shm
   Shm,   ///< ranks are forked processes on this machine; windows in shared memory
+  Mpi,   ///< each MPI process is one rank; windows are MPI-3 RMA windows (docs/05-mpi.md)
 };
 
 /// How a distributed program is laid out. Rank r runs "on" device `device_ids[r]`.
@@ -49,6 +50,13 @@ struct DistributedConfig {
   PLD_API void validate() const;
   int world_size() const { return static_cast<int>(device_ids.size()); }
 };
+
+/// The number of processes an MPI launcher started (`mpirun -n P`), or 0 when the program was not
+/// started by one. Under mpirun each process is one rank: size DistributedConfig from it.
+PLD_API int launcher_world_size();
+/// True in exactly one process: the program itself on shm, MPI rank 0 under mpirun. Every MPI
+/// process ends a call with the same host data; print results where this is true.
+PLD_API bool is_output_rank();
 
 namespace detail {
 class HostSession;

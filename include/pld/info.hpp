@@ -20,6 +20,9 @@ struct SettingDescription {
 /// Every environment variable pld reads, in registry order.
 PLD_API std::vector<SettingDescription> describe_settings();
 
+/// True when this pld was built with the mpi backend (Open MPI found at build time).
+PLD_API bool has_mpi_backend();
+
 /// "0.1.0"
 PLD_API const char* version();
 

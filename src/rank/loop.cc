@@ -4,6 +4,7 @@
 #include "backend/shm/backend.h"
 #include "core/block.h"
 #include "core/log.h"
+#include "rank/dispatch.h"
 #include "rank/runtime.h"
 #include "worker/channel.h"
 #include "worker/doorbell.h"
@@ -108,39 +109,16 @@ void run_dispatch(int fd, ShmBackend* backend, const std::byte* p, const std::by
     reply(fd, ReplyStatus::Aborted, seq, "skipped: the job is aborting");
     return;
   }
-  ReplyStatus status = ReplyStatus::Ok;
-  std::string text;
   log(LogLevel::Debug, LogSys::Rank, "dispatch seq {} starts", seq);
   if (trace::config().enabled) trace::dispatch_begin(backend->my_rank(), k, kernel_name(kernel));
-  const auto t0 = std::chrono::steady_clock::now();
-  try {
-    ArgReader reader(p, static_cast<std::size_t>(end - p));
-    trampoline(kernel, reader);
-  } catch (const WaitTimeoutError& e) {
-    status = ReplyStatus::WaitTimeout;
-    text = e.what();
-  } catch (const AbortedError& e) {
-    status = ReplyStatus::Aborted;
-    text = e.what();
-  } catch (const UsageError& e) {
-    status = ReplyStatus::KernelError;
-    text = e.what();
-  } catch (const std::exception& e) {
-    status = ReplyStatus::KernelError;
-    int st = 0;
-    char* name = abi::__cxa_demangle(typeid(e).name(), nullptr, nullptr, &st);
-    text = fmt::format("kernel threw {}: {}", name ? name : typeid(e).name(), e.what());
-    std::free(name);
-  } catch (...) {
-    status = ReplyStatus::KernelError;
-    text = "kernel threw an exception that is not a std::exception";
-  }
-  const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count();
+  const DispatchOutcome out = run_kernel(trampoline, kernel, p, static_cast<std::size_t>(end - p));
+  const ReplyStatus status = out.status;
+  const std::string& text = out.text;
   if (trace::config().enabled) trace::dispatch_end(status == ReplyStatus::Ok);
   if (status != ReplyStatus::WaitTimeout)  // a timed-out wait stays published for the host's report
     slot.state.store(static_cast<std::uint32_t>(RankState::Idle), std::memory_order_release);
   if (status != ReplyStatus::Ok) log(LogLevel::Debug, LogSys::Rank, "dispatch seq {} ended: {}", seq, text);
-  reply(fd, status, seq, text, static_cast<std::uint64_t>(ns));
+  reply(fd, status, seq, text, out.kernel_ns);
 }
 
 /// DeviceAlloc / DeviceFree / DeviceWrite / DeviceRead: one reply each, Ok or the error text.

@@ -21,6 +21,7 @@
 namespace pld::detail {
 
 struct GroupOptions {
+  BackendKind backend = BackendKind::Shm;
   std::vector<int> device_ids;
   std::uint64_t heap_bytes = 0;
   double wait_timeout = 0;

@@ -3,6 +3,10 @@
 #include "core/settings.h"
 #include "debug/checks.h"
 #include "host/session.h"
+#ifdef PLD_HAVE_MPI
+#include "worker/mpi_group.h"
+#endif
+#include "backend/launcher.h"
 #include "worker/rank_group.h"
 
 #include <pld/error.hpp>
@@ -37,25 +41,45 @@ void DistributedConfig::validate() const {
     throw UsageError(fmt::format("DistributedConfig: wait_timeout {} must be a finite number of seconds >= 0 (0 = "
                                  "PLD_WAIT_TIMEOUT)",
                                  wait_timeout));
-  if (backend != BackendKind::Auto && backend != BackendKind::Shm)
-    throw UsageError(fmt::format("DistributedConfig: backend {} is not one of Auto, Shm", static_cast<int>(backend)));
+  if (backend != BackendKind::Auto && backend != BackendKind::Shm && backend != BackendKind::Mpi)
+    throw UsageError(fmt::format("DistributedConfig: backend {} is not one of Auto, Shm, Mpi", static_cast<int>(backend)));
 }
 
 namespace detail {
 
+BackendKind resolve_backend(const DistributedConfig& config) {
+  BackendKind kind = config.backend;
+  if (kind == BackendKind::Auto) {
+    const std::string env = setting_string(Setting::Backend);
+    if (env == "shm") kind = BackendKind::Shm;
+    else if (env == "mpi") kind = BackendKind::Mpi;
+    else if (env != "auto")
+      throw UsageError(fmt::format("PLD_BACKEND='{}' is not a backend; use auto, shm or mpi", env));
+  }
+#ifdef PLD_HAVE_MPI
+  if (kind == BackendKind::Auto) kind = launcher_size() > 0 ? BackendKind::Mpi : BackendKind::Shm;
+  if (kind == BackendKind::Mpi && launcher_size() == 0)
+    throw UsageError("backend mpi: the program was not started by an MPI launcher; start it with mpirun -n P "
+                     "(or choose the shm backend)");
+#else
+  if (kind == BackendKind::Auto) kind = BackendKind::Shm;
+  if (kind == BackendKind::Mpi)
+    throw UsageError("backend mpi: this pld was built without MPI (configure with -DPLD_WITH_MPI=ON and Open MPI's "
+                     "libopenmpi-dev installed), or choose the shm backend");
+#endif
+  return kind;
+}
+
 GroupOptions group_options(const DistributedConfig& config) {
   config.validate();
-  if (config.backend == BackendKind::Auto) {
-    const std::string backend = setting_string(Setting::Backend);
-    if (backend != "auto" && backend != "shm")
-      throw UsageError(fmt::format("PLD_BACKEND='{}' is not a backend; use auto or shm", backend));
-  }
+  const BackendKind backend = resolve_backend(config);
   log_check_level();
   setting_bytes(Setting::AllreduceMeshMax);  // malformed collective settings fail here, not in a rank
   setting_int(Setting::Reproducible);
   // Debug mode is decided here, before any rank is forked, so that every rank inherits it.
   g_debug_checks = setting_int(Setting::Debug) != 0;
   GroupOptions o;
+  o.backend = backend;
   o.device_ids = config.device_ids;
   o.heap_bytes = config.heap_bytes ? config.heap_bytes : setting_bytes(Setting::HeapBytes);
   if (o.heap_bytes == 0)
@@ -68,8 +92,10 @@ GroupOptions group_options(const DistributedConfig& config) {
   o.dfx_dir = config.dfx_dir.empty() ? setting_string(Setting::DfxDir) : config.dfx_dir;
   // More ranks than cores: a spinning waiter only delays the rank it waits for, so yield at once
   // (bench/README.md: P=4 on 2 cores, barrier 3.7 -> 2.8 us).
+  // (Under mpi the ranks may be on several machines: the launcher says how many share this one.)
   const long cores = sysconf(_SC_NPROCESSORS_ONLN);
-  if (cores > 0 && config.world_size() > cores) o.wait_spin = 0;
+  const int here = backend == BackendKind::Mpi ? launcher_local_size() : config.world_size();
+  if (cores > 0 && here > cores) o.wait_spin = 0;
   return o;
 }
 
@@ -80,6 +106,13 @@ void run(const DistributedConfig& config, const std::function<void(Host&)>& orch
   Host host(&session);
   orchestrator(host);
   session.finish();
+#ifdef PLD_HAVE_MPI
+  if (options.backend == BackendKind::Mpi) {
+    MpiGroup group(options);
+    group.execute(session);
+    return;
+  }
+#endif
   RankGroup group(options);
   group.execute(session);
   group.shutdown();

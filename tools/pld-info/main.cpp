@@ -23,7 +23,8 @@ int main(int argc, char** argv) {
   }
   std::printf("pld %s\n", pld::version());
   if (!print_env) {
-    std::printf("backends: shm\n(--print-env lists the environment variables)\n");
+    std::printf("backends: shm%s\n(--print-env lists the environment variables)\n",
+                pld::has_mpi_backend() ? ", mpi (Open MPI; chosen under mpirun)" : " (mpi not built: Open MPI was not found)");
     return 0;
   }
   int width = 0;

@@ -29,8 +29,8 @@
 
 namespace tutorial {
 
-/// Parses `-d 0,1[,...]` (device ids, one rank per id; default `0,1`) into a pld config, as
-/// PyPTO's examples do. `--help` prints the usage and exits 0; a bad command line (not a number,
+/// Parses `-d 0,1[,...]` (device ids, one rank per id; default `0,1`, or `0..P-1` under
+/// `mpirun -n P`, where each MPI process is one rank) into a pld config, as PyPTO's examples do. `--help` prints the usage and exits 0; a bad command line (not a number,
 /// a negative or duplicate id) prints why and exits 2. The world size is `config.world_size()`.
 /// A step with options of its own adds them in `more_options`:
 ///   bool use_builtin = false;
@@ -41,6 +41,10 @@ inline pld::DistributedConfig parse_devices(int argc, char** argv, const std::st
                                             const std::function<void(CLI::App&)>& more_options = {}) {
   CLI::App app{description, name};
   std::vector<int> device_ids{0, 1};
+  if (const int p = pld::launcher_world_size(); p > 0) {
+    device_ids.resize(static_cast<std::size_t>(p));
+    for (int r = 0; r < p; ++r) device_ids[static_cast<std::size_t>(r)] = r;
+  }
   app.add_option("-d,--device", device_ids, "comma-separated device ids, one rank per id (e.g. 0,1,2,3)")
       ->delimiter(',')
       ->capture_default_str();
@@ -58,8 +62,14 @@ inline pld::DistributedConfig parse_devices(int argc, char** argv, const std::st
                  e.what());
     std::exit(2);
   }
-  std::printf("%s: %d ranks on devices %s\n", name.c_str(), config.world_size(),
-              fmt::format("{}", fmt::join(device_ids, ",")).c_str());
+  if (const int p = pld::launcher_world_size(); p > 0 && p != config.world_size()) {
+    std::fprintf(stderr, "%s: -d lists %d devices but mpirun started %d processes (one rank each); omit -d under mpirun\n",
+                 name.c_str(), config.world_size(), p);
+    std::exit(2);
+  }
+  if (pld::is_output_rank())
+    std::printf("%s: %d ranks on devices %s\n", name.c_str(), config.world_size(),
+                fmt::format("{}", fmt::join(device_ids, ",")).c_str());
   return config;
 }
 
@@ -103,8 +113,10 @@ class Checker {
     if (!(got == want)) note(fmt::format("{} = {} but expected {}", what, got, want));
   }
 
-  /// Prints `OK` and returns 0, or prints the first mismatches and returns 1.
+  /// Prints `OK` and returns 0, or prints the first mismatches and returns 1. Under mpirun every
+  /// process checks the same merged results and returns the same code; only rank 0 prints.
   int report() const {
+    if (!pld::is_output_rank()) return wrong_ == 0 ? 0 : 1;
     if (wrong_ == 0) {
       std::printf("OK\n");
       return 0;

@@ -1,0 +1,180 @@
+// mpi backend: start-up and teardown. The heap and control windows live in window.cc, notify /
+// wait / progress in signal.cc, put / get / atomic add in rma.cc.
+#include "backend/mpi/backend.h"
+#include "backend/launcher.h"
+#include "core/log.h"
+
+#include <pld/error.hpp>
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <thread>
+
+namespace pld::detail {
+
+namespace {
+
+bool g_we_initialised = false;
+MpiBackend* g_backend = nullptr;
+
+void finalize_at_exit() {
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (finalized) return;
+  if (g_backend) {
+    // Windows must be freed before MPI_Finalize; peers do the same, collectively.
+    g_backend->reserve_heap(0, 0);
+  }
+  if (g_we_initialised) MPI_Finalize();
+}
+
+const char* thread_level_name(int level) {
+  switch (level) {
+    case MPI_THREAD_SINGLE: return "SINGLE";
+    case MPI_THREAD_FUNNELED: return "FUNNELED";
+    case MPI_THREAD_SERIALIZED: return "SERIALIZED";
+    default: return "MULTIPLE";
+  }
+}
+
+}  // namespace
+
+MpiBackend& MpiBackend::instance() {
+  static MpiBackend* backend = [] {
+    g_backend = new MpiBackend();  // lives until exit: finalize_at_exit frees its windows
+    return g_backend;
+  }();
+  return *backend;
+}
+
+MpiBackend::MpiBackend() {
+  // Debian's openmpi-mca-params.conf disables osc/ucx, the only one-sided component that works
+  // without shared memory (TCP between hosts); a user's --mca osc still wins (overwrite = 0).
+  setenv("OMPI_MCA_osc", "sm,rdma,ucx", 0);
+  // More ranks on this machine than cores: Open MPI must yield when idle, or a polling rank
+  // steals the core of the rank it waits for (design §6).
+  const long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  if (cores > 0 && launcher_local_size() >= cores) setenv("OMPI_MCA_mpi_yield_when_idle", "1", 0);
+
+  int initialised = 0;
+  MPI_Initialized(&initialised);
+  int provided = MPI_THREAD_SINGLE;
+  if (!initialised) {
+    if (MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided) != MPI_SUCCESS)
+      throw Error("pld: MPI_Init_thread failed; is the program started with mpirun?");
+    g_we_initialised = true;
+    std::atexit(finalize_at_exit);
+  } else {
+    MPI_Query_thread(&provided);
+    std::atexit(finalize_at_exit);
+  }
+  if (provided < MPI_THREAD_SERIALIZED)
+    throw Error(fmt::format("pld: MPI provides thread level {}, the mpi backend needs SERIALIZED or MULTIPLE "
+                            "(initialise MPI with MPI_Init_thread(MPI_THREAD_MULTIPLE) or let pld do it)",
+                            thread_level_name(provided)));
+  MPI_Comm_dup(MPI_COMM_WORLD, &comm_);
+  MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN);
+  MPI_Comm_rank(comm_, &rank_);
+  MPI_Comm_size(comm_, &size_);
+  log_set_rank(rank_);
+  dirty_.assign(static_cast<std::size_t>(size_), 0);
+
+  // The control window.
+  void* cbase = nullptr;
+  check(MPI_Win_allocate(static_cast<MPI_Aint>(kControlBytes), 1, MPI_INFO_NULL, comm_, &cbase, &control_),
+        "MPI_Win_allocate (control window)");
+  control_base_ = static_cast<std::int32_t*>(cbase);
+  std::memset(cbase, 0, kControlBytes);
+  MPI_Win_set_errhandler(control_, MPI_ERRORS_RETURN);
+  check(MPI_Win_lock_all(MPI_MODE_NOCHECK, control_), "MPI_Win_lock_all (control window)");
+  char wname[MPI_MAX_OBJECT_NAME] = {};
+  int wlen = 0;
+  MPI_Win_get_name(control_, wname, &wlen);
+  osc_ = wlen > 0 ? std::string(wname, static_cast<std::size_t>(wlen)) : std::string("sm");
+  if (const auto sp = osc_.find(' '); sp != std::string::npos) osc_ = osc_.substr(0, sp);  // "rdma window 3"
+  MPI_Win_sync(control_);
+  MPI_Barrier(comm_);
+
+  // Wire up every connection now (UCX connects lazily and needs the target's progress).
+  std::int32_t sink = 0;
+  for (int p = 0; p < size_; ++p) {
+    MPI_Get(&sink, 1, MPI_INT32_T, p, static_cast<MPI_Aint>(kControlProbe), 1, MPI_INT32_T, control_);
+    MPI_Win_flush(p, control_);
+  }
+  MPI_Barrier(comm_);
+  probe_progress();
+
+  MPI_Comm node;
+  MPI_Comm_split_type(comm_, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &node);
+  int node_rank = 0, nodes = 0;
+  MPI_Comm_rank(node, &node_rank);
+  const int leader = node_rank == 0 ? 1 : 0;
+  MPI_Allreduce(&leader, &nodes, 1, MPI_INT, MPI_SUM, comm_);
+  MPI_Comm_free(&node);
+  char lib[MPI_MAX_LIBRARY_VERSION_STRING] = {};
+  int liblen = 0;
+  MPI_Get_library_version(lib, &liblen);
+  std::string version(lib, static_cast<std::size_t>(liblen));
+  if (const auto cut = version.find(','); cut != std::string::npos) version = version.substr(0, cut);
+  description_ = fmt::format("{}; {} ranks on {} node(s); osc {}; thread level {}; passive-target progress: {}",
+                             version, size_, nodes, osc_, thread_level_name(provided),
+                             passive_progress_ ? "yes" : "no (every wait drives progress)");
+  if (rank_ == 0)
+    log(passive_progress_ ? LogLevel::Info : LogLevel::Warn, LogSys::Init, "backend mpi: {}", description_);
+}
+
+// Does an accumulate reach a target that makes no MPI call? In each phase the senders notify a
+// neighbour while the neighbour only watches its own memory (bounded), so the answer is not
+// spoiled by progress the watcher would make itself. Even ranks send first, then odd ranks.
+void MpiBackend::probe_progress() {
+  if (size_ == 1) {
+    passive_progress_ = true;
+    return;
+  }
+  auto* cell = reinterpret_cast<std::int32_t*>(reinterpret_cast<std::byte*>(control_base_) + kControlProbe);
+  int ok = 1;
+  for (int phase = 0; phase < 2; ++phase) {
+    const bool sender = rank_ % 2 == phase && (rank_ + 1) % size_ != rank_ && ((rank_ + 1) % size_) % 2 != phase;
+    const int from = (rank_ + size_ - 1) % size_;
+    const bool watcher = from % 2 == phase && rank_ % 2 != phase;
+    MPI_Barrier(comm_);
+    if (sender) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      const std::int32_t one = 1;
+      MPI_Accumulate(&one, 1, MPI_INT32_T, (rank_ + 1) % size_, static_cast<MPI_Aint>(kControlProbe), 1, MPI_INT32_T,
+                     MPI_SUM, control_);
+      MPI_Win_flush((rank_ + 1) % size_, control_);
+    }
+    if (watcher) {
+      const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(100);
+      std::int32_t v = 0;
+      while ((v = std::atomic_ref<std::int32_t>(*cell).load(std::memory_order_acquire)) == 0 &&
+             std::chrono::steady_clock::now() < until)
+        std::this_thread::yield();
+      if (v == 0) ok = 0;
+    }
+    MPI_Win_flush_all(control_);
+    MPI_Barrier(comm_);
+    MPI_Win_sync(control_);
+  }
+  MPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, comm_);
+  passive_progress_ = ok != 0;
+  std::atomic_ref<std::int32_t>(*cell).store(0, std::memory_order_release);
+  MPI_Win_sync(control_);
+  MPI_Barrier(comm_);
+}
+
+void MpiBackend::check(int rc, const char* what) const {
+  if (rc == MPI_SUCCESS) return;
+  char text[MPI_MAX_ERROR_STRING] = {};
+  int len = 0;
+  MPI_Error_string(rc, text, &len);
+  throw Error(fmt::format("pld: {} failed on rank {}: {}", what, rank_, std::string(text, static_cast<std::size_t>(len))));
+}
+
+}  // namespace pld::detail

@@ -1,0 +1,122 @@
+// Signals of the mpi backend.
+//   notify = release, then one MPI_Accumulate on the int32 cell (REPLACE for Set, SUM for
+//            AtomicAdd — every update of a cell goes through the same accumulate family, so Set
+//            and AtomicAdd are atomic with each other, also when a rank notifies itself), then
+//            a flush so that the signal is out. Release = MPI_Win_sync (my stores into my own
+//            heap) + a flush of every target written since the last notify.
+//   wait   = poll the cell in my own heap; drive MPI progress between polls (osc/ucx and pt2pt
+//            deliver nothing otherwise); back off from spinning to yielding to short sleeps (a
+//            remote accumulate cannot wake a futex); then MPI_Win_sync (acquire).
+#include "backend/mpi/backend.h"
+
+#include <sched.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <thread>
+
+namespace pld::detail {
+
+namespace {
+
+bool satisfied(std::int32_t value, std::int32_t expected, WaitCmp cmp) {
+  return cmp == WaitCmp::Eq ? value == expected : value >= expected;
+}
+
+constexpr int kYields = 64;
+
+}  // namespace
+
+void MpiBackend::flush_dirty() {
+  if (dirty_count_ == 0) return;
+  if (dirty_count_ > size_ / 2) {
+    check(MPI_Win_flush_all(heap_), "MPI_Win_flush_all");
+  } else {
+    for (int p = 0; p < size_; ++p)
+      if (dirty_[static_cast<std::size_t>(p)]) check(MPI_Win_flush(p, heap_), "MPI_Win_flush");
+  }
+  std::fill(dirty_.begin(), dirty_.end(), 0);
+  dirty_count_ = 0;
+}
+
+void MpiBackend::quiet() {
+  std::lock_guard lock(mutex_);
+  if (heap_ == MPI_WIN_NULL) return;
+  MPI_Win_sync(heap_);
+  flush_dirty();
+}
+
+void MpiBackend::notify(int rank, std::uint64_t offset, std::int32_t value, NotifyOp op) {
+  std::lock_guard lock(mutex_);
+  MPI_Win_sync(heap_);
+  flush_dirty();
+  check(MPI_Accumulate(&value, 1, MPI_INT32_T, rank, static_cast<MPI_Aint>(offset), 1, MPI_INT32_T,
+                       op == NotifyOp::Set ? MPI_REPLACE : MPI_SUM, heap_),
+        "MPI_Accumulate (notify)");
+  check(MPI_Win_flush(rank, heap_), "MPI_Win_flush (notify)");
+}
+
+void MpiBackend::progress() {
+  std::unique_lock lock(mutex_, std::try_to_lock);
+  if (!lock.owns_lock()) return;  // a thread inside MPI is making progress anyway
+  int flag = 0;
+  MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, comm_, &flag, MPI_STATUS_IGNORE);
+}
+
+WaitStatus MpiBackend::wait(std::uint64_t offset, std::int32_t expected, WaitCmp cmp, const WaitSite& site,
+                            std::int32_t* seen) {
+  std::atomic_ref<std::int32_t> cell(*reinterpret_cast<std::int32_t*>(base_ + offset));
+  using Clock = std::chrono::steady_clock;
+  Clock::time_point deadline{};
+  WaitStatus status = WaitStatus::Ok;
+  std::int32_t v = cell.load(std::memory_order_acquire);
+  for (std::int64_t round = 0; !satisfied(v, expected, cmp); ++round) {
+    if (!passive_progress_ || round % 256 == 255) progress();
+    if (round < wait_spin_) {
+      // spin
+    } else if (round < wait_spin_ + kYields) {
+      sched_yield();
+    } else {
+      if (deadline == Clock::time_point{})
+        deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(wait_timeout_));
+      if (aborting()) {
+        status = WaitStatus::Aborted;
+        break;
+      }
+      if (Clock::now() >= deadline) {
+        status = WaitStatus::Timeout;
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::microseconds(passive_progress_ ? 200 : 20));
+    }
+    v = cell.load(std::memory_order_acquire);
+  }
+  *seen = v;
+  {
+    std::lock_guard lock(mutex_);
+    MPI_Win_sync(heap_);
+  }
+  return status;
+}
+
+void MpiBackend::abort_all() {
+  std::lock_guard lock(mutex_);
+  const std::int32_t one = 1;
+  for (int p = 0; p < size_; ++p)
+    MPI_Accumulate(&one, 1, MPI_INT32_T, p, static_cast<MPI_Aint>(kControlAbort), 1, MPI_INT32_T, MPI_REPLACE,
+                   control_);
+  MPI_Win_flush_all(control_);
+}
+
+void MpiBackend::clear_abort() {
+  std::atomic_ref<std::int32_t>(control_base_[kControlAbort / 4]).store(0, std::memory_order_seq_cst);
+  std::lock_guard lock(mutex_);
+  MPI_Win_sync(control_);
+}
+
+bool MpiBackend::aborting() const {
+  return std::atomic_ref<std::int32_t>(control_base_[kControlAbort / 4]).load(std::memory_order_acquire) != 0;
+}
+
+}  // namespace pld::detail

@@ -1,0 +1,304 @@
+#include "worker/mpi_group.h"
+
+#include "backend/mpi/backend.h"
+#include "core/block.h"
+#include "core/log.h"
+#include "core/settings.h"
+#include "rank/dispatch.h"
+#include "rank/runtime.h"
+#include "trace/trace.h"
+#include "worker/host_sync.h"
+#include "worker/report.h"
+
+#include <pld/error.hpp>
+
+#include <dlfcn.h>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <thread>
+
+namespace pld::detail {
+
+namespace {
+
+struct Fnv {
+  std::uint64_t h = 1469598103934665603ull;
+  void bytes(const void* p, std::size_t n) {
+    for (std::size_t i = 0; i < n; ++i) {
+      h ^= static_cast<const unsigned char*>(p)[i];
+      h *= 1099511628211ull;
+    }
+  }
+  template <class T>
+  void value(const T& v) {
+    bytes(&v, sizeof v);
+  }
+  void text(const std::string& s) {
+    value(s.size());
+    bytes(s.data(), s.size());
+  }
+};
+
+// A kernel as (module, offset in it): the same on every process of one binary, whatever the
+// address-space layout.
+void hash_kernel(Fnv& f, void (*kernel)()) {
+  Dl_info info{};
+  if (dladdr(reinterpret_cast<void*>(kernel), &info) && info.dli_fbase) {
+    f.text(info.dli_fname ? info.dli_fname : "");
+    f.value(reinterpret_cast<std::uintptr_t>(kernel) - reinterpret_cast<std::uintptr_t>(info.dli_fbase));
+  } else {
+    f.value(reinterpret_cast<std::uintptr_t>(kernel));
+  }
+}
+
+// Failures rank before released waits; MINLOC picks the lowest code, then the lowest rank.
+constexpr int kCodeFailed = 0, kCodeAborted = 1, kCodeOk = 2;
+
+}  // namespace
+
+MpiGroup::MpiGroup(const GroupOptions& options) : options_(options), backend_(&MpiBackend::instance()) {
+  const int p = static_cast<int>(options.device_ids.size());
+  if (p != backend_->world_size())
+    throw UsageError(fmt::format("DistributedConfig: {} device ids ({}) but the MPI launcher started {} processes; "
+                                 "under the mpi backend each process is one rank: give {} device ids (or start "
+                                 "mpirun -n {})",
+                                 p, fmt::join(options.device_ids, ","), backend_->world_size(),
+                                 backend_->world_size(), p));
+  backend_->set_wait_policy(options.wait_timeout, options.wait_spin);
+  sent_.assign(static_cast<std::size_t>(p), 0);
+  // Swimlanes: each process writes its rank's files; rank 0 clears stale outputs first and merges
+  // each call (ranks on other machines write to their own file systems: merge by hand there).
+  trace::configure(trace::Config{options.swimlane, options.dfx_dir});
+  if (options.swimlane && backend_->rank() == 0) trace::clear_outputs();
+  MPI_Barrier(backend_->comm());
+}
+
+int MpiGroup::world_size() const { return backend_->world_size(); }
+
+std::string MpiGroup::who(int r) const {
+  return fmt::format("rank {} (device {})", r, options_.device_ids[static_cast<std::size_t>(r)]);
+}
+
+// Every process must have recorded the same call: same domains, buffers and dispatches (rank,
+// kernel, argument size), same callbacks. Argument bytes are left out: they name host tensors by
+// this process's block ids.
+void MpiGroup::check_agreement(const HostSession& session) const {
+  Fnv f;
+  for (const DomainRecord& d : session.domains()) {
+    f.value(d.id);
+    for (int m : d.members) f.value(m);
+    for (const BufferInfo& b : d.buffers) {
+      f.value(b.offset);
+      f.value(b.bytes);
+      f.text(b.name);
+    }
+  }
+  for (const DispatchRecord& d : session.dispatches()) {
+    f.value(d.rank);
+    hash_kernel(f, d.kernel);
+    f.value(d.args.size());
+    for (std::uint32_t id : d.domains) f.value(id);
+  }
+  for (const auto& c : session.callbacks()) f.value(c.position);
+  const int n = backend_->world_size();
+  std::vector<std::uint64_t> all(static_cast<std::size_t>(n));
+  MPI_Allgather(&f.h, 1, MPI_UINT64_T, all.data(), 1, MPI_UINT64_T, backend_->comm());
+  for (int q = 1; q < n; ++q)
+    if (all[static_cast<std::size_t>(q)] != all[0])
+      throw UsageError(fmt::format("pld::run (backend mpi): the orchestrator recorded a different call on MPI process {} "
+                                   "than on process 0 ({} dispatches here); under mpirun every process runs the "
+                                   "orchestrator, which must record the same windows and dispatches everywhere (no "
+                                   "branches on the process, the time or unseeded random numbers)",
+                                   q, session.dispatches().size()));
+}
+
+MpiGroup::Failure MpiGroup::agree(const Failure& mine) const {
+  MpiBackend& be = *backend_;
+  struct {
+    int code, rank;
+  } in{mine.rank < 0 ? kCodeOk : mine.released ? kCodeAborted : kCodeFailed, be.rank()},
+      out{};
+  MPI_Request req;
+  {
+    std::lock_guard lock(be.mpi_mutex());
+    MPI_Iallreduce(&in, &out, 1, MPI_2INT, MPI_MINLOC, be.comm(), &req);
+  }
+  // A peer that never reaches the end of the call (stuck in a kernel) must not hang the job.
+  const double limit = 2 * options_.wait_timeout + 30;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(limit);
+  for (int done = 0;;) {
+    {
+      std::lock_guard lock(be.mpi_mutex());
+      MPI_Test(&req, &done, MPI_STATUS_IGNORE);
+    }
+    if (done) break;
+    if (std::chrono::steady_clock::now() > deadline) {
+      std::fprintf(stderr,
+                   "pld: rank %d: not every rank finished the call within %.0f s (2 x the wait deadline + 30 s): a "
+                   "rank is stuck in a kernel. %s. Aborting the MPI job.\n",
+                   be.rank(), limit,
+                   mine.rank < 0 ? "This rank finished its dispatches" : fmt::format("This rank failed: {}", mine.text).c_str());
+      std::fflush(stderr);
+      MPI_Abort(be.comm(), 70);
+    }
+    std::this_thread::sleep_for(std::chrono::microseconds(50));
+  }
+  Failure f;
+  if (out.code == kCodeOk) return f;
+  f.rank = out.rank;
+  // The failing rank tells everyone what happened.
+  std::vector<char> text;
+  long long head[4] = {static_cast<long long>(mine.cause), mine.dispatch, static_cast<long long>(mine.text.size()),
+                       mine.released ? 1 : 0};
+  std::lock_guard lock(be.mpi_mutex());
+  MPI_Bcast(head, 4, MPI_LONG_LONG, f.rank, be.comm());
+  text.resize(static_cast<std::size_t>(head[2]));
+  if (be.rank() == f.rank) std::memcpy(text.data(), mine.text.data(), text.size());
+  MPI_Bcast(text.data(), static_cast<int>(text.size()), MPI_CHAR, f.rank, be.comm());
+  f.cause = static_cast<RankFailure>(head[0]);
+  f.dispatch = head[1];
+  f.released = head[3] != 0;
+  f.text.assign(text.begin(), text.end());
+  return f;
+}
+
+void MpiGroup::execute(const HostSession& session) {
+  MpiBackend& be = *backend_;
+  const int me = be.rank();
+  check_agreement(session);
+  std::uint64_t need = 0;
+  for (int r = 0; r < session.world_size(); ++r) need = std::max(need, session.heap_top(r));
+  if (need > options_.heap_bytes)
+    throw UsageError(fmt::format("pld::run (backend mpi): the call needs {} bytes of window heap per rank, more than "
+                                 "the {} of PLD_HEAP_BYTES / DistributedConfig::heap_bytes",
+                                 need, options_.heap_bytes));
+  be.reserve_heap(std::max<std::uint64_t>(need, 1), keep_);
+
+  // Windows start zero-filled; each process zeroes its own heap, then nobody writes before all have.
+  be.clear_abort();
+  for (const auto& [offset, bytes] : session.zero_regions(me)) std::memset(be.heap_base(me) + offset, 0, bytes);
+  be.sync_local();
+  MPI_Barrier(be.comm());
+
+  // This process's rank runtime, for the duration of the call.
+  auto runtime = std::make_unique<RankRuntime>(me, &be);
+  runtime->set_wait_policy(options_.wait_timeout, options_.wait_spin > 0, nullptr);
+  std::vector<bool> defined(session.domains().size(), false);
+  const auto& dispatches = session.dispatches();
+  for (const DispatchRecord& d : dispatches) {
+    if (d.rank != me) continue;
+    for (std::uint32_t id : d.blocks) {
+      BlockRecord rec;
+      if (!(id & kDeviceBlockBit) && BlockRegistry::instance().find(id, &rec)) runtime->block_inherit(id, rec.base, rec.bytes);
+    }
+    for (std::uint32_t id : d.domains) {
+      if (defined[id]) continue;
+      defined[id] = true;
+      const DomainRecord& rec = session.domain(id);
+      auto st = std::make_unique<DomainState>();
+      st->id = rec.id;
+      st->rank = rec.local_of[static_cast<std::size_t>(me)];
+      st->members = rec.members;
+      for (int w : rec.members) st->windows_in.push_back(be.heap_base(w));
+      st->buffers = rec.buffers;
+      st->label = rec.label;
+      st->backend = &be;
+      runtime->domain_define(std::move(st));
+    }
+  }
+  RankRuntime::install(std::move(runtime));
+  struct Uninstall {
+    ~Uninstall() { RankRuntime::install(nullptr); }
+  } uninstall;
+
+  HostSync host(session, me);
+  Failure failure;
+  std::uint64_t kernel_ns = 0;
+  std::size_t next = 0;
+  std::uint64_t mine = 0;  // dispatches of this rank in this call (swimlane directories d{k})
+  auto run_until = [&](std::size_t end) {
+    for (; next < end; ++next) {
+      const DispatchRecord& d = dispatches[next];
+      if (d.rank != me || failure.rank >= 0) continue;
+      if (be.aborting()) {
+        failure = Failure{me, true, RankFailure::KernelError, static_cast<std::int64_t>(next),
+                          "skipped: the job is aborting"};
+        continue;
+      }
+      if (trace::config().enabled) trace::dispatch_begin(me, sent_[static_cast<std::size_t>(me)] + mine, kernel_name(d.kernel));
+      ++mine;
+      const DispatchOutcome out = run_kernel(d.trampoline, d.kernel, d.args.data(), d.args.size());
+      if (trace::config().enabled) trace::dispatch_end(out.status == ReplyStatus::Ok);
+      kernel_ns += out.kernel_ns;
+      if (out.status == ReplyStatus::Ok) continue;
+      failure.rank = me;
+      failure.dispatch = static_cast<std::int64_t>(next);
+      failure.text = out.text;
+      failure.released = out.status == ReplyStatus::Aborted;
+      failure.cause = out.status == ReplyStatus::WaitTimeout ? RankFailure::WaitTimeout : RankFailure::KernelError;
+      if (out.status != ReplyStatus::Aborted) be.abort_all();  // release every peer's waits
+    }
+  };
+  // Runs the dispatches before `end`, then settles: every put complete, the failure agreed on,
+  // host tensors merged. Returns the agreed failure.
+  auto segment = [&](std::size_t end) {
+    run_until(end);
+    be.quiet();
+    Failure agreed = agree(failure);
+    if (agreed.rank < 0) host.merge(be.comm());
+    return agreed;
+  };
+
+  const auto& callbacks = session.callbacks();
+  Failure agreed;
+  std::exception_ptr callback_error;
+  for (const auto& c : callbacks) {
+    agreed = segment(c.position);
+    if (agreed.rank >= 0) break;
+    int failed = 0;
+    try {
+      c.fn();
+    } catch (...) {
+      callback_error = std::current_exception();
+      failed = 1;
+    }
+    MPI_Allreduce(MPI_IN_PLACE, &failed, 1, MPI_INT, MPI_MAX, be.comm());
+    if (failed) {
+      if (callback_error) std::rethrow_exception(callback_error);
+      throw Error("pld::run (backend mpi): a host callback failed on another MPI process; the call stops there");
+    }
+  }
+  if (agreed.rank < 0) agreed = segment(dispatches.size());
+  last_kernel_s_ = static_cast<double>(kernel_ns) * 1e-9;
+  // Every rank's dispatches count for the trace directories, run or skipped, as on shm.
+  std::vector<std::uint64_t> first = sent_;
+  for (const DispatchRecord& d : dispatches) ++sent_[static_cast<std::size_t>(d.rank)];
+  if (options_.swimlane && be.rank() == 0) {
+    const std::string path = trace::merge_call(calls_, first, sent_);
+    if (!path.empty()) log(LogLevel::Info, "swimlane: call {} merged into {}", calls_, path);
+  }
+  ++calls_;
+  if (agreed.rank < 0) return;
+
+  std::string msg = fmt::format("{} failed ({})", who(agreed.rank), to_string(agreed.cause));
+  if (agreed.dispatch >= 0 && static_cast<std::size_t>(agreed.dispatch) < dispatches.size()) {
+    std::int64_t nth = 0;
+    for (std::int64_t i = 0; i < agreed.dispatch; ++i)
+      nth += dispatches[static_cast<std::size_t>(i)].rank == agreed.rank;
+    msg += fmt::format(" in its dispatch #{} (kernel {})",
+                       nth, kernel_name(dispatches[static_cast<std::size_t>(agreed.dispatch)].kernel));
+  }
+  msg += ": " + agreed.text;
+  if (agreed.cause == RankFailure::WaitTimeout)
+    msg += "\nEvery wait needs matching notifies: check that each rank notifies before it waits, and that peers, "
+           "offsets and expected values agree.";
+  log(LogLevel::Info, "{}", msg);
+  throw RankError(agreed.rank, agreed.cause, msg);
+}
+
+}  // namespace pld::detail

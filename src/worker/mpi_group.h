@@ -1,0 +1,53 @@
+// MpiGroup: executes recorded orchestrator calls under the mpi backend (SPMD replay). Every MPI
+// process recorded the same call; this one checks that they agree, sizes and zeroes its window
+// heap, runs only its own rank's dispatches — in program order, on this thread — and at the end
+// (and before each host callback) agrees with its peers on the first failure and merges the
+// HostTensor bytes every rank wrote, so that every process ends the call with the same host data
+// the shm backend would produce. docs/design/mpi-backend.md §1, §7, §8.
+#pragma once
+
+#include "host/session.h"
+#include "worker/rank_group.h"
+
+#include <cstdint>
+#include <vector>
+
+namespace pld::detail {
+
+class MpiBackend;
+
+class MpiGroup {
+ public:
+  /// Initialises the mpi backend; throws UsageError unless the config's world size is the MPI
+  /// world size.
+  explicit MpiGroup(const GroupOptions& options);
+
+  int world_size() const;
+  /// Runs one call; throws the same RankError on every process when a rank failed.
+  void execute(const HostSession& session);
+  double last_kernel_seconds() const { return last_kernel_s_; }
+  /// Heap bytes carried over when the window heap grows (persistent windows).
+  void set_keep(std::uint64_t bytes) { keep_ = bytes; }
+
+ private:
+  struct Failure {
+    int rank = -1;
+    bool released = false;  // a wait released by another rank's failure, not a failure of its own
+    RankFailure cause = RankFailure::KernelError;
+    std::int64_t dispatch = -1;
+    std::string text;
+  };
+  void check_agreement(const HostSession& session) const;
+  /// Collective: the call's first failure (a real one before a released wait) on every process.
+  Failure agree(const Failure& mine) const;
+  std::string who(int r) const;
+
+  GroupOptions options_;
+  MpiBackend* backend_;
+  std::uint64_t keep_ = 0;
+  std::vector<std::uint64_t> sent_;  // per rank: dispatches of earlier calls (swimlane directories)
+  std::uint64_t calls_ = 0;
+  double last_kernel_s_ = 0;
+};
+
+}  // namespace pld::detail
