@@ -2,10 +2,15 @@
 
 #include <pld/error.hpp>
 
+#include "rank/runtime.h"
+
 #include <cxxabi.h>
+#include <sys/mman.h>
 #include <fmt/format.h>
 
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <cstdlib>
 #include <typeinfo>
 
@@ -39,6 +44,40 @@ DispatchOutcome run_kernel(Trampoline trampoline, void (*kernel)(), const std::b
   out.kernel_ns = static_cast<std::uint64_t>(
       std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count());
   return out;
+}
+
+std::string apply_device_op(RankRuntime& rt, MessageType type, const std::byte* p, int staging_fd) {
+  auto take = [&p](auto v) {
+    std::memcpy(&v, p, sizeof v);
+    p += sizeof v;
+    return v;
+  };
+  try {
+    const auto id = take(std::uint32_t{});
+    if (type == MessageType::DeviceAlloc) {
+      rt.device_alloc(id, take(std::uint64_t{}));
+    } else if (type == MessageType::DeviceFree) {
+      rt.device_free(id);
+    } else {
+      const auto offset = take(std::uint64_t{});
+      const auto bytes = take(std::uint64_t{});
+      std::uint64_t size = 0;
+      std::byte* base = rt.device_base(id, &size);
+      if (offset > size || bytes > size - offset)
+        throw Error(fmt::format("pld: copy of {} bytes at offset {} exceeds resident tensor {} ({} bytes)", bytes,
+                                offset, id, size));
+      if (bytes > 0) {
+        void* m = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, staging_fd, 0);
+        if (m == MAP_FAILED) throw Error(fmt::format("pld: cannot map the staging buffer: {}", std::strerror(errno)));
+        if (type == MessageType::DeviceWrite) std::memcpy(base + offset, m, bytes);
+        else std::memcpy(m, base + offset, bytes);
+        munmap(m, bytes);
+      }
+    }
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return "";
 }
 
 }  // namespace pld::detail

@@ -22,4 +22,11 @@ struct DispatchOutcome {
 /// Runs `kernel` with the encoded arguments [args, args + bytes); never throws.
 DispatchOutcome run_kernel(Trampoline trampoline, void (*kernel)(), const std::byte* args, std::size_t bytes);
 
+class RankRuntime;
+
+/// Applies one resident-tensor message (the body after its MessageType: DeviceAlloc, DeviceFree,
+/// DeviceWrite or DeviceRead) to this rank; `staging_fd` is the shared staging buffer of a write
+/// or read (not closed). Returns "" or the error text; never throws.
+std::string apply_device_op(RankRuntime& rt, MessageType type, const std::byte* body, int staging_fd);
+
 }  // namespace pld::detail

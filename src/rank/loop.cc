@@ -123,32 +123,7 @@ void run_dispatch(int fd, ShmBackend* backend, const std::byte* p, const std::by
 
 /// DeviceAlloc / DeviceFree / DeviceWrite / DeviceRead: one reply each, Ok or the error text.
 void run_device_op(int fd, RankRuntime& rt, MessageType type, const std::byte* p, int got_fd) {
-  std::string error;
-  try {
-    const auto id = take<std::uint32_t>(p);
-    if (type == MessageType::DeviceAlloc) {
-      rt.device_alloc(id, take<std::uint64_t>(p));
-    } else if (type == MessageType::DeviceFree) {
-      rt.device_free(id);
-    } else {
-      const auto offset = take<std::uint64_t>(p);
-      const auto bytes = take<std::uint64_t>(p);
-      std::uint64_t size = 0;
-      std::byte* base = rt.device_base(id, &size);
-      if (offset > size || bytes > size - offset)
-        throw Error(fmt::format("pld: copy of {} bytes at offset {} exceeds resident tensor {} ({} bytes)", bytes,
-                                offset, id, size));
-      if (bytes > 0) {
-        void* m = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, got_fd, 0);
-        if (m == MAP_FAILED) throw Error(fmt::format("pld: cannot map the staging buffer: {}", std::strerror(errno)));
-        if (type == MessageType::DeviceWrite) std::memcpy(base + offset, m, bytes);
-        else std::memcpy(m, base + offset, bytes);
-        munmap(m, bytes);
-      }
-    }
-  } catch (const std::exception& e) {
-    error = e.what();
-  }
+  const std::string error = apply_device_op(rt, type, p, got_fd);
   if (got_fd >= 0) close(got_fd);
   reply(fd, error.empty() ? ReplyStatus::Ok : ReplyStatus::KernelError, kControlSeq, error);
 }

@@ -37,6 +37,8 @@ RankRuntime& RankRuntime::get(const char* op) {
 
 void RankRuntime::install(std::unique_ptr<RankRuntime> runtime) { slot() = std::move(runtime); }
 
+std::unique_ptr<RankRuntime> RankRuntime::uninstall() { return std::move(slot()); }
+
 std::byte* RankRuntime::block_base(std::uint32_t id) {
   auto it = blocks_.find(id);
   if (it == blocks_.end())

@@ -60,6 +60,9 @@ class RankRuntime {
   static RankRuntime& get(const char* op);
   static RankRuntime* current();
   static void install(std::unique_ptr<RankRuntime> runtime);
+  /// Takes the installed runtime back (the mpi backend keeps it between calls: its resident
+  /// tensors live on).
+  static std::unique_ptr<RankRuntime> uninstall();
 
   RankRuntime(int world_rank, Backend* backend) : world_rank_(world_rank), backend_(backend) {}
 
@@ -81,6 +84,8 @@ class RankRuntime {
   void block_attach(std::uint32_t id, int fd, std::uint64_t bytes);
   void block_inherit(std::uint32_t id, std::byte* base, std::uint64_t bytes);
   void block_retire(std::uint32_t id);
+  /// Forgets every block (the mpi backend: they are this process's own HostTensors).
+  void blocks_clear() { blocks_.clear(); }
 
   /// Resident tensors (DeviceTensor): private anonymous memory of this process.
   void device_alloc(std::uint32_t id, std::uint64_t bytes);

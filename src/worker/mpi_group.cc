@@ -13,10 +13,12 @@
 #include <pld/error.hpp>
 
 #include <dlfcn.h>
+#include <sys/mman.h>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -71,6 +73,7 @@ MpiGroup::MpiGroup(const GroupOptions& options) : options_(options), backend_(&M
                                  backend_->world_size(), p));
   backend_->set_wait_policy(options.wait_timeout, options.wait_spin);
   sent_.assign(static_cast<std::size_t>(p), 0);
+  runtime_ = std::make_unique<RankRuntime>(backend_->rank(), backend_);
   // Swimlanes: each process writes its rank's files; rank 0 clears stale outputs first and merges
   // each call (ranks on other machines write to their own file systems: merge by hand there).
   trace::configure(trace::Config{options.swimlane, options.dfx_dir});
@@ -115,6 +118,32 @@ void MpiGroup::check_agreement(const HostSession& session) const {
                                    "orchestrator, which must record the same windows and dispatches everywhere (no "
                                    "branches on the process, the time or unseeded random numbers)",
                                    q, session.dispatches().size()));
+}
+
+MpiGroup::~MpiGroup() = default;
+
+void MpiGroup::device_op(int r, const std::vector<std::byte>& message, int staging_fd) {
+  MpiBackend& be = *backend_;
+  MessageType type;
+  std::memcpy(&type, message.data(), sizeof type);
+  const std::byte* body = message.data() + sizeof type;
+  std::string error = be.rank() == r ? apply_device_op(*runtime_, type, body, staging_fd) : std::string();
+  std::lock_guard lock(be.mpi_mutex());
+  long long len = static_cast<long long>(error.size());
+  MPI_Bcast(&len, 1, MPI_LONG_LONG, r, be.comm());
+  error.resize(static_cast<std::size_t>(len));
+  MPI_Bcast(error.data(), static_cast<int>(len), MPI_CHAR, r, be.comm());
+  if (!error.empty()) throw Error(error);
+  if (type != MessageType::DeviceRead) return;
+  std::uint64_t bytes = 0;
+  std::memcpy(&bytes, body + sizeof(std::uint32_t) + sizeof(std::uint64_t), sizeof bytes);
+  if (bytes == 0) return;
+  void* m = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, staging_fd, 0);
+  if (m == MAP_FAILED) throw Error(fmt::format("pld: cannot map the staging buffer: {}", std::strerror(errno)));
+  for (std::uint64_t at = 0; at < bytes; at += 1u << 30)
+    MPI_Bcast(static_cast<std::byte*>(m) + at, static_cast<int>(std::min<std::uint64_t>(1u << 30, bytes - at)), MPI_BYTE,
+              r, be.comm());
+  munmap(m, bytes);
 }
 
 MpiGroup::Failure MpiGroup::agree(const Failure& mine) const {
@@ -177,7 +206,7 @@ void MpiGroup::execute(const HostSession& session) {
     throw UsageError(fmt::format("pld::run (backend mpi): the call needs {} bytes of window heap per rank, more than "
                                  "the {} of PLD_HEAP_BYTES / DistributedConfig::heap_bytes",
                                  need, options_.heap_bytes));
-  be.reserve_heap(std::max<std::uint64_t>(need, 1), keep_);
+  be.reserve_heap(std::max<std::uint64_t>(need, 1));
 
   // Windows start zero-filled; each process zeroes its own heap, then nobody writes before all have.
   be.clear_abort();
@@ -185,8 +214,10 @@ void MpiGroup::execute(const HostSession& session) {
   be.sync_local();
   MPI_Barrier(be.comm());
 
-  // This process's rank runtime, for the duration of the call.
-  auto runtime = std::make_unique<RankRuntime>(me, &be);
+  // This process's rank runtime, installed for the duration of the call.
+  std::unique_ptr<RankRuntime>& runtime = runtime_;
+  runtime->blocks_clear();
+  runtime->domains_clear();
   runtime->set_wait_policy(options_.wait_timeout, options_.wait_spin > 0, nullptr);
   std::vector<bool> defined(session.domains().size(), false);
   const auto& dispatches = session.dispatches();
@@ -211,10 +242,11 @@ void MpiGroup::execute(const HostSession& session) {
       runtime->domain_define(std::move(st));
     }
   }
-  RankRuntime::install(std::move(runtime));
+  RankRuntime::install(std::move(runtime_));
   struct Uninstall {
-    ~Uninstall() { RankRuntime::install(nullptr); }
-  } uninstall;
+    std::unique_ptr<RankRuntime>& keep;
+    ~Uninstall() { keep = RankRuntime::uninstall(); }
+  } uninstall{runtime_};
 
   HostSync host(session, me);
   Failure failure;

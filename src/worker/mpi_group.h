@@ -10,24 +10,29 @@
 #include "worker/rank_group.h"
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 namespace pld::detail {
 
 class MpiBackend;
+class RankRuntime;
 
 class MpiGroup {
  public:
   /// Initialises the mpi backend; throws UsageError unless the config's world size is the MPI
   /// world size.
   explicit MpiGroup(const GroupOptions& options);
+  ~MpiGroup();
 
   int world_size() const;
   /// Runs one call; throws the same RankError on every process when a rank failed.
   void execute(const HostSession& session);
   double last_kernel_seconds() const { return last_kernel_s_; }
-  /// Heap bytes carried over when the window heap grows (persistent windows).
-  void set_keep(std::uint64_t bytes) { keep_ = bytes; }
+  /// A resident-tensor message (protocol.h DeviceAlloc..DeviceRead) for rank `r`: process r
+  /// applies it; a read's bytes are then broadcast, so every process continues with the same host
+  /// data. Collective; throws rank r's error on every process.
+  void device_op(int r, const std::vector<std::byte>& message, int staging_fd);
 
  private:
   struct Failure {
@@ -44,7 +49,7 @@ class MpiGroup {
 
   GroupOptions options_;
   MpiBackend* backend_;
-  std::uint64_t keep_ = 0;
+  std::unique_ptr<RankRuntime> runtime_;  // this rank's runtime, installed during calls
   std::vector<std::uint64_t> sent_;  // per rank: dispatches of earlier calls (swimlane directories)
   std::uint64_t calls_ = 0;
   double last_kernel_s_ = 0;

@@ -1,4 +1,7 @@
 #include "worker/rank_group.h"
+#ifdef PLD_HAVE_MPI
+#include "worker/mpi_group.h"
+#endif
 
 #include "core/block.h"
 #include "core/log.h"
@@ -84,6 +87,14 @@ long receive(int fd, std::vector<std::byte>& buf) {
 
 RankGroup::RankGroup(const GroupOptions& options) : options_(options) {
   const int world = static_cast<int>(options.device_ids.size());
+#ifdef PLD_HAVE_MPI
+  if (options.backend == BackendKind::Mpi) {  // no processes to fork: this one is a rank
+    mpi_ = std::make_unique<MpiGroup>(options);
+    ranks_.resize(static_cast<std::size_t>(world));
+    for (Rank& rank : ranks_) rank.alive = true;
+    return;
+  }
+#endif
   backend_ = std::make_unique<ShmBackend>(world, options.heap_bytes, options.wait_timeout, options.wait_spin);
   dirty_.assign(static_cast<std::size_t>(world), 0);
   ranks_.resize(static_cast<std::size_t>(world));
@@ -384,6 +395,13 @@ void RankGroup::drop_dispatches(Rank& rank) {
 }
 
 void RankGroup::execute(const HostSession& session) {
+#ifdef PLD_HAVE_MPI
+  if (mpi_) {
+    mpi_->execute(session);
+    last_kernel_s_ = mpi_->last_kernel_seconds();
+    return;
+  }
+#endif
   for (int r = 0; r < world_size(); ++r)
     if (!ranks_[static_cast<std::size_t>(r)].alive)
       throw RankError(r, RankFailure::Exited,
@@ -542,6 +560,9 @@ std::string RankGroup::wait_report(const HostSession& session) const {
 }
 
 void RankGroup::device_op(int r, std::vector<std::byte> m, int pass_fd) {
+#ifdef PLD_HAVE_MPI
+  if (mpi_) return mpi_->device_op(r, m, pass_fd);
+#endif
   Rank& rank = ranks_[static_cast<std::size_t>(r)];
   if (!rank.alive)
     throw RankError(r, RankFailure::Exited, fmt::format("pld: {} is no longer running", who(r)));
@@ -590,6 +611,7 @@ bool RankGroup::all_alive() const {
 void RankGroup::shutdown() noexcept {
   if (shut_down_) return;
   shut_down_ = true;
+  if (options_.backend == BackendKind::Mpi) return;
   const auto stop = message(MessageType::Shutdown);
   for (Rank& rank : ranks_) {
     if (!rank.alive) continue;

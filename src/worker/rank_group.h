@@ -31,6 +31,10 @@ struct GroupOptions {
   std::string dfx_dir;
 };
 
+class MpiGroup;
+
+/// Under the mpi backend (GroupOptions::backend == Mpi) there is nothing to fork: the group
+/// delegates execute() to an MpiGroup (worker/mpi_group.h) and its ranks are always alive.
 class RankGroup {
  public:
   explicit RankGroup(const GroupOptions& options);
@@ -108,6 +112,7 @@ class RankGroup {
 
   GroupOptions options_;
   std::unique_ptr<ShmBackend> backend_;
+  std::unique_ptr<MpiGroup> mpi_;
   std::vector<Rank> ranks_;
   std::vector<std::uint64_t> dirty_;  // per rank: heap bytes that may be non-zero
   bool wipe_ = false;                 // zero every dirty byte before the next call (after a loss)

@@ -3,9 +3,6 @@
 #include "core/settings.h"
 #include "debug/checks.h"
 #include "host/session.h"
-#ifdef PLD_HAVE_MPI
-#include "worker/mpi_group.h"
-#endif
 #include "backend/launcher.h"
 #include "worker/rank_group.h"
 
@@ -106,13 +103,6 @@ void run(const DistributedConfig& config, const std::function<void(Host&)>& orch
   Host host(&session);
   orchestrator(host);
   session.finish();
-#ifdef PLD_HAVE_MPI
-  if (options.backend == BackendKind::Mpi) {
-    MpiGroup group(options);
-    group.execute(session);
-    return;
-  }
-#endif
   RankGroup group(options);
   group.execute(session);
   group.shutdown();

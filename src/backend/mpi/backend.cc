@@ -28,7 +28,7 @@ void finalize_at_exit() {
   if (finalized) return;
   if (g_backend) {
     // Windows must be freed before MPI_Finalize; peers do the same, collectively.
-    g_backend->reserve_heap(0, 0);
+    g_backend->reserve_heap(0);
   }
   if (g_we_initialised) MPI_Finalize();
 }

@@ -42,8 +42,9 @@ class MpiBackend final : public Backend {
   const std::string& description() const { return description_; }
 
   /// Collective: makes the heap window at least `bytes` long (every process passes the same
-  /// value). A bigger window replaces the old one; its first `keep` bytes are carried over.
-  void reserve_heap(std::uint64_t bytes, std::uint64_t keep);
+  /// value). A bigger window replaces the old one and takes over its contents (persistent
+  /// windows keep their data). 0 frees both windows (at exit).
+  void reserve_heap(std::uint64_t bytes);
   /// Every put and accumulate of this process is complete at its target.
   void quiet();
   /// Makes this process's stores into its own heap visible to RMA (and RMA updates to its loads).

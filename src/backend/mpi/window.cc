@@ -1,7 +1,7 @@
 // Windows of the mpi backend. The heap window is sized to what the calls need (osc/rdma commits
 // the whole window in /dev/shm at allocation: 1.2 s for 256 MiB x 4 ranks, design §3) and
-// replaced by a bigger one when a call needs more; its first `keep` bytes (persistent buffers)
-// are carried over with a local copy on every process.
+// replaced by a bigger one when a call needs more; the old contents (persistent buffers) are
+// carried over with a local copy on every process.
 #include "backend/mpi/backend.h"
 #include "core/log.h"
 
@@ -15,7 +15,7 @@
 
 namespace pld::detail {
 
-void MpiBackend::reserve_heap(std::uint64_t bytes, std::uint64_t keep) {
+void MpiBackend::reserve_heap(std::uint64_t bytes) {
   std::lock_guard lock(mutex_);
   if (bytes == 0) {  // at exit: free both windows (collective)
     if (heap_ != MPI_WIN_NULL) {
@@ -36,7 +36,7 @@ void MpiBackend::reserve_heap(std::uint64_t bytes, std::uint64_t keep) {
   std::vector<std::byte> kept;
   if (heap_ != MPI_WIN_NULL) {
     MPI_Win_sync(heap_);
-    kept.assign(base_, base_ + std::min(keep, heap_bytes_));
+    kept.assign(base_, base_ + heap_bytes_);
     MPI_Win_unlock_all(heap_);
     MPI_Win_free(&heap_);
     base_ = nullptr;
