@@ -23,6 +23,22 @@ inline DistributedConfig ranks(int p, double wait_timeout = 60) {
   return c;
 }
 
+/// Under mpirun (the mpi backend) the launcher fixes the world size: a test for another rank count
+/// skips that count. Always true on shm.
+inline bool runs_here(int p) {
+  const int n = launcher_world_size();
+  return n == 0 || n == p;
+}
+
+/// Skips the rest of a test that needs exactly `p` ranks when mpirun started another number.
+#define PLD_REQUIRE_RANKS(p)                                                                              \
+  if (!::pld::test::runs_here(p))                                                                         \
+  GTEST_SKIP() << "needs " << (p) << " ranks; mpirun started " << ::pld::launcher_world_size()
+
+/// Skips a test that only makes sense with forked rank processes (killing a rank, /dev/shm).
+#define PLD_REQUIRE_SHM()                                                                                 \
+  if (::pld::launcher_world_size() > 0) GTEST_SKIP() << "forked rank processes only (shm backend)"
+
 /// A small non-negative integer pattern, exact in every dtype (int8 and bf16 included).
 template <class T>
 T pattern(std::int64_t rank, std::int64_t i) {

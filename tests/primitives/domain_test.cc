@@ -30,6 +30,7 @@ void two_domains(DistributedTensor<std::int32_t> da, DistributedTensor<std::int3
 }
 
 TEST(Domains, OverlappingDomainsOnThreeRanks) {
+  PLD_REQUIRE_RANKS(3);
   // Domains {0, 1} and {1, 2}: rank 1 is domain-local rank 1 in the first and 0 in the second.
   auto out = HostTensor<std::int32_t>::full({2, 3, 4}, -1);
   run(ranks(3), [&](Host& h) {
@@ -63,6 +64,7 @@ TEST(Domains, OverlappingDomainsOnThreeRanks) {
 }
 
 TEST(Domains, EightRanksThreeOverlappingDomainsAndTheWorld) {
+  PLD_REQUIRE_RANKS(8);
   const std::vector<std::vector<int>> groups = {{0, 1, 2, 3}, {4, 5, 6, 7}, {2, 3, 4, 5}, {0, 1, 2, 3, 4, 5, 6, 7}};
   auto out = HostTensor<std::int32_t>::full({static_cast<Index>(groups.size()), 8, 4}, -1);
   run(ranks(8), [&](Host& h) {

@@ -19,6 +19,7 @@ void ring_set(DistributedTensor<std::int32_t> sig, Tensor<std::int32_t> seen) {
 }
 
 TEST_P(Signals, SetEqRing) {
+  PLD_REQUIRE_RANKS(GetParam());
   const int p = GetParam();
   auto seen = HostTensor<std::int32_t>::zeros({p, 1});
   run(ranks(p), [&](Host& h) {
@@ -45,6 +46,7 @@ void add_all(DistributedTensor<std::int32_t> sig, int rounds, Tensor<std::int32_
 }
 
 TEST_P(Signals, AtomicAddContentionWithNegativeValues) {
+  PLD_REQUIRE_RANKS(GetParam());
   const int p = GetParam();
   constexpr int kRounds = 500;
   auto out = HostTensor<std::int32_t>::zeros({p, 1});
@@ -81,6 +83,7 @@ void handoff(DistributedTensor<std::int32_t> data, DistributedTensor<std::int32_
 }
 
 TEST_P(Signals, ReleaseAcquireHandoff) {
+  PLD_REQUIRE_RANKS(GetParam());
   const int p = GetParam();
   auto ok = HostTensor<std::int32_t>::zeros({p, 1});
   run(ranks(p), [&](Host& h) {
@@ -102,6 +105,7 @@ void negative(DistributedTensor<std::int32_t> sig) {
 }
 
 TEST_P(Signals, NegativeValuesCompareSigned) {
+  PLD_REQUIRE_RANKS(GetParam());
   const int p = GetParam();
   run(ranks(p), [&](Host& h) {
     auto b = h.alloc_window_buffer({h.world_size(), 1}, DType::INT32, "sig");
@@ -118,6 +122,7 @@ void step(DistributedTensor<std::int32_t> sig, int k) {
 }
 
 TEST_P(Signals, ManyDispatchesRunInProgramOrder) {
+  PLD_REQUIRE_RANKS(GetParam());
   const int p = GetParam();
   run(ranks(p), [&](Host& h) {
     auto b = h.alloc_window_buffer({h.world_size()}, DType::INT32, "sig");

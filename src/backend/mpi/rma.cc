@@ -107,8 +107,10 @@ void MpiBackend::fp16_add(int rank, std::uint64_t offset, const void* src, std::
       }
       if (old == 0) break;
       if (aborting()) throw Error("pld: atomic add released because another rank failed");
-      if (tries > 16) std::this_thread::sleep_for(std::chrono::microseconds(20));
-      else std::this_thread::yield();
+      // Keep serving the peers' RMA while waiting (over TCP the holder's get/put to this rank
+      // completes only when this rank drives progress).
+      progress();
+      std::this_thread::yield();
     }
     {
       std::lock_guard lock(mutex_);
