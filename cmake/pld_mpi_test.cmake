@@ -1,0 +1,22 @@
+# pld_mpi_test(NAME name RANKS p CONFIG shm|tcp COMMAND exe args...): runs `exe args...` under
+# `mpirun -n p` on the mpi backend, as test mpi.<config>.p<p>.<name>.
+#   shm  Open MPI's defaults on one machine: osc/rdma over shared memory (btl/vader)
+#   tcp  no shared memory anywhere: btl tcp and osc/ucx over TCP — the path a second machine takes
+# Open MPI refuses to run as root without the two ALLOW variables (CI containers run as root);
+# --oversubscribe lets 3 and 4 ranks share the 2 cores.
+set(PLD_MPI_CONFIG_shm "")
+set(PLD_MPI_CONFIG_tcp --mca btl tcp,self --mca osc ucx -x UCX_TLS=tcp,self)
+function(pld_mpi_test)
+  cmake_parse_arguments(T "" "NAME;RANKS;CONFIG;TIMEOUT" "COMMAND;ENVIRONMENT" ${ARGN})
+  if(NOT PLD_HAVE_MPI)
+    return()
+  endif()
+  if(NOT T_TIMEOUT)
+    set(T_TIMEOUT 300)
+  endif()
+  set(name mpi.${T_CONFIG}.p${T_RANKS}.${T_NAME})
+  add_test(NAME ${name} COMMAND ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} ${T_RANKS} --oversubscribe
+                                ${PLD_MPI_CONFIG_${T_CONFIG}} ${T_COMMAND})
+  set_tests_properties(${name} PROPERTIES TIMEOUT ${T_TIMEOUT} LABELS mpi PROCESSORS 2
+    ENVIRONMENT "PLD_BACKEND=mpi;PLD_WAIT_TIMEOUT=60;OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;${T_ENVIRONMENT}")
+endfunction()
