@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <cstdlib>
 #include <numeric>
 #include <string>
 #include <vector>
@@ -21,6 +22,13 @@ inline DistributedConfig ranks(int p, double wait_timeout = 60) {
   c.wait_timeout = wait_timeout;
   c.heap_bytes = 64ull << 20;
   return c;
+}
+
+/// Whether the ranks run the collectives' RMA schedules (PLD_COLL_RMA set and not 0, as the
+/// CTest entries collective_tests.rma.* do): LL is off then.
+inline bool coll_rma() {
+  const char* v = std::getenv("PLD_COLL_RMA");
+  return v && *v && std::strtoll(v, nullptr, 10) != 0;
 }
 
 /// A small non-negative integer pattern, exact in every dtype (int8 and bf16 included).
