@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <cstdlib>
 #include <numeric>
 #include <string>
 #include <vector>
@@ -38,6 +39,13 @@ inline bool runs_here(int p) {
 /// Skips a test that only makes sense with forked rank processes (killing a rank, /dev/shm).
 #define PLD_REQUIRE_SHM()                                                                                 \
   if (::pld::launcher_world_size() > 0) GTEST_SKIP() << "forked rank processes only (shm backend)"
+
+/// Whether the ranks run the collectives' RMA schedules (PLD_COLL_RMA set and not 0, as the
+/// CTest entries collective_tests.rma.* do): LL is off then.
+inline bool coll_rma() {
+  const char* v = std::getenv("PLD_COLL_RMA");
+  return v && *v && std::strtoll(v, nullptr, 10) != 0;
+}
 
 /// A small non-negative integer pattern, exact in every dtype (int8 and bf16 included).
 template <class T>

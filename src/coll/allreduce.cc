@@ -8,12 +8,24 @@
 //            the memory-traffic floor. Safe in place because only rank r touches segment r.
 //   Ring     2(P-1) neighbour steps (reduce-scatter, then allgather), a barrier before each and
 //            one after. Combines in ring order.
+//
+// Each has an RMA form for domains whose peers are reachable only through Backend::get/put
+// (coll/peer.h): the same credits, the same segment ownership and the same reduction order, so
+// the same bits; peers' data is fetched chunk by chunk (rma_chunk_elems) into bounded scratch.
+//
+//   Mesh     barrier; per chunk of my range: get the P-1 peer copies, reduce all P in rank order
+//            into scratch; barrier; store.
+//   TwoShot  barrier; per chunk of my segment: get the P-1 peer copies, reduce into my copy, put
+//            the result into every peer's copy; barrier (its notifies publish the puts).
+//   Ring     as direct, reading the left neighbour's segment with get (into scratch for the
+//            reduce-scatter steps, straight into my copy for the allgather steps).
 #include "coll/checks.h"
 #include "coll/credit.h"
 #include "debug/checks.h"
 #include "core/copy.h"
 #include "coll/lanes.h"
 #include "coll/ll.h"
+#include "coll/peer.h"
 #include "reduce/reduce.h"
 
 #include <pld/error.hpp>
@@ -35,7 +47,8 @@ struct Job {
   const WindowDesc& signal;
   ReduceOp rop;
   std::size_t esz;
-  int stride;  // signal column stride per lane
+  int stride;   // signal column stride per lane
+  bool direct;  // direct_peers(d): the direct schedules, else the RMA ones
 };
 
 std::vector<std::byte>& scratch(std::size_t bytes) {
@@ -106,6 +119,90 @@ void ring(const Job& j, int lane, Range r) {
   b.finish();
 }
 
+void mesh_rma(const Job& j, int lane, Range r) {
+  const int n = j.d.nranks(), me = j.d.rank;
+  CreditBarrier b(j.op, j.d, j.signal, lane * j.stride);
+  b.sync();  // every rank's input is staged
+  const std::size_t bytes = static_cast<std::size_t>(r.size()) * j.esz;
+  std::byte* tmp = scratch(bytes).data();
+  const Index chunk = rma_chunk_elems(n, j.esz);
+  const std::size_t chunk_bytes = static_cast<std::size_t>(chunk) * j.esz;
+  std::byte* stage = rma_scratch(chunk_bytes * static_cast<std::size_t>(n - 1));
+  const void* srcs[kMaxRanks];
+  for (Index at = r.begin; at < r.end; at += chunk) {
+    const Index len = std::min(chunk, r.end - at);
+    const std::uint64_t off = static_cast<std::uint64_t>(at) * j.esz;
+    const std::size_t len_bytes = static_cast<std::size_t>(len) * j.esz;
+    for (int k = 1; k < n; ++k) {  // staggered: rank r reads r + 1 first
+      const int p = (me + k) % n;
+      srcs[p] = peer_read(j.d, p, j.target, off, len_bytes, stage + static_cast<std::size_t>(k - 1) * chunk_bytes);
+    }
+    srcs[me] = own_at(j.d, j.target, off);
+    reduce(tmp + static_cast<std::size_t>(at - r.begin) * j.esz, srcs, n, static_cast<std::size_t>(len),
+           j.target.dtype, j.rop);
+  }
+  b.sync();  // every rank has read every copy: now overwrite mine
+  std::memcpy(own_at(j.d, j.target, static_cast<std::uint64_t>(r.begin) * j.esz), tmp, bytes);
+  b.finish();
+}
+
+void two_shot_rma(const Job& j, int lane, Range r) {
+  const int n = j.d.nranks(), me = j.d.rank;
+  CreditBarrier b(j.op, j.d, j.signal, lane * j.stride);
+  b.sync();
+  const Range seg = split(r.size(), n, me);
+  const Index chunk = rma_chunk_elems(n, j.esz);
+  const std::size_t chunk_bytes = static_cast<std::size_t>(chunk) * j.esz;
+  std::byte* stage = rma_scratch(chunk_bytes * static_cast<std::size_t>(n - 1));
+  const void* srcs[kMaxRanks];
+  for (Index at = r.begin + seg.begin; at < r.begin + seg.end; at += chunk) {
+    const Index len = std::min(chunk, r.begin + seg.end - at);
+    const std::uint64_t off = static_cast<std::uint64_t>(at) * j.esz;
+    const std::size_t len_bytes = static_cast<std::size_t>(len) * j.esz;
+    for (int k = 1; k < n; ++k) {
+      const int p = (me + k) % n;
+      srcs[p] = peer_read(j.d, p, j.target, off, len_bytes, stage + static_cast<std::size_t>(k - 1) * chunk_bytes);
+    }
+    std::byte* mine = own_at(j.d, j.target, off);
+    srcs[me] = mine;
+    reduce(mine, srcs, n, static_cast<std::size_t>(len), j.target.dtype, j.rop);
+    for (int k = 1; k < n; ++k) peer_write(j.d, (me + k) % n, j.target, off, mine, len_bytes);
+  }
+  b.sync();  // my puts are published (notify releases them); every segment has landed everywhere
+  b.finish();
+}
+
+void ring_rma(const Job& j, int lane, Range r) {
+  const int n = j.d.nranks(), me = j.d.rank, left = (me + n - 1) % n;
+  CreditBarrier b(j.op, j.d, j.signal, lane * j.stride);
+  std::byte* mine = own_at(j.d, j.target, 0);
+  const Index chunk = rma_chunk_elems(2, j.esz);
+  std::byte* stage = rma_scratch(static_cast<std::size_t>(chunk) * j.esz);
+  auto seg = [&](int c) {
+    const Range s = split(r.size(), n, ((c % n) + n) % n);
+    return Range{r.begin + s.begin, r.begin + s.end};
+  };
+  for (int s = 0; s < n - 1; ++s) {  // reduce-scatter: my chunk (me - s - 1) += left's
+    b.sync();
+    const Range c = seg(me - s - 1);
+    for (Index at = c.begin; at < c.end; at += chunk) {
+      const Index len = std::min(chunk, c.end - at);
+      const std::size_t off = static_cast<std::size_t>(at) * j.esz;
+      const void* srcs[2] = {peer_read(j.d, left, j.target, off, static_cast<std::size_t>(len) * j.esz, stage),
+                             mine + off};
+      reduce(mine + off, srcs, 2, static_cast<std::size_t>(len), j.target.dtype, j.rop);
+    }
+  }
+  for (int s = 0; s < n - 1; ++s) {  // allgather: my chunk (me - s) = left's final chunk
+    b.sync();
+    const Range c = seg(me - s);
+    const std::size_t off = static_cast<std::size_t>(c.begin) * j.esz;
+    peer_fetch(j.d, left, j.target, off, mine + off, static_cast<std::size_t>(c.size()) * j.esz);
+  }
+  b.sync();  // my right neighbour has finished reading me
+  b.finish();
+}
+
 }  // namespace
 
 AllreduceMode resolve_mode(const AllreduceOptions& o, std::uint64_t bytes) {
@@ -141,14 +238,14 @@ void coll_allreduce(const WindowDesc& target, const WindowDesc& signal, const Al
   if (options.mode == AllreduceMode::Auto && options.core_num == 1 && ll_fits(d, signal, bytes))
     return ll_allreduce(op, d, target, signal, count, options.op);
   const AllreduceMode mode = resolve_mode(options, bytes);
-  const Job job{op, d, target, signal, options.op, esz, stride};
+  const Job job{op, d, target, signal, options.op, esz, stride, direct_peers(d)};
   const int lanes = static_cast<int>(std::min<Index>(options.core_num, count));
   run_lanes(lanes, [&](int lane) {
     const Range r = split(count, lanes, lane);
     switch (mode) {
-      case AllreduceMode::Mesh: return mesh(job, lane, r);
-      case AllreduceMode::Ring: return ring(job, lane, r);
-      default: return two_shot(job, lane, r);
+      case AllreduceMode::Mesh: return job.direct ? mesh(job, lane, r) : mesh_rma(job, lane, r);
+      case AllreduceMode::Ring: return job.direct ? ring(job, lane, r) : ring_rma(job, lane, r);
+      default: return job.direct ? two_shot(job, lane, r) : two_shot_rma(job, lane, r);
     }
   });
 }

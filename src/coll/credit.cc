@@ -1,6 +1,7 @@
 #include "coll/credit.h"
 
 #include "coll/checks.h"
+#include "coll/peer.h"
 #include "debug/checks.h"
 
 #include "backend/backend.h"
@@ -112,9 +113,9 @@ void CreditBarrier::finish() {
 std::byte* window_at(const char* op, const DomainState& d, int peer, const WindowDesc& w, std::uint64_t byte_offset) {
   std::byte* base = d.windows_in[static_cast<std::size_t>(peer)];
   if (!base)
-    throw Error(fmt::format("{}: the {} backend does not expose peer windows as memory, which the composite "
-                            "collectives need",
-                            op, d.backend->name()));
+    throw Error(fmt::format("{}: internal error: a direct schedule addressed rank {}'s window, which the {} backend "
+                            "does not expose as memory (the RMA schedule should have run); please report it",
+                            op, peer, d.backend->name()));
   return base + w.ref.offset + byte_offset;
 }
 
@@ -127,6 +128,11 @@ const CollTuning& coll_tuning() {
     return t;
   }();
   return tuning;
+}
+
+bool coll_rma_forced() {
+  static const bool forced = setting_int(Setting::CollRma) != 0;
+  return forced;
 }
 
 void check_barrier(const WindowDesc& signal) {

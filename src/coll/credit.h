@@ -78,8 +78,11 @@ void fenced_lanes(const char* op, const DomainState& d, const WindowDesc& signal
   });
 }
 
-/// Local address of `peer`'s copy of a window operand at element `index` (shm: load/store
-/// addressable windows; a backend without them cannot run the composite collectives yet).
+/// Local address of `peer`'s copy of a window operand at `byte_offset`, for the direct schedules
+/// only: they run when direct_peers(d) (coll/peer.h) holds, i.e. every member's window is
+/// load/store addressable here (shm). Where peers are reachable only through Backend::put/get
+/// (mpi, or PLD_COLL_RMA=1), the collectives run their RMA schedules, which use coll/peer.h
+/// instead; window_at on a peer without an address is an internal error.
 std::byte* window_at(const char* op, const DomainState& d, int peer, const WindowDesc& w, std::uint64_t byte_offset);
 
 /// Allreduce schedule thresholds and switches (read once per process from the settings).

@@ -2,11 +2,16 @@
 // straight into the peers' target windows between two barriers: the first makes sure every
 // target is free (no rank still reads the previous call's result), the second that every block
 // has landed. Two credits per call.
+//
+// RMA form (peers reachable only through Backend::put, coll/peer.h): the same pushes, each a put
+// (a store for the calling rank's own row); the closing barrier's notifies publish them. The
+// sources are the caller's local data, so nothing is staged.
 #include "coll/checks.h"
 #include "coll/credit.h"
 #include "debug/checks.h"
 #include "core/copy.h"
 #include "coll/lanes.h"
+#include "coll/peer.h"
 
 #include <pld/error.hpp>
 
@@ -41,10 +46,18 @@ void push_rows(const char* op, const DomainState& d, const WindowDesc& target, c
   if (size == 0) return;
   const int n = d.nranks(), me = d.rank;
   const std::size_t esz = dtype_size(target.dtype);
+  const bool direct = direct_peers(d);
   fenced_lanes(op, d, signal, stride, core_num, size, [&](Range r) {
     const std::uint64_t dst = (static_cast<std::uint64_t>(me) * static_cast<std::uint64_t>(size) +
                                static_cast<std::uint64_t>(r.begin)) * esz;
     const std::size_t from = static_cast<std::size_t>(r.begin) * esz, bytes = static_cast<std::size_t>(r.size()) * esz;
+    if (!direct) {
+      for (int k = 0; k < n; ++k) {  // staggered, myself first
+        const int p = (me + k) % n;
+        peer_write(d, p, target, dst, row_for(p) + from, bytes, kPushStreamingBytes);
+      }
+      return;
+    }
     std::byte* dsts[kMaxRanks];
     for (int k = 0; k < n; ++k) dsts[k] = window_at(op, d, (me + k) % n, target, dst);  // staggered, myself first
     if (rows == Rows::Same) return bulk_copy_multi(dsts, n, row_for(me) + from, bytes, kPushStreamingBytes);
@@ -157,6 +170,23 @@ void coll_all_to_all_v(const LocalDesc& input, const WindowDesc* input_window, c
                                    p, counts[p], max_recv));
   const std::size_t esz = dtype_size(target.dtype);
   const std::uint64_t dst = static_cast<std::uint64_t>(me) * static_cast<std::uint64_t>(max_recv * size) * esz;
+  if (!direct_peers(d)) {
+    fenced_lanes(op, d, signal, 1, 1, 1, [&](Range) {
+      // recv_counts[me] and the rows: puts, published by the closing barrier's notifies.
+      for (int k = 0; k < n; ++k) {
+        const int p = (me + k) % n;
+        peer_write(d, p, recv_counts, static_cast<std::uint64_t>(me) * 4, reinterpret_cast<const std::byte*>(&counts[p]),
+                   4);
+      }
+      for (int k = 0; k < n; ++k) {
+        const int p = (me + k) % n;
+        const std::size_t src = static_cast<std::size_t>(p) * static_cast<std::size_t>(max_recv * size) * esz;
+        peer_write(d, p, target, dst, input.data + src, static_cast<std::size_t>(counts[p] * size) * esz,
+                   kPushStreamingBytes);
+      }
+    });
+    return;
+  }
   fenced_lanes(op, d, signal, 1, 1, 1, [&](Range) {
     // recv_counts[me] of every peer: plain stores, published by the closing barrier like the rows.
     for (int k = 0; k < n; ++k) {

@@ -30,6 +30,7 @@
 // which no call before the wrap waits for. In place is safe: my window is read by me alone.
 #include "coll/ll.h"
 
+#include "coll/peer.h"
 #include "core/settings.h"
 #include "reduce/reduce.h"
 
@@ -78,7 +79,7 @@ void await_word(const char* op, const DomainState& d, const WindowDesc& signal, 
 }  // namespace
 
 bool ll_fits(const DomainState& d, const WindowDesc& signal, std::uint64_t bytes) {
-  return bytes <= ll_max_bytes() && d.ll_staging >= 0 && signal.ref.buffer < d.ll_epochs.size();
+  return bytes <= ll_max_bytes() && d.ll_staging >= 0 && signal.ref.buffer < d.ll_epochs.size() && direct_peers(d);
 }
 
 void ll_allreduce(const char* op, const DomainState& d, const WindowDesc& target, const WindowDesc& signal, Index count,

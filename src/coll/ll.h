@@ -11,8 +11,9 @@
 namespace pld::detail {
 
 /// Whether an allreduce of `bytes` per rank with `signal` can run LL on domain `d`: the payload
-/// fits PLD_ALLREDUCE_LL_MAX and the domain has a staging channel for the signal's buffer. Every
-/// member gets the same answer (same call, same windows).
+/// fits PLD_ALLREDUCE_LL_MAX, the domain has a staging channel for the signal's buffer, and its
+/// peers' windows are memory (direct_peers: LL stores into them). Every member gets the same
+/// answer (same call, same windows, same backend and environment).
 bool ll_fits(const DomainState& d, const WindowDesc& signal, std::uint64_t bytes);
 
 /// The LL allreduce of `target` (count elements, count * esz <= kLLMaxBytes) in place, sources

@@ -91,6 +91,7 @@ void ll_forgotten(DistributedTensor<float> v, DistributedTensor<std::int32_t> si
 }
 
 TEST(LLAllreduce, MissingParticipantTimesOutWithTheStagingWord) {
+  if (coll_rma()) GTEST_SKIP() << "PLD_COLL_RMA=1 turns LL off (the wait is a credit barrier's)";
   try {
     run(ranks(2, 0.5), [](Host& h) {
       auto v = h.window<float>(h.alloc_window_buffer({3}, DType::FP32, "v"), {3});

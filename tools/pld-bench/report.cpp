@@ -53,9 +53,12 @@ void print_header(std::FILE* out, const Options& o, const Plan& plan) {
                static_cast<unsigned long long>(o.step_bytes ? o.step_bytes : o.step_factor),
                o.step_bytes ? "bytes" : "factor", o.warmup >= 0 ? std::to_string(o.warmup).c_str() : "auto",
                o.iters > 0 ? std::to_string(o.iters).c_str() : "auto", o.check, o.core_num, o.pin ? 1 : 0);
-  std::fprintf(out, "# heap_bytes %llu per rank | PLD_WAIT_SPIN=%s PLD_ALLREDUCE_MESH_MAX=%s PLD_REPRODUCIBLE=%s\n",
+  std::fprintf(out,
+               "# heap_bytes %llu per rank | PLD_WAIT_SPIN=%s PLD_ALLREDUCE_MESH_MAX=%s PLD_REPRODUCIBLE=%s "
+               "PLD_COLL_RMA=%s\n",
                static_cast<unsigned long long>(plan.heap_bytes), setting("PLD_WAIT_SPIN").c_str(),
-               setting("PLD_ALLREDUCE_MESH_MAX").c_str(), setting("PLD_REPRODUCIBLE").c_str());
+               setting("PLD_ALLREDUCE_MESH_MAX").c_str(), setting("PLD_REPRODUCIBLE").c_str(),
+               setting("PLD_COLL_RMA").c_str());
   if (o.path != Path::Builtin)
     std::fprintf(out, "# composite: pld::tensor::* looping inside ONE dispatch per row; time = max over ranks of the "
                       "timed loop / iters (steady_clock, after a barrier, warm-up excluded)\n");
