@@ -52,6 +52,15 @@ class Backend {
   virtual WaitStatus wait(std::uint64_t offset, std::int32_t expected, WaitCmp cmp, const WaitSite& site,
                           std::int32_t* seen) = 0;
 
+  /// Drives communication progress once (a poll loop outside wait(), e.g. deferred task
+  /// conditions, calls it each round). shm: nothing to do.
+  virtual void progress() {}
+  /// Makes RMA updates of this rank's heap visible to its loads after a poll loop saw a cell
+  /// change (shm: the acquire load already did).
+  virtual void acquire() {}
+  /// The job is aborting (a rank failed), for poll loops outside wait().
+  virtual bool aborting() const { return false; }
+
   /// Diagnostics (src/debug), set in the rank process: this rank's operation history (read by
   /// the host's hang report) and, in debug mode (PLD_DEBUG), the shared state of the cross-rank
   /// checks (nullptr otherwise).

@@ -78,7 +78,7 @@ class RankRuntime {
   }
   double wait_timeout() const { return wait_timeout_; }
   bool may_spin() const { return may_spin_; }
-  bool aborting() const { return abort_ && abort_->load(std::memory_order_acquire) != 0; }
+  bool aborting() const { return abort_ ? abort_->load(std::memory_order_acquire) != 0 : backend_->aborting(); }
 
   std::byte* block_base(std::uint32_t id);
   void block_attach(std::uint32_t id, int fd, std::uint64_t bytes);

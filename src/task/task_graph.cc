@@ -161,7 +161,7 @@ void TaskGraph::Impl::poll(std::unique_lock<std::mutex>& lock) {
   std::vector<int> watch = deferred;
   const std::size_t ready_before = ready.size();
   lock.unlock();
-  const detail::RankRuntime* rt = detail::RankRuntime::current();
+  detail::RankRuntime* rt = detail::RankRuntime::current();
   const bool spin = rt && rt->may_spin();
   auto sleep = std::chrono::microseconds(20);
   std::vector<int> done;
@@ -172,7 +172,11 @@ void TaskGraph::Impl::poll(std::unique_lock<std::mutex>& lock) {
       if (std::all_of(task.conditions.begin(), task.conditions.end(), [](const Condition& c) { return c.holds(); }))
         done.push_back(t);
     }
-    if (!done.empty()) break;
+    if (!done.empty()) {
+      if (rt) rt->backend().acquire();
+      break;
+    }
+    if (rt) rt->backend().progress();  // mpi: peers' notifies land only with progress (over TCP)
     if (rt && rt->aborting()) {
       failure = std::make_exception_ptr(AbortedError(fmt::format(
           "defer_wait in TaskGraph('{}'): released because another rank failed", name)));

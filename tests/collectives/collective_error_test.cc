@@ -90,6 +90,7 @@ void bad_counts_kernel(DistributedTensor<float> t, DistributedTensor<std::int32_
 }
 
 TEST(CollectiveErrors, CountsOutsideMaxRecvFailInTheRank) {
+  PLD_REQUIRE_RANKS(2);
   auto counts = HostTensor<std::int32_t>::zeros({2, 2});
   counts(1, 0) = 4;  // MAX_RECV is 3
   auto in = HostTensor<float>::zeros({2, 6, 2});
@@ -112,6 +113,7 @@ void mismatched(DistributedTensor<float> v, DistributedTensor<std::int32_t> sig)
 }
 
 TEST(CollectiveErrors, CompositeRootOutOfRange) {
+  PLD_REQUIRE_RANKS(2);
   expect_rank_error(
       [] {
         run(ranks(2, 600), [](Host& h) {
@@ -128,6 +130,7 @@ void forgotten(DistributedTensor<float> v, DistributedTensor<std::int32_t> sig) 
 }
 
 TEST(CollectiveErrors, MissingParticipantTimesOutWithTheCell) {
+  PLD_REQUIRE_RANKS(2);
   try {
     run(ranks(2, 0.5), [](Host& h) {
       // 32 floats: above the LL threshold, so the credit barrier waits (ll_test.cc: the LL wait).

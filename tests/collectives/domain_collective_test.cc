@@ -32,6 +32,7 @@ void in_both(DistributedTensor<std::int32_t> va, DistributedTensor<std::int32_t>
 }
 
 TEST(DomainCollectives, OverlappingDomainsAtOnce) {
+  PLD_REQUIRE_RANKS(3);
   // {0, 1} and {1, 2}: rank 1 is rank 1 of the first and rank 0 of the second.
   auto out = HostTensor<std::int32_t>::zeros({2, 3, 3});
   run(ranks(3), [&](Host& h) {
@@ -58,6 +59,7 @@ TEST(DomainCollectives, OverlappingDomainsAtOnce) {
 }
 
 TEST(DomainCollectives, SubDomainOfFive) {
+  PLD_REQUIRE_RANKS(5);
   auto out = HostTensor<std::int32_t>::zeros({5, 3});
   run(ranks(5), [&](Host& h) {
     auto d = h.domain({4, 1, 3});
@@ -78,6 +80,7 @@ void wide(DistributedTensor<float> v, DistributedTensor<std::int32_t> sig, Tenso
 }
 
 TEST(DomainCollectives, SixtyFourRanks) {
+  PLD_REQUIRE_RANKS(64);
   constexpr int kRanks = 64;
   constexpr Index kLen = 130;  // not divisible by 64
   auto out = HostTensor<float>::zeros({kRanks, kLen});

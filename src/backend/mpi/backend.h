@@ -58,9 +58,10 @@ class MpiBackend final : public Backend {
   void abort_all();
   /// Clears this rank's abort word (start of a call, before the call's first barrier).
   void clear_abort();
-  bool aborting() const;
+  bool aborting() const override;
   /// Drives MPI progress once if no other thread is inside MPI.
-  void progress();
+  void progress() override;
+  void acquire() override { sync_local(); }
   /// Turns a failed MPI call into a pld::Error naming it.
   void check(int rc, const char* what) const;
 
