@@ -59,6 +59,22 @@ PLD_API int launcher_world_size();
 PLD_API bool is_output_rank();
 
 namespace detail {
+PLD_API void gather_slices(void* data, std::uint64_t bytes, Index rows, int root);
+}
+
+/// Under mpirun each process keeps its own copy of every HostTensor. By default pld merges what
+/// every rank wrote into every process at the end of each call (PLD_MPI_HOST_SYNC=merge); with
+/// PLD_MPI_HOST_SYNC=none a process holds only what its own rank wrote, and gather() collects
+/// slice `t[r]` of every rank r (the leading dimension indexes the ranks, as in every tutorial)
+/// from process r into process `root`, or into every process with root = -1. Collective: call it
+/// on every process. Nothing to do on shm (the ranks wrote the host's memory).
+template <class T>
+void gather(HostTensor<T>& t, int root = -1) {
+  detail::gather_slices(t.data(), static_cast<std::uint64_t>(t.numel()) * sizeof(T), t.shape().size() ? t.shape()[0] : 0,
+                        root);
+}
+
+namespace detail {
 class HostSession;
 }
 

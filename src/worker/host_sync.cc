@@ -1,8 +1,11 @@
 #include "worker/host_sync.h"
 
+#include "backend/launcher.h"
+#include "backend/mpi/backend.h"
 #include "core/block.h"
 
 #include <pld/detail/dispatch.hpp>
+#include <pld/host.hpp>
 #include <pld/error.hpp>
 
 #include <fmt/format.h>
@@ -130,6 +133,32 @@ void HostSync::merge(MPI_Comm comm) {
     }
   }
   take_snapshots();
+}
+
+void gather_slices(void* data, std::uint64_t bytes, Index rows, int root) {
+  if (launcher_size() == 0) return;  // shm: the ranks wrote the host's own memory
+  MpiBackend& be = MpiBackend::instance();
+  const int n = be.world_size();
+  if (rows != n)
+    throw UsageError(fmt::format("pld::gather: the tensor's leading dimension is {} but there are {} ranks; gather "
+                                 "collects slice t[r] of every rank r, so the leading dimension must be the world size",
+                                 rows, n));
+  if (root < -1 || root >= n)
+    throw UsageError(fmt::format("pld::gather: root {} is not a rank of {} (or -1 for every process)", root, n));
+  const std::uint64_t slice = bytes / static_cast<std::uint64_t>(n);
+  if (slice > INT_MAX)
+    throw UsageError(fmt::format("pld::gather: a slice of {} bytes is more than the 2 GiB one MPI call carries; "
+                                 "gather smaller tensors",
+                                 slice));
+  std::lock_guard lock(be.mpi_mutex());
+  const int count = static_cast<int>(slice);
+  auto* mine = static_cast<std::byte*>(data) + slice * static_cast<std::uint64_t>(be.rank());
+  if (root < 0)
+    MPI_Allgather(MPI_IN_PLACE, 0, MPI_BYTE, data, count, MPI_BYTE, be.comm());
+  else if (be.rank() == root)
+    MPI_Gather(MPI_IN_PLACE, 0, MPI_BYTE, data, count, MPI_BYTE, root, be.comm());
+  else
+    MPI_Gather(mine, count, MPI_BYTE, nullptr, 0, MPI_BYTE, root, be.comm());
 }
 
 }  // namespace pld::detail

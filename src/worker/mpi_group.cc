@@ -22,6 +22,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <optional>
 #include <thread>
 
 namespace pld::detail {
@@ -73,6 +74,10 @@ MpiGroup::MpiGroup(const GroupOptions& options) : options_(options), backend_(&M
                                  backend_->world_size(), p));
   backend_->set_wait_policy(options.wait_timeout, options.wait_spin);
   sent_.assign(static_cast<std::size_t>(p), 0);
+  const std::string sync = setting_string(Setting::MpiHostSync);
+  if (sync != "merge" && sync != "none")
+    throw UsageError(fmt::format("PLD_MPI_HOST_SYNC='{}' is not a mode; use merge or none", sync));
+  merge_ = sync == "merge";
   runtime_ = std::make_unique<RankRuntime>(backend_->rank(), backend_);
   // Swimlanes: each process writes its rank's files; rank 0 clears stale outputs first and merges
   // each call (ranks on other machines write to their own file systems: merge by hand there).
@@ -248,7 +253,8 @@ void MpiGroup::execute(const HostSession& session) {
     ~Uninstall() { keep = RankRuntime::uninstall(); }
   } uninstall{runtime_};
 
-  HostSync host(session, me);
+  std::optional<HostSync> host;  // PLD_MPI_HOST_SYNC=merge: snapshot what my dispatches get
+  if (merge_) host.emplace(session, me);
   Failure failure;
   std::uint64_t kernel_ns = 0;
   std::size_t next = 0;
@@ -282,7 +288,7 @@ void MpiGroup::execute(const HostSession& session) {
     run_until(end);
     be.quiet();
     Failure agreed = agree(failure);
-    if (agreed.rank < 0) host.merge(be.comm());
+    if (agreed.rank < 0 && host) host->merge(be.comm());
     return agreed;
   };
 

@@ -53,6 +53,7 @@ class MpiGroup {
   std::vector<std::uint64_t> sent_;  // per rank: dispatches of earlier calls (swimlane directories)
   std::uint64_t calls_ = 0;
   double last_kernel_s_ = 0;
+  bool merge_ = true;  // PLD_MPI_HOST_SYNC
 };
 
 }  // namespace pld::detail

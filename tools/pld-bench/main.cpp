@@ -18,6 +18,8 @@
 
 int main(int argc, char** argv) {
   const pldbench::Options o = pldbench::parse_options(argc, argv);
+  // Under mpirun every process runs the benchmark and ends with the same results: one prints.
+  if (!pld::is_output_rank() && !std::freopen("/dev/null", "w", stdout)) return 2;
   try {
     const pldbench::Plan plan = pldbench::make_plan(o);
     pldbench::print_header(stdout, o, plan);
@@ -25,7 +27,7 @@ int main(int argc, char** argv) {
     const pldbench::Results r = pldbench::run_plan(o, plan);
     for (const auto& t : r.tables) pldbench::print_table(stdout, o, t);
     pldbench::print_footer(stdout, r);
-    if (!o.json.empty()) pldbench::write_json(o.json, o, plan, r);
+    if (!o.json.empty() && pld::is_output_rank()) pldbench::write_json(o.json, o, plan, r);
     return r.wrong_total ? 1 : 0;
   } catch (const pld::Error& e) {
     std::fprintf(stderr, "pld-bench: %s\n", e.what());

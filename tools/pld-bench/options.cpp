@@ -1,5 +1,7 @@
 #include "options.hpp"
 
+#include <pld/host.hpp>
+
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
@@ -118,7 +120,8 @@ Options parse_options(int argc, char** argv) {
                  "benchmark(s), comma-separated or 'all': barrier, allreduce, broadcast, allgather, "
                  "reduce_scatter, all_to_all, all_to_all_v, p2p")
       ->capture_default_str();
-  app.add_option("-g,--ranks", o.nranks, "number of ranks (processes forked by pld::run)")
+  if (const int p = pld::launcher_world_size(); p > 0) o.nranks = p;  // under mpirun: one rank per process
+  app.add_option("-g,--ranks", o.nranks, "number of ranks (processes forked by pld::run; under mpirun: -n)")
       ->check(CLI::Range(1, 256))
       ->capture_default_str();
   app.add_option("-b,--minbytes", min_b, "smallest size in bytes (K/M/G suffixes)")->capture_default_str();

@@ -1,5 +1,7 @@
 #include "report.hpp"
 
+#include <cstdlib>
+
 #include <pld/pld.hpp>
 
 #include <nlohmann/json.hpp>
@@ -45,7 +47,10 @@ double algbw(const Point& p, const Measure& m) {
 double busbw(const Point& p, const Measure& m, int nranks) { return algbw(p, m) * busbw_factor(p.coll, nranks); }
 
 void print_header(std::FILE* out, const Options& o, const Plan& plan) {
-  std::fprintf(out, "# pld-bench %s | %d ranks, shm backend, %ld online CPUs | path %s\n", pld::version(), o.nranks,
+  const char* env = std::getenv("PLD_BACKEND");
+  const bool mpi = pld::has_mpi_backend() && pld::launcher_world_size() > 0 && !(env && std::string(env) == "shm");
+  std::fprintf(out, "# pld-bench %s | %d ranks, %s backend, %ld online CPUs | path %s\n", pld::version(), o.nranks,
+               mpi ? "mpi" : "shm",
                sysconf(_SC_NPROCESSORS_ONLN), path_name(o.path));
   std::fprintf(out, "# minBytes %llu maxBytes %llu step: %llu(%s) warmup iters: %s iters: %s validation: %d core_num: %d "
                     "pin: %d\n",

@@ -24,7 +24,8 @@ bool satisfied(std::int32_t value, std::int32_t expected, WaitCmp cmp) {
   return cmp == WaitCmp::Eq ? value == expected : value >= expected;
 }
 
-constexpr int kYields = 64;
+// Yield this long before sleeping: the awaited rank usually needs the core only briefly.
+constexpr std::chrono::milliseconds kYieldBudget{2};
 
 }  // namespace
 
@@ -68,27 +69,35 @@ WaitStatus MpiBackend::wait(std::uint64_t offset, std::int32_t expected, WaitCmp
                             std::int32_t* seen) {
   std::atomic_ref<std::int32_t> cell(*reinterpret_cast<std::int32_t*>(base_ + offset));
   using Clock = std::chrono::steady_clock;
-  Clock::time_point deadline{};
+  Clock::time_point start{}, deadline{};
+  auto nap = std::chrono::microseconds(10);
   WaitStatus status = WaitStatus::Ok;
   std::int32_t v = cell.load(std::memory_order_acquire);
   for (std::int64_t round = 0; !satisfied(v, expected, cmp); ++round) {
-    if (!passive_progress_ || round % 256 == 255) progress();
-    if (round < wait_spin_) {
-      // spin
-    } else if (round < wait_spin_ + kYields) {
-      sched_yield();
-    } else {
-      if (deadline == Clock::time_point{})
-        deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(wait_timeout_));
+    if (!passive_progress_ || round % 64 == 63) progress();
+    if (round >= wait_spin_) {
+      // Past the spin phase: yield for up to kYieldBudget, then sleep in growing naps (a remote
+      // accumulate cannot wake a futex). Checks of the clock, the deadline and the abort word
+      // happen here only.
+      const auto now = Clock::now();
+      if (start == Clock::time_point{}) {
+        start = now;
+        deadline = now + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(wait_timeout_));
+      }
       if (aborting()) {
         status = WaitStatus::Aborted;
         break;
       }
-      if (Clock::now() >= deadline) {
+      if (now >= deadline) {
         status = WaitStatus::Timeout;
         break;
       }
-      std::this_thread::sleep_for(std::chrono::microseconds(passive_progress_ ? 200 : 20));
+      if (now - start < kYieldBudget) {
+        sched_yield();
+      } else {
+        std::this_thread::sleep_for(nap);
+        nap = std::min(nap * 2, std::chrono::microseconds(passive_progress_ ? 1000 : 100));
+      }
     }
     v = cell.load(std::memory_order_acquire);
   }
