@@ -138,8 +138,8 @@ void mesh_rma(const Job& j, int lane, Range r) {
       srcs[p] = peer_read(j.d, p, j.target, off, len_bytes, stage + static_cast<std::size_t>(k - 1) * chunk_bytes);
     }
     srcs[me] = own_at(j.d, j.target, off);
-    reduce(tmp + static_cast<std::size_t>(at - r.begin) * j.esz, srcs, n, static_cast<std::size_t>(len),
-           j.target.dtype, j.rop);
+    reduce(tmp + static_cast<std::size_t>(at - r.begin) * j.esz, srcs, n, static_cast<std::size_t>(len), j.target.dtype,
+           j.rop);
   }
   b.sync();  // every rank has read every copy: now overwrite mine
   std::memcpy(own_at(j.d, j.target, static_cast<std::uint64_t>(r.begin) * j.esz), tmp, bytes);

@@ -175,8 +175,8 @@ void coll_all_to_all_v(const LocalDesc& input, const WindowDesc* input_window, c
       // recv_counts[me] and the rows: puts, published by the closing barrier's notifies.
       for (int k = 0; k < n; ++k) {
         const int p = (me + k) % n;
-        peer_write(d, p, recv_counts, static_cast<std::uint64_t>(me) * 4, reinterpret_cast<const std::byte*>(&counts[p]),
-                   4);
+        peer_write(d, p, recv_counts, static_cast<std::uint64_t>(me) * 4,
+                   reinterpret_cast<const std::byte*>(&counts[p]), 4);
       }
       for (int k = 0; k < n; ++k) {
         const int p = (me + k) % n;

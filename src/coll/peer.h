@@ -83,9 +83,8 @@ inline constexpr std::size_t kRmaScratchBytes = 4u << 20;
 
 /// Elements of `esz` bytes per peer and step of an RMA schedule on `nranks` ranks (>= 1).
 inline Index rma_chunk_elems(int nranks, std::size_t esz) {
-  const std::size_t per_peer =
-      std::clamp<std::size_t>(kRmaScratchBytes / static_cast<std::size_t>(std::max(1, nranks - 1)), 4096,
-                              kRmaChunkBytes);
+  const std::size_t per_peer = std::clamp<std::size_t>(
+      kRmaScratchBytes / static_cast<std::size_t>(std::max(1, nranks - 1)), 4096, kRmaChunkBytes);
   return static_cast<Index>(std::max<std::size_t>(1, per_peer / esz));
 }
 
