@@ -1,0 +1,57 @@
+// HostTensors under the mpi backend (docs/05-mpi.md): by default every process ends a call with
+// what every rank wrote; with PLD_MPI_HOST_SYNC=none only with its own rank's slice, and
+// pld::gather collects the others. On shm the ranks write the host's memory and gather does nothing.
+#include "support.hpp"
+
+#include <cstdlib>
+
+namespace pld::test {
+namespace {
+
+void write_rank(DistributedTensor<std::int32_t> ident, Tensor<std::int32_t> out) {
+  const int me = rank(get_comm_ctx(ident));
+  for (Index i = 0; i < out.numel(); ++i) tile::write(out, {0, i}, static_cast<std::int32_t>(me * 100 + i));
+}
+
+HostTensor<std::int32_t> run_writes(int p) {
+  auto out = HostTensor<std::int32_t>::zeros({p, 1, 5});  // 20-byte slices share cache lines
+  run(ranks(p), [&](Host& h) {
+    auto w = h.window<std::int32_t>(h.alloc_window_buffer({1}, DType::INT32, "ident"), {1});
+    for (int r = 0; r < p; ++r) h.dispatch(r, write_rank, w, out[r]);
+  });
+  return out;
+}
+
+void expect_all(const HostTensor<std::int32_t>& out, int p) {
+  for (int r = 0; r < p; ++r)
+    for (Index i = 0; i < 5; ++i) ASSERT_EQ(out(r, 0, i), r * 100 + i) << "slice " << r;
+}
+
+TEST(HostSync, EveryProcessEndsWithEveryRanksWrites) {
+  for (int p : {1, 2, 3, 4}) {
+    if (!runs_here(p)) continue;
+    expect_all(run_writes(p), p);
+  }
+}
+
+TEST(HostSync, NoneKeepsOwnSliceAndGatherCollects) {
+  for (int p : {1, 2, 3, 4}) {
+    if (!runs_here(p)) continue;
+    setenv("PLD_MPI_HOST_SYNC", "none", 1);
+    auto out = run_writes(p);
+    auto again = run_writes(p);
+    unsetenv("PLD_MPI_HOST_SYNC");
+    const int me = launcher_world_size() > 0 ? std::atoi(std::getenv("OMPI_COMM_WORLD_RANK")) : -1;
+    if (me >= 0)
+      for (int r = 0; r < p; ++r)
+        EXPECT_EQ(out(r, 0, 1), r == me ? r * 100 + 1 : 0) << "without merge, only my rank's slice is here";
+    gather(out);  // to every process
+    expect_all(out, p);
+    gather(again, 0);  // to process 0 only
+    if (is_output_rank()) expect_all(again, p);
+    if (launcher_world_size() > 0) expect_usage_error([&] { gather(again, p); }, "is not a rank of");
+  }
+}
+
+}  // namespace
+}  // namespace pld::test
