@@ -4,6 +4,7 @@
 #include "core/block.h"
 #include "core/log.h"
 #include "core/settings.h"
+#include "debug/checks.h"
 #include "rank/dispatch.h"
 #include "rank/runtime.h"
 #include "trace/trace.h"
@@ -78,6 +79,9 @@ MpiGroup::MpiGroup(const GroupOptions& options) : options_(options), backend_(&M
   if (sync != "merge" && sync != "none")
     throw UsageError(fmt::format("PLD_MPI_HOST_SYNC='{}' is not a mode; use merge or none", sync));
   merge_ = sync == "merge";
+  if (debug_checks() && backend_->rank() == 0)
+    log(LogLevel::Warn, LogSys::Debug, "PLD_DEBUG under the mpi backend: only the per-rank checks (window views) run; "
+        "the cross-rank checks (collective mismatch, notify misuse) need the shm backend's shared control block");
   runtime_ = std::make_unique<RankRuntime>(backend_->rank(), backend_);
   // Swimlanes: each process writes its rank's files; rank 0 clears stale outputs first and merges
   // each call (ranks on other machines write to their own file systems: merge by hand there).
