@@ -8,7 +8,8 @@ packages=(
   libcli11-dev                          # command lines (tutorials, tools, benchmarks)
   nlohmann-json3-dev                    # JSON (benchmark output, traces)
   libhwy-dev                            # SIMD and fp16/bf16
-  openmpi-bin libopenmpi-dev            # Open MPI baseline (bench/compare_mpi.sh)
+  openmpi-bin libopenmpi-dev            # the mpi backend; Open MPI baseline (bench/compare_mpi.sh)
+  iproute2                              # ip netns: the two-"node" mpi tests (tests/mpi/netns_run.sh)
   gnuplot-nox                           # busbw plot of bench/compare_mpi.sh
 )
 missing=()
