@@ -124,6 +124,7 @@ MpiBackend::MpiBackend() {
   description_ = fmt::format("{}; {} ranks on {} node(s); osc {}; thread level {}; passive-target progress: {}",
                              version, size_, nodes, osc_, thread_level_name(provided),
                              passive_progress_ ? "yes" : "no (every wait drives progress)");
+  install_termination_report();
   if (rank_ == 0)
     log(passive_progress_ ? LogLevel::Info : LogLevel::Warn, LogSys::Init, "backend mpi: {}", description_);
 }

@@ -91,6 +91,9 @@ class MpiBackend final : public Backend {
   std::string description_;
 };
 
+/// Installs the SIGTERM handler that says what this rank was waiting on when mpirun ended the job.
+void install_termination_report();
+
 /// Control window layout (bytes): each rank's abort word, its fp16/bf16 lock, the progress probe.
 inline constexpr std::uint64_t kControlAbort = 0;
 inline constexpr std::uint64_t kControlLock = 64;

@@ -10,6 +10,10 @@
 #include "backend/mpi/backend.h"
 
 #include <sched.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <cstdio>
 
 #include <algorithm>
 #include <atomic>
@@ -27,7 +31,25 @@ bool satisfied(std::int32_t value, std::int32_t expected, WaitCmp cmp) {
 // Yield this long before sleeping: the awaited rank usually needs the core only briefly.
 constexpr std::chrono::milliseconds kYieldBudget{2};
 
+// What this rank is waiting on, formatted when a wait leaves its spin phase, for the line the
+// SIGTERM handler writes when mpirun ends the job (a peer died or aborted): async-signal-safe
+// write(2) of a preformatted buffer.
+char g_wait_line[256] = {};
+std::atomic<int> g_wait_len{0};
+
+extern "C" void on_sigterm(int sig) {
+  const int n = g_wait_len.load(std::memory_order_acquire);
+  if (n > 0) {
+    ssize_t ignored = write(STDERR_FILENO, g_wait_line, static_cast<std::size_t>(n));
+    (void)ignored;
+  }
+  signal(sig, SIG_DFL);
+  raise(sig);
+}
+
 }  // namespace
+
+void install_termination_report() { signal(SIGTERM, on_sigterm); }
 
 void MpiBackend::flush_dirty() {
   if (dirty_count_ == 0) return;
@@ -82,6 +104,13 @@ WaitStatus MpiBackend::wait(std::uint64_t offset, std::int32_t expected, WaitCmp
       const auto now = Clock::now();
       if (start == Clock::time_point{}) {
         start = now;
+        g_wait_len.store(0, std::memory_order_release);
+        const int n = std::snprintf(g_wait_line, sizeof g_wait_line,
+                                    "pld: rank %d was ended by the launcher while waiting%s%s on the signal cell at heap "
+                                    "offset %llu for %s %d (it held %d)\n",
+                                    rank_, site.what ? " in " : "", site.what ? site.what : "",
+                                    static_cast<unsigned long long>(offset), cmp == WaitCmp::Eq ? "==" : ">=", expected, v);
+        g_wait_len.store(std::min<int>(n, sizeof g_wait_line - 1), std::memory_order_release);
         deadline = now + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(wait_timeout_));
       }
       if (aborting()) {
@@ -102,6 +131,7 @@ WaitStatus MpiBackend::wait(std::uint64_t offset, std::int32_t expected, WaitCmp
     v = cell.load(std::memory_order_acquire);
   }
   *seen = v;
+  if (start != Clock::time_point{} && status != WaitStatus::Timeout) g_wait_len.store(0, std::memory_order_release);
   {
     std::lock_guard lock(mutex_);
     MPI_Win_sync(heap_);
