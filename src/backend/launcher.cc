@@ -30,7 +30,9 @@ int launcher_rank() {
   return env_int("PMIX_RANK", -1);
 }
 
-int launcher_local_size() { return env_int("OMPI_COMM_WORLD_LOCAL_SIZE", launcher_size()); }
+int launcher_local_size() {
+  return env_int("OMPI_COMM_WORLD_LOCAL_SIZE", launcher_size());
+}
 
 }  // namespace pld::detail
 
@@ -42,9 +44,13 @@ void gather_slices(void*, std::uint64_t, Index, int) {}  // no mpi backend: the 
 
 namespace pld {
 
-int launcher_world_size() { return detail::launcher_size(); }
+int launcher_world_size() {
+  return detail::launcher_size();
+}
 
-bool is_output_rank() { return detail::launcher_size() == 0 || detail::launcher_rank() <= 0; }
+bool is_output_rank() {
+  return detail::launcher_size() == 0 || detail::launcher_rank() <= 0;
+}
 
 bool has_mpi_backend() {
 #ifdef PLD_HAVE_MPI

@@ -5,13 +5,13 @@
 #include "rank/runtime.h"
 
 #include <cxxabi.h>
-#include <sys/mman.h>
 #include <fmt/format.h>
+#include <sys/mman.h>
 
 #include <cerrno>
 #include <chrono>
-#include <cstring>
 #include <cstdlib>
+#include <cstring>
 #include <typeinfo>
 
 namespace pld::detail {
@@ -69,8 +69,10 @@ std::string apply_device_op(RankRuntime& rt, MessageType type, const std::byte* 
       if (bytes > 0) {
         void* m = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, staging_fd, 0);
         if (m == MAP_FAILED) throw Error(fmt::format("pld: cannot map the staging buffer: {}", std::strerror(errno)));
-        if (type == MessageType::DeviceWrite) std::memcpy(base + offset, m, bytes);
-        else std::memcpy(m, base + offset, bytes);
+        if (type == MessageType::DeviceWrite)
+          std::memcpy(base + offset, m, bytes);
+        else
+          std::memcpy(m, base + offset, bytes);
         munmap(m, bytes);
       }
     }

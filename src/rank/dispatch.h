@@ -15,7 +15,7 @@ namespace pld::detail {
 
 struct DispatchOutcome {
   ReplyStatus status = ReplyStatus::Ok;
-  std::string text;           // the error, when status != Ok
+  std::string text;  // the error, when status != Ok
   std::uint64_t kernel_ns = 0;
 };
 

@@ -5,8 +5,8 @@
 #include "core/block.h"
 
 #include <pld/detail/dispatch.hpp>
-#include <pld/host.hpp>
 #include <pld/error.hpp>
+#include <pld/host.hpp>
 
 #include <fmt/format.h>
 
@@ -109,9 +109,10 @@ void HostSync::merge(MPI_Comm comm) {
     total += sizes[static_cast<std::size_t>(q)];
   }
   if (total > INT_MAX)
-    throw Error(fmt::format("pld: the ranks changed {} bytes of host tensors in one call, more than the 2 GiB the "
-                            "mpi backend merges at once; return results through fewer or smaller host tensors",
-                            total));
+    throw Error(
+        fmt::format("pld: the ranks changed {} bytes of host tensors in one call, more than the 2 GiB the "
+                    "mpi backend merges at once; return results through fewer or smaller host tensors",
+                    total));
   std::vector<std::byte> all(static_cast<std::size_t>(total));
   MPI_Allgatherv(out.data(), static_cast<int>(mine), MPI_BYTE, all.data(), counts.data(), displs.data(), MPI_BYTE,
                  comm);
@@ -124,10 +125,11 @@ void HostSync::merge(MPI_Comm comm) {
       const auto at = take<std::uint64_t>(p);
       const auto len = take<std::uint64_t>(p);
       if (i >= blocks_.size() || at + len > blocks_[i].bytes)
-        throw Error(fmt::format("pld: MPI process {} changed bytes [{}, {}) of host tensor #{} of the call, which this "
-                                "process does not have: the processes created different host tensors (the "
-                                "orchestrator and main() must be the same on every process)",
-                                q, at, at + len, i));
+        throw Error(
+            fmt::format("pld: MPI process {} changed bytes [{}, {}) of host tensor #{} of the call, which this "
+                        "process does not have: the processes created different host tensors (the "
+                        "orchestrator and main() must be the same on every process)",
+                        q, at, at + len, i));
       std::memcpy(blocks_[i].base + at, p, len);
       p += len;
     }
@@ -140,16 +142,18 @@ void gather_slices(void* data, std::uint64_t bytes, Index rows, int root) {
   MpiBackend& be = MpiBackend::instance();
   const int n = be.world_size();
   if (rows != n)
-    throw UsageError(fmt::format("pld::gather: the tensor's leading dimension is {} but there are {} ranks; gather "
-                                 "collects slice t[r] of every rank r, so the leading dimension must be the world size",
-                                 rows, n));
+    throw UsageError(
+        fmt::format("pld::gather: the tensor's leading dimension is {} but there are {} ranks; gather "
+                    "collects slice t[r] of every rank r, so the leading dimension must be the world size",
+                    rows, n));
   if (root < -1 || root >= n)
     throw UsageError(fmt::format("pld::gather: root {} is not a rank of {} (or -1 for every process)", root, n));
   const std::uint64_t slice = bytes / static_cast<std::uint64_t>(n);
   if (slice > INT_MAX)
-    throw UsageError(fmt::format("pld::gather: a slice of {} bytes is more than the 2 GiB one MPI call carries; "
-                                 "gather smaller tensors",
-                                 slice));
+    throw UsageError(
+        fmt::format("pld::gather: a slice of {} bytes is more than the 2 GiB one MPI call carries; "
+                    "gather smaller tensors",
+                    slice));
   std::lock_guard lock(be.mpi_mutex());
   const int count = static_cast<int>(slice);
   auto* mine = static_cast<std::byte*>(data) + slice * static_cast<std::uint64_t>(be.rank());

@@ -14,9 +14,9 @@
 #include <pld/error.hpp>
 
 #include <dlfcn.h>
-#include <sys/mman.h>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <sys/mman.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -68,11 +68,11 @@ constexpr int kCodeFailed = 0, kCodeAborted = 1, kCodeOk = 2;
 MpiGroup::MpiGroup(const GroupOptions& options) : options_(options), backend_(&MpiBackend::instance()) {
   const int p = static_cast<int>(options.device_ids.size());
   if (p != backend_->world_size())
-    throw UsageError(fmt::format("DistributedConfig: {} device ids ({}) but the MPI launcher started {} processes; "
-                                 "under the mpi backend each process is one rank: give {} device ids (or start "
-                                 "mpirun -n {})",
-                                 p, fmt::join(options.device_ids, ","), backend_->world_size(),
-                                 backend_->world_size(), p));
+    throw UsageError(
+        fmt::format("DistributedConfig: {} device ids ({}) but the MPI launcher started {} processes; "
+                    "under the mpi backend each process is one rank: give {} device ids (or start "
+                    "mpirun -n {})",
+                    p, fmt::join(options.device_ids, ","), backend_->world_size(), backend_->world_size(), p));
   backend_->set_wait_policy(options.wait_timeout, options.wait_spin);
   sent_.assign(static_cast<std::size_t>(p), 0);
   const std::string sync = setting_string(Setting::MpiHostSync);
@@ -80,7 +80,8 @@ MpiGroup::MpiGroup(const GroupOptions& options) : options_(options), backend_(&M
     throw UsageError(fmt::format("PLD_MPI_HOST_SYNC='{}' is not a mode; use merge or none", sync));
   merge_ = sync == "merge";
   if (debug_checks() && backend_->rank() == 0)
-    log(LogLevel::Warn, LogSys::Debug, "PLD_DEBUG under the mpi backend: only the per-rank checks (window views) run; "
+    log(LogLevel::Warn, LogSys::Debug,
+        "PLD_DEBUG under the mpi backend: only the per-rank checks (window views) run; "
         "the cross-rank checks (collective mismatch, notify misuse) need the shm backend's shared control block");
   runtime_ = std::make_unique<RankRuntime>(backend_->rank(), backend_);
   // Swimlanes: each process writes its rank's files; rank 0 clears stale outputs first and merges
@@ -90,7 +91,9 @@ MpiGroup::MpiGroup(const GroupOptions& options) : options_(options), backend_(&M
   MPI_Barrier(backend_->comm());
 }
 
-int MpiGroup::world_size() const { return backend_->world_size(); }
+int MpiGroup::world_size() const {
+  return backend_->world_size();
+}
 
 std::string MpiGroup::who(int r) const {
   return fmt::format("rank {} (device {})", r, options_.device_ids[static_cast<std::size_t>(r)]);
@@ -122,11 +125,12 @@ void MpiGroup::check_agreement(const HostSession& session) const {
   MPI_Allgather(&f.h, 1, MPI_UINT64_T, all.data(), 1, MPI_UINT64_T, backend_->comm());
   for (int q = 1; q < n; ++q)
     if (all[static_cast<std::size_t>(q)] != all[0])
-      throw UsageError(fmt::format("pld::run (backend mpi): the orchestrator recorded a different call on MPI process {} "
-                                   "than on process 0 ({} dispatches here); under mpirun every process runs the "
-                                   "orchestrator, which must record the same windows and dispatches everywhere (no "
-                                   "branches on the process, the time or unseeded random numbers)",
-                                   q, session.dispatches().size()));
+      throw UsageError(
+          fmt::format("pld::run (backend mpi): the orchestrator recorded a different call on MPI process {} "
+                      "than on process 0 ({} dispatches here); under mpirun every process runs the "
+                      "orchestrator, which must record the same windows and dispatches everywhere (no "
+                      "branches on the process, the time or unseeded random numbers)",
+                      q, session.dispatches().size()));
 }
 
 MpiGroup::~MpiGroup() = default;
@@ -150,8 +154,8 @@ void MpiGroup::device_op(int r, const std::vector<std::byte>& message, int stagi
   void* m = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, staging_fd, 0);
   if (m == MAP_FAILED) throw Error(fmt::format("pld: cannot map the staging buffer: {}", std::strerror(errno)));
   for (std::uint64_t at = 0; at < bytes; at += 1u << 30)
-    MPI_Bcast(static_cast<std::byte*>(m) + at, static_cast<int>(std::min<std::uint64_t>(1u << 30, bytes - at)), MPI_BYTE,
-              r, be.comm());
+    MPI_Bcast(static_cast<std::byte*>(m) + at, static_cast<int>(std::min<std::uint64_t>(1u << 30, bytes - at)),
+              MPI_BYTE, r, be.comm());
   munmap(m, bytes);
 }
 
@@ -159,8 +163,7 @@ MpiGroup::Failure MpiGroup::agree(const Failure& mine) const {
   MpiBackend& be = *backend_;
   struct {
     int code, rank;
-  } in{mine.rank < 0 ? kCodeOk : mine.released ? kCodeAborted : kCodeFailed, be.rank()},
-      out{};
+  } in{mine.rank < 0 ? kCodeOk : mine.released ? kCodeAborted : kCodeFailed, be.rank()}, out{};
   MPI_Request req;
   {
     std::lock_guard lock(be.mpi_mutex());
@@ -176,11 +179,12 @@ MpiGroup::Failure MpiGroup::agree(const Failure& mine) const {
     }
     if (done) break;
     if (std::chrono::steady_clock::now() > deadline) {
-      std::fprintf(stderr,
-                   "pld: rank %d: not every rank finished the call within %.0f s (2 x the wait deadline + 30 s): a "
-                   "rank is stuck in a kernel. %s. Aborting the MPI job.\n",
-                   be.rank(), limit,
-                   mine.rank < 0 ? "This rank finished its dispatches" : fmt::format("This rank failed: {}", mine.text).c_str());
+      std::fprintf(
+          stderr,
+          "pld: rank %d: not every rank finished the call within %.0f s (2 x the wait deadline + 30 s): a "
+          "rank is stuck in a kernel. %s. Aborting the MPI job.\n",
+          be.rank(), limit,
+          mine.rank < 0 ? "This rank finished its dispatches" : fmt::format("This rank failed: {}", mine.text).c_str());
       std::fflush(stderr);
       MPI_Abort(be.comm(), 70);
     }
@@ -212,9 +216,10 @@ void MpiGroup::execute(const HostSession& session) {
   std::uint64_t need = 0;
   for (int r = 0; r < session.world_size(); ++r) need = std::max(need, session.heap_top(r));
   if (need > options_.heap_bytes)
-    throw UsageError(fmt::format("pld::run (backend mpi): the call needs {} bytes of window heap per rank, more than "
-                                 "the {} of PLD_HEAP_BYTES / DistributedConfig::heap_bytes",
-                                 need, options_.heap_bytes));
+    throw UsageError(
+        fmt::format("pld::run (backend mpi): the call needs {} bytes of window heap per rank, more than "
+                    "the {} of PLD_HEAP_BYTES / DistributedConfig::heap_bytes",
+                    need, options_.heap_bytes));
   be.reserve_heap(std::max<std::uint64_t>(need, 1));
 
   // Windows start zero-filled; each process zeroes its own heap, then nobody writes before all have.
@@ -234,7 +239,8 @@ void MpiGroup::execute(const HostSession& session) {
     if (d.rank != me) continue;
     for (std::uint32_t id : d.blocks) {
       BlockRecord rec;
-      if (!(id & kDeviceBlockBit) && BlockRegistry::instance().find(id, &rec)) runtime->block_inherit(id, rec.base, rec.bytes);
+      if (!(id & kDeviceBlockBit) && BlockRegistry::instance().find(id, &rec))
+        runtime->block_inherit(id, rec.base, rec.bytes);
     }
     for (std::uint32_t id : d.domains) {
       if (defined[id]) continue;
@@ -272,7 +278,8 @@ void MpiGroup::execute(const HostSession& session) {
                           "skipped: the job is aborting"};
         continue;
       }
-      if (trace::config().enabled) trace::dispatch_begin(me, sent_[static_cast<std::size_t>(me)] + mine, kernel_name(d.kernel));
+      if (trace::config().enabled)
+        trace::dispatch_begin(me, sent_[static_cast<std::size_t>(me)] + mine, kernel_name(d.kernel));
       ++mine;
       const DispatchOutcome out = run_kernel(d.trampoline, d.kernel, d.args.data(), d.args.size());
       if (trace::config().enabled) trace::dispatch_end(out.status == ReplyStatus::Ok);
@@ -332,13 +339,14 @@ void MpiGroup::execute(const HostSession& session) {
     std::int64_t nth = 0;
     for (std::int64_t i = 0; i < agreed.dispatch; ++i)
       nth += dispatches[static_cast<std::size_t>(i)].rank == agreed.rank;
-    msg += fmt::format(" in its dispatch #{} (kernel {})",
-                       nth, kernel_name(dispatches[static_cast<std::size_t>(agreed.dispatch)].kernel));
+    msg += fmt::format(" in its dispatch #{} (kernel {})", nth,
+                       kernel_name(dispatches[static_cast<std::size_t>(agreed.dispatch)].kernel));
   }
   msg += ": " + agreed.text;
   if (agreed.cause == RankFailure::WaitTimeout)
-    msg += "\nEvery wait needs matching notifies: check that each rank notifies before it waits, and that peers, "
-           "offsets and expected values agree.";
+    msg +=
+        "\nEvery wait needs matching notifies: check that each rank notifies before it waits, and that peers, "
+        "offsets and expected values agree.";
   log(LogLevel::Info, "{}", msg);
   throw RankError(agreed.rank, agreed.cause, msg);
 }

@@ -50,7 +50,7 @@ class MpiGroup {
   GroupOptions options_;
   MpiBackend* backend_;
   std::unique_ptr<RankRuntime> runtime_;  // this rank's runtime, installed during calls
-  std::vector<std::uint64_t> sent_;  // per rank: dispatches of earlier calls (swimlane directories)
+  std::vector<std::uint64_t> sent_;       // per rank: dispatches of earlier calls (swimlane directories)
   std::uint64_t calls_ = 0;
   double last_kernel_s_ = 0;
   bool merge_ = true;  // PLD_MPI_HOST_SYNC

@@ -74,9 +74,10 @@ MpiBackend::MpiBackend() {
     std::atexit(finalize_at_exit);
   }
   if (provided < MPI_THREAD_SERIALIZED)
-    throw Error(fmt::format("pld: MPI provides thread level {}, the mpi backend needs SERIALIZED or MULTIPLE "
-                            "(initialise MPI with MPI_Init_thread(MPI_THREAD_MULTIPLE) or let pld do it)",
-                            thread_level_name(provided)));
+    throw Error(
+        fmt::format("pld: MPI provides thread level {}, the mpi backend needs SERIALIZED or MULTIPLE "
+                    "(initialise MPI with MPI_Init_thread(MPI_THREAD_MULTIPLE) or let pld do it)",
+                    thread_level_name(provided)));
   MPI_Comm_dup(MPI_COMM_WORLD, &comm_);
   MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN);
   MPI_Comm_rank(comm_, &rank_);
@@ -175,7 +176,8 @@ void MpiBackend::check(int rc, const char* what) const {
   char text[MPI_MAX_ERROR_STRING] = {};
   int len = 0;
   MPI_Error_string(rc, text, &len);
-  throw Error(fmt::format("pld: {} failed on rank {}: {}", what, rank_, std::string(text, static_cast<std::size_t>(len))));
+  throw Error(
+      fmt::format("pld: {} failed on rank {}: {}", what, rank_, std::string(text, static_cast<std::size_t>(len))));
 }
 
 }  // namespace pld::detail

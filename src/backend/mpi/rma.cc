@@ -60,8 +60,8 @@ void MpiBackend::get(void* dst, int rank, std::uint64_t offset, std::size_t byte
   std::lock_guard lock(mutex_);
   for (std::size_t at = 0; at < bytes; at += kPiece) {
     const int n = static_cast<int>(std::min(kPiece, bytes - at));
-    check(MPI_Get(static_cast<std::byte*>(dst) + at, n, MPI_BYTE, rank, static_cast<MPI_Aint>(offset + at), n,
-                  MPI_BYTE, heap_),
+    check(MPI_Get(static_cast<std::byte*>(dst) + at, n, MPI_BYTE, rank, static_cast<MPI_Aint>(offset + at), n, MPI_BYTE,
+                  heap_),
           "MPI_Get");
   }
   check(MPI_Win_flush_local(rank, heap_), "MPI_Win_flush_local");
@@ -100,9 +100,9 @@ void MpiBackend::fp16_add(int rank, std::uint64_t offset, const void* src, std::
       std::int32_t old = -1;
       {
         std::lock_guard lock(mutex_);
-        check(MPI_Compare_and_swap(&mine, &zero, &old, MPI_INT32_T, rank, static_cast<MPI_Aint>(kControlLock),
-                                   control_),
-              "MPI_Compare_and_swap (fp16/bf16 lock)");
+        check(
+            MPI_Compare_and_swap(&mine, &zero, &old, MPI_INT32_T, rank, static_cast<MPI_Aint>(kControlLock), control_),
+            "MPI_Compare_and_swap (fp16/bf16 lock)");
         check(MPI_Win_flush(rank, control_), "MPI_Win_flush");
       }
       if (old == 0) break;
@@ -115,15 +115,15 @@ void MpiBackend::fp16_add(int rank, std::uint64_t offset, const void* src, std::
     {
       std::lock_guard lock(mutex_);
       const MPI_Aint disp = static_cast<MPI_Aint>(offset + at * esz);
-      check(MPI_Get(cur.data(), static_cast<int>(bytes), MPI_BYTE, rank, disp, static_cast<int>(bytes), MPI_BYTE,
-                    heap_),
-            "MPI_Get");
+      check(
+          MPI_Get(cur.data(), static_cast<int>(bytes), MPI_BYTE, rank, disp, static_cast<int>(bytes), MPI_BYTE, heap_),
+          "MPI_Get");
       check(MPI_Win_flush(rank, heap_), "MPI_Win_flush");
       const void* srcs[2] = {cur.data(), static_cast<const std::byte*>(src) + at * esz};
       reduce(cur.data(), srcs, 2, n, dtype, ReduceOp::Sum);
-      check(MPI_Put(cur.data(), static_cast<int>(bytes), MPI_BYTE, rank, disp, static_cast<int>(bytes), MPI_BYTE,
-                    heap_),
-            "MPI_Put");
+      check(
+          MPI_Put(cur.data(), static_cast<int>(bytes), MPI_BYTE, rank, disp, static_cast<int>(bytes), MPI_BYTE, heap_),
+          "MPI_Put");
       check(MPI_Win_flush(rank, heap_), "MPI_Win_flush");
       std::int32_t ignored = 0;
       check(MPI_Fetch_and_op(&zero, &ignored, MPI_INT32_T, rank, static_cast<MPI_Aint>(kControlLock), MPI_REPLACE,

@@ -49,7 +49,9 @@ extern "C" void on_sigterm(int sig) {
 
 }  // namespace
 
-void install_termination_report() { signal(SIGTERM, on_sigterm); }
+void install_termination_report() {
+  signal(SIGTERM, on_sigterm);
+}
 
 void MpiBackend::flush_dirty() {
   if (dirty_count_ == 0) return;
@@ -105,11 +107,12 @@ WaitStatus MpiBackend::wait(std::uint64_t offset, std::int32_t expected, WaitCmp
       if (start == Clock::time_point{}) {
         start = now;
         g_wait_len.store(0, std::memory_order_release);
-        const int n = std::snprintf(g_wait_line, sizeof g_wait_line,
-                                    "pld: rank %d was ended by the launcher while waiting%s%s on the signal cell at heap "
-                                    "offset %llu for %s %d (it held %d)\n",
-                                    rank_, site.what ? " in " : "", site.what ? site.what : "",
-                                    static_cast<unsigned long long>(offset), cmp == WaitCmp::Eq ? "==" : ">=", expected, v);
+        const int n =
+            std::snprintf(g_wait_line, sizeof g_wait_line,
+                          "pld: rank %d was ended by the launcher while waiting%s%s on the signal cell at heap "
+                          "offset %llu for %s %d (it held %d)\n",
+                          rank_, site.what ? " in " : "", site.what ? site.what : "",
+                          static_cast<unsigned long long>(offset), cmp == WaitCmp::Eq ? "==" : ">=", expected, v);
         g_wait_len.store(std::min<int>(n, sizeof g_wait_line - 1), std::memory_order_release);
         deadline = now + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(wait_timeout_));
       }
