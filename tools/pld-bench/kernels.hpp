@@ -48,10 +48,6 @@ T* local_of(const pld::DistributedTensor<T>& w) {
   auto ctx = pld::get_comm_ctx(w);
   return reinterpret_cast<T*>(ctx.windows_in(pld::rank(ctx)) + w.ref().offset);
 }
-template <class T>
-T* remote_of(const pld::DistributedTensor<T>& w, int peer) {
-  return reinterpret_cast<T*>(pld::get_comm_ctx(w).windows_in(peer) + w.ref().offset);
-}
 
 /// The windows of one row. `data` is the collective's target; `aux` its second operand
 /// (allgather local, all_to_all input); counts / recv_counts serve all_to_all_v (and barrier's check).
@@ -176,7 +172,9 @@ struct BarrierCase {
       std::atomic_ref<std::int32_t>(local_of(o.counts)[0]).store(k, std::memory_order_relaxed);
       run();
       for (int p = 0; p < o.n; ++p) {
-        const std::int32_t v = std::atomic_ref<std::int32_t>(remote_of(o.counts, p)[0]).load(std::memory_order_relaxed);
+        // Through the backend (remote_load), not windows_in(p): under the mpi backend peers'
+        // windows are not memory of this process.
+        const std::int32_t v = pld::tile::remote_load(o.counts, p, {0}, {1})(0);
         wrong += v != k && v != k + 1;
       }
     }
