@@ -62,7 +62,8 @@ void HostSync::take_snapshots() {
     if (b.mine) b.snapshot.assign(b.base, b.base + b.bytes);
 }
 
-void HostSync::merge(MPI_Comm comm) {
+void HostSync::merge(MpiBackend& be) {
+  const MPI_Comm comm = be.comm();
   // My changes: runs of changed bytes, as (block, offset, length, bytes). Exact to the byte:
   // ranks' slices may share a cache line (a [P, 3] int32 tensor), so a whole changed line would
   // carry stale copies of a neighbour's bytes. Unchanged lines are skipped with memcmp.
@@ -100,7 +101,12 @@ void HostSync::merge(MPI_Comm comm) {
   MPI_Comm_rank(comm, &me);
   long long mine = static_cast<long long>(out.size());
   std::vector<long long> sizes(static_cast<std::size_t>(size));
-  MPI_Allgather(&mine, 1, MPI_LONG_LONG, sizes.data(), 1, MPI_LONG_LONG, comm);
+  MPI_Request req;
+  {
+    std::lock_guard lock(be.mpi_mutex());
+    MPI_Iallgather(&mine, 1, MPI_LONG_LONG, sizes.data(), 1, MPI_LONG_LONG, comm, &req);
+  }
+  be.complete(req);
   std::vector<int> counts(static_cast<std::size_t>(size)), displs(static_cast<std::size_t>(size));
   long long total = 0;
   for (int q = 0; q < size; ++q) {
@@ -114,8 +120,12 @@ void HostSync::merge(MPI_Comm comm) {
                     "mpi backend merges at once; return results through fewer or smaller host tensors",
                     total));
   std::vector<std::byte> all(static_cast<std::size_t>(total));
-  MPI_Allgatherv(out.data(), static_cast<int>(mine), MPI_BYTE, all.data(), counts.data(), displs.data(), MPI_BYTE,
-                 comm);
+  {
+    std::lock_guard lock(be.mpi_mutex());
+    MPI_Iallgatherv(out.data(), static_cast<int>(mine), MPI_BYTE, all.data(), counts.data(), displs.data(), MPI_BYTE,
+                    comm, &req);
+  }
+  be.complete(req);
   for (int q = 0; q < size; ++q) {
     if (q == me) continue;
     const std::byte* p = all.data() + displs[static_cast<std::size_t>(q)];
@@ -154,15 +164,19 @@ void gather_slices(void* data, std::uint64_t bytes, Index rows, int root) {
         fmt::format("pld::gather: a slice of {} bytes is more than the 2 GiB one MPI call carries; "
                     "gather smaller tensors",
                     slice));
-  std::lock_guard lock(be.mpi_mutex());
   const int count = static_cast<int>(slice);
   auto* mine = static_cast<std::byte*>(data) + slice * static_cast<std::uint64_t>(be.rank());
-  if (root < 0)
-    MPI_Allgather(MPI_IN_PLACE, 0, MPI_BYTE, data, count, MPI_BYTE, be.comm());
-  else if (be.rank() == root)
-    MPI_Gather(MPI_IN_PLACE, 0, MPI_BYTE, data, count, MPI_BYTE, root, be.comm());
-  else
-    MPI_Gather(mine, count, MPI_BYTE, nullptr, 0, MPI_BYTE, root, be.comm());
+  MPI_Request req;
+  {
+    std::lock_guard lock(be.mpi_mutex());
+    if (root < 0)
+      MPI_Iallgather(MPI_IN_PLACE, 0, MPI_BYTE, data, count, MPI_BYTE, be.comm(), &req);
+    else if (be.rank() == root)
+      MPI_Igather(MPI_IN_PLACE, 0, MPI_BYTE, data, count, MPI_BYTE, root, be.comm(), &req);
+    else
+      MPI_Igather(mine, count, MPI_BYTE, nullptr, 0, MPI_BYTE, root, be.comm(), &req);
+  }
+  be.complete(req);
 }
 
 }  // namespace pld::detail

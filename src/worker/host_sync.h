@@ -13,14 +13,16 @@
 
 namespace pld::detail {
 
+class MpiBackend;
+
 class HostSync {
  public:
   /// `me`: this process's world rank. Blocks are numbered by first use in the call, which is the
   /// same on every process of an SPMD program.
   HostSync(const HostSession& session, int me);
-  /// Collective over `comm`: exchange and apply every process's changes since the snapshot, then
+  /// Collective over the backend's communicator: exchange and apply every process's changes since the snapshot, then
   /// snapshot again.
-  void merge(MPI_Comm comm);
+  void merge(MpiBackend& backend);
 
  private:
   struct Block {

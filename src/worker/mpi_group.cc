@@ -16,6 +16,7 @@
 #include <dlfcn.h>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <sched.h>
 #include <sys/mman.h>
 
 #include <algorithm>
@@ -88,7 +89,7 @@ MpiGroup::MpiGroup(const GroupOptions& options) : options_(options), backend_(&M
   // each call (ranks on other machines write to their own file systems: merge by hand there).
   trace::configure(trace::Config{options.swimlane, options.dfx_dir});
   if (options.swimlane && backend_->rank() == 0) trace::clear_outputs();
-  MPI_Barrier(backend_->comm());
+  backend_->barrier();
 }
 
 int MpiGroup::world_size() const {
@@ -122,7 +123,12 @@ void MpiGroup::check_agreement(const HostSession& session) const {
   for (const auto& c : session.callbacks()) f.value(c.position);
   const int n = backend_->world_size();
   std::vector<std::uint64_t> all(static_cast<std::size_t>(n));
-  MPI_Allgather(&f.h, 1, MPI_UINT64_T, all.data(), 1, MPI_UINT64_T, backend_->comm());
+  MPI_Request req;
+  {
+    std::lock_guard lock(backend_->mpi_mutex());
+    MPI_Iallgather(&f.h, 1, MPI_UINT64_T, all.data(), 1, MPI_UINT64_T, backend_->comm(), &req);
+  }
+  backend_->complete(req);
   for (int q = 1; q < n; ++q)
     if (all[static_cast<std::size_t>(q)] != all[0])
       throw UsageError(
@@ -141,11 +147,18 @@ void MpiGroup::device_op(int r, const std::vector<std::byte>& message, int stagi
   std::memcpy(&type, message.data(), sizeof type);
   const std::byte* body = message.data() + sizeof type;
   std::string error = be.rank() == r ? apply_device_op(*runtime_, type, body, staging_fd) : std::string();
-  std::lock_guard lock(be.mpi_mutex());
+  auto bcast = [&](void* buf, int count, MPI_Datatype type) {
+    MPI_Request req;
+    {
+      std::lock_guard lock(be.mpi_mutex());
+      MPI_Ibcast(buf, count, type, r, be.comm(), &req);
+    }
+    be.complete(req);
+  };
   long long len = static_cast<long long>(error.size());
-  MPI_Bcast(&len, 1, MPI_LONG_LONG, r, be.comm());
+  bcast(&len, 1, MPI_LONG_LONG);
   error.resize(static_cast<std::size_t>(len));
-  MPI_Bcast(error.data(), static_cast<int>(len), MPI_CHAR, r, be.comm());
+  bcast(error.data(), static_cast<int>(len), MPI_CHAR);
   if (!error.empty()) throw Error(error);
   if (type != MessageType::DeviceRead) return;
   std::uint64_t bytes = 0;
@@ -154,8 +167,7 @@ void MpiGroup::device_op(int r, const std::vector<std::byte>& message, int stagi
   void* m = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, staging_fd, 0);
   if (m == MAP_FAILED) throw Error(fmt::format("pld: cannot map the staging buffer: {}", std::strerror(errno)));
   for (std::uint64_t at = 0; at < bytes; at += 1u << 30)
-    MPI_Bcast(static_cast<std::byte*>(m) + at, static_cast<int>(std::min<std::uint64_t>(1u << 30, bytes - at)),
-              MPI_BYTE, r, be.comm());
+    bcast(static_cast<std::byte*>(m) + at, static_cast<int>(std::min<std::uint64_t>(1u << 30, bytes - at)), MPI_BYTE);
   munmap(m, bytes);
 }
 
@@ -172,7 +184,7 @@ MpiGroup::Failure MpiGroup::agree(const Failure& mine) const {
   // A peer that never reaches the end of the call (stuck in a kernel) must not hang the job.
   const double limit = 2 * options_.wait_timeout + 30;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(limit);
-  for (int done = 0;;) {
+  for (int done = 0, polls = 0;;) {
     {
       std::lock_guard lock(be.mpi_mutex());
       MPI_Test(&req, &done, MPI_STATUS_IGNORE);
@@ -188,7 +200,10 @@ MpiGroup::Failure MpiGroup::agree(const Failure& mine) const {
       std::fflush(stderr);
       MPI_Abort(be.comm(), 70);
     }
-    std::this_thread::sleep_for(std::chrono::microseconds(50));
+    if (++polls < 256)
+      sched_yield();  // the peers usually need the core only briefly
+    else
+      std::this_thread::sleep_for(std::chrono::microseconds(50));
   }
   Failure f;
   if (out.code == kCodeOk) return f;
@@ -197,11 +212,18 @@ MpiGroup::Failure MpiGroup::agree(const Failure& mine) const {
   std::vector<char> text;
   long long head[4] = {static_cast<long long>(mine.cause), mine.dispatch, static_cast<long long>(mine.text.size()),
                        mine.released ? 1 : 0};
-  std::lock_guard lock(be.mpi_mutex());
-  MPI_Bcast(head, 4, MPI_LONG_LONG, f.rank, be.comm());
+  auto bcast = [&](void* buf, int count, MPI_Datatype type) {
+    MPI_Request r;
+    {
+      std::lock_guard lock(be.mpi_mutex());
+      MPI_Ibcast(buf, count, type, f.rank, be.comm(), &r);
+    }
+    be.complete(r);
+  };
+  bcast(head, 4, MPI_LONG_LONG);
   text.resize(static_cast<std::size_t>(head[2]));
   if (be.rank() == f.rank) std::memcpy(text.data(), mine.text.data(), text.size());
-  MPI_Bcast(text.data(), static_cast<int>(text.size()), MPI_CHAR, f.rank, be.comm());
+  bcast(text.data(), static_cast<int>(text.size()), MPI_CHAR);
   f.cause = static_cast<RankFailure>(head[0]);
   f.dispatch = head[1];
   f.released = head[3] != 0;
@@ -226,7 +248,7 @@ void MpiGroup::execute(const HostSession& session) {
   be.clear_abort();
   for (const auto& [offset, bytes] : session.zero_regions(me)) std::memset(be.heap_base(me) + offset, 0, bytes);
   be.sync_local();
-  MPI_Barrier(be.comm());
+  be.barrier();
 
   // This process's rank runtime, installed for the duration of the call.
   std::unique_ptr<RankRuntime>& runtime = runtime_;
@@ -299,7 +321,7 @@ void MpiGroup::execute(const HostSession& session) {
     run_until(end);
     be.quiet();
     Failure agreed = agree(failure);
-    if (agreed.rank < 0 && host) host->merge(be.comm());
+    if (agreed.rank < 0 && host) host->merge(be);
     return agreed;
   };
 
@@ -316,7 +338,12 @@ void MpiGroup::execute(const HostSession& session) {
       callback_error = std::current_exception();
       failed = 1;
     }
-    MPI_Allreduce(MPI_IN_PLACE, &failed, 1, MPI_INT, MPI_MAX, be.comm());
+    MPI_Request req;
+    {
+      std::lock_guard lock(be.mpi_mutex());
+      MPI_Iallreduce(MPI_IN_PLACE, &failed, 1, MPI_INT, MPI_MAX, be.comm(), &req);
+    }
+    be.complete(req);
     if (failed) {
       if (callback_error) std::rethrow_exception(callback_error);
       throw Error("pld::run (backend mpi): a host callback failed on another MPI process; the call stops there");

@@ -6,6 +6,7 @@
 
 #include <pld/error.hpp>
 
+#include <dlfcn.h>
 #include <fmt/format.h>
 #include <unistd.h>
 
@@ -56,8 +57,9 @@ MpiBackend::MpiBackend() {
   // Debian's openmpi-mca-params.conf disables osc/ucx, the only one-sided component that works
   // without shared memory (TCP between hosts); a user's --mca osc still wins (overwrite = 0).
   setenv("OMPI_MCA_osc", "sm,rdma,ucx", 0);
-  // More ranks on this machine than cores: Open MPI must yield when idle, or a polling rank
-  // steals the core of the rank it waits for (design §6).
+  // More ranks on this machine than cores: Open MPI must yield when idle, or a rank polling
+  // inside MPI steals the core of the rank it waits for (design §6). probe_progress() turns it
+  // off again where RMA needs no target progress (see there).
   const long cores = sysconf(_SC_NPROCESSORS_ONLN);
   if (cores > 0 && launcher_local_size() >= cores) setenv("OMPI_MCA_mpi_yield_when_idle", "1", 0);
 
@@ -99,7 +101,7 @@ MpiBackend::MpiBackend() {
   osc_ = wlen > 0 ? std::string(wname, static_cast<std::size_t>(wlen)) : std::string("sm");
   if (const auto sp = osc_.find(' '); sp != std::string::npos) osc_ = osc_.substr(0, sp);  // "rdma window 3"
   MPI_Win_sync(control_);
-  MPI_Barrier(comm_);
+  barrier();
 
   // Wire up every connection now (UCX connects lazily and needs the target's progress).
   std::int32_t sink = 0;
@@ -107,7 +109,7 @@ MpiBackend::MpiBackend() {
     MPI_Get(&sink, 1, MPI_INT32_T, p, static_cast<MPI_Aint>(kControlProbe), 1, MPI_INT32_T, control_);
     MPI_Win_flush(p, control_);
   }
-  MPI_Barrier(comm_);
+  barrier();
   probe_progress();
 
   MPI_Comm node;
@@ -144,7 +146,7 @@ void MpiBackend::probe_progress() {
     const bool sender = rank_ % 2 == phase && (rank_ + 1) % size_ != rank_ && ((rank_ + 1) % size_) % 2 != phase;
     const int from = (rank_ + size_ - 1) % size_;
     const bool watcher = from % 2 == phase && rank_ % 2 != phase;
-    MPI_Barrier(comm_);
+    barrier();
     if (sender) {
       std::this_thread::sleep_for(std::chrono::milliseconds(2));
       const std::int32_t one = 1;
@@ -161,14 +163,24 @@ void MpiBackend::probe_progress() {
       if (v == 0) ok = 0;
     }
     MPI_Win_flush_all(control_);
-    MPI_Barrier(comm_);
+    barrier();
     MPI_Win_sync(control_);
   }
   MPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, comm_);
   passive_progress_ = ok != 0;
+  // With passive progress (osc/rdma, osc/sm: accumulates land in shared memory) no MPI call of
+  // pld waits for a peer to progress, and pld's own waits and collectives yield by themselves;
+  // Open MPI's yield_when_idle would only make every flush of a notify give the core away
+  // (barrier at P=4 on 2 cores: 36 -> 7.7 us). Over osc/ucx a flush waits for the target, so
+  // yielding there is what lets the target run. opal_progress_set_yield_when_idle is Open MPI's
+  // (libopen-pal); looked up, not linked, so another MPI simply keeps its setting.
+  using SetYield = bool (*)(bool);
+  // Without passive progress it is on (an idle yield costs little where nothing else runs).
+  if (auto set_yield = reinterpret_cast<SetYield>(dlsym(RTLD_DEFAULT, "opal_progress_set_yield_when_idle")))
+    set_yield(!passive_progress_);
   std::atomic_ref<std::int32_t>(*cell).store(0, std::memory_order_release);
   MPI_Win_sync(control_);
-  MPI_Barrier(comm_);
+  barrier();
 }
 
 void MpiBackend::check(int rc, const char* what) const {

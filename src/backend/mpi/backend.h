@@ -62,6 +62,12 @@ class MpiBackend final : public Backend {
   /// Drives MPI progress once if no other thread is inside MPI.
   void progress() override;
   void acquire() override { sync_local(); }
+  /// Completes a nonblocking collective of pld's communicator, yielding the core while it is in
+  /// flight (Open MPI runs with mpi_yield_when_idle=0, so its blocking calls would busy-poll and
+  /// starve the ranks they wait for when ranks outnumber cores).
+  void complete(MPI_Request& request);
+  /// MPI_Ibarrier + complete().
+  void barrier();
   /// Turns a failed MPI call into a pld::Error naming it.
   void check(int rc, const char* what) const;
 

@@ -142,6 +142,33 @@ WaitStatus MpiBackend::wait(std::uint64_t offset, std::int32_t expected, WaitCmp
   return status;
 }
 
+void MpiBackend::complete(MPI_Request& request) {
+  auto nap = std::chrono::microseconds(5);
+  for (int round = 0;; ++round) {
+    int done = 0;
+    {
+      std::lock_guard lock(mutex_);
+      MPI_Test(&request, &done, MPI_STATUS_IGNORE);
+    }
+    if (done) return;
+    if (round < 256) {
+      sched_yield();
+    } else {
+      std::this_thread::sleep_for(nap);
+      nap = std::min(nap * 2, std::chrono::microseconds(200));
+    }
+  }
+}
+
+void MpiBackend::barrier() {
+  MPI_Request request;
+  {
+    std::lock_guard lock(mutex_);
+    MPI_Ibarrier(comm_, &request);
+  }
+  complete(request);
+}
+
 void MpiBackend::abort_all() {
   std::lock_guard lock(mutex_);
   const std::int32_t one = 1;

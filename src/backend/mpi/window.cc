@@ -16,7 +16,7 @@
 namespace pld::detail {
 
 void MpiBackend::reserve_heap(std::uint64_t bytes) {
-  std::lock_guard lock(mutex_);
+  std::unique_lock lock(mutex_);
   if (bytes == 0) {  // at exit: free both windows (collective)
     if (heap_ != MPI_WIN_NULL) {
       MPI_Win_unlock_all(heap_);
@@ -56,7 +56,8 @@ void MpiBackend::reserve_heap(std::uint64_t bytes) {
   if (!kept.empty()) std::memcpy(base_, kept.data(), kept.size());
   check(MPI_Win_lock_all(MPI_MODE_NOCHECK, heap_), "MPI_Win_lock_all (window heap)");
   MPI_Win_sync(heap_);
-  MPI_Barrier(comm_);
+  lock.unlock();
+  barrier();
   log(LogLevel::Debug, LogSys::Init, "window heap: {} bytes", size);
 }
 
