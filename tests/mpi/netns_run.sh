@@ -15,6 +15,11 @@ if ! "$NETNS" setup >/dev/null 2>&1; then
   exit 77
 fi
 trap '"$NETNS" teardown >/dev/null 2>&1' EXIT
+# Each "node" also needs its own UTS namespace (its own host name); some sandboxes refuse that.
+if ! ip netns exec pldmpiA unshare --uts true >/dev/null 2>&1; then
+  echo "netns_run: cannot create a UTS namespace here: skipped"
+  exit 77
+fi
 # Each rank is alone on its "node": Open MPI must yield when idle (it cannot know that both share
 # two cores), and only TCP exists between them.
 MPIRUN_ARGS="--mca mpi_yield_when_idle 1 --mca btl tcp,self -x UCX_TLS=tcp,self -x PLD_WAIT_TIMEOUT=60" \
