@@ -47,20 +47,15 @@ DispatchOutcome run_kernel(Trampoline trampoline, void (*kernel)(), const std::b
 }
 
 std::string apply_device_op(RankRuntime& rt, MessageType type, const std::byte* p, int staging_fd) {
-  auto take = [&p](auto v) {
-    std::memcpy(&v, p, sizeof v);
-    p += sizeof v;
-    return v;
-  };
   try {
-    const auto id = take(std::uint32_t{});
+    const auto id = take_value<std::uint32_t>(p);
     if (type == MessageType::DeviceAlloc) {
-      rt.device_alloc(id, take(std::uint64_t{}));
+      rt.device_alloc(id, take_value<std::uint64_t>(p));
     } else if (type == MessageType::DeviceFree) {
       rt.device_free(id);
     } else {
-      const auto offset = take(std::uint64_t{});
-      const auto bytes = take(std::uint64_t{});
+      const auto offset = take_value<std::uint64_t>(p);
+      const auto bytes = take_value<std::uint64_t>(p);
       std::uint64_t size = 0;
       std::byte* base = rt.device_base(id, &size);
       if (offset > size || bytes > size - offset)

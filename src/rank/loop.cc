@@ -6,11 +6,11 @@
 #include "core/log.h"
 #include "rank/dispatch.h"
 #include "rank/runtime.h"
+#include "trace/trace.h"
 #include "worker/channel.h"
 #include "worker/doorbell.h"
 #include "worker/protocol.h"
 #include "worker/report.h"
-#include "trace/trace.h"
 
 #include <pld/detail/dispatch.hpp>
 #include <pld/error.hpp>
@@ -35,7 +35,7 @@ namespace pld::detail {
 
 namespace {
 
-Doorbell* g_bell = nullptr;  // this rank's message counters (set once the rank starts)
+Doorbell* g_bell = nullptr;      // this rank's message counters (set once the rank starts)
 std::uint64_t g_dispatches = 0;  // dispatches received (swimlane directories d{k})
 
 [[noreturn]] void leave(int code) {
@@ -43,14 +43,6 @@ std::uint64_t g_dispatches = 0;  // dispatches received (swimlane directories d{
   std::cerr.flush();
   std::fflush(nullptr);
   _exit(code);
-}
-
-template <class T>
-T take(const std::byte*& p) {
-  T v;
-  std::memcpy(&v, p, sizeof(T));
-  p += sizeof(T);
-  return v;
 }
 
 void reply(int fd, ReplyStatus status, std::uint64_t seq, const std::string& text, std::uint64_t kernel_ns = 0) {
@@ -70,21 +62,21 @@ void reply(int fd, ReplyStatus status, std::uint64_t seq, const std::string& tex
 
 void define_domain(RankRuntime& rt, ShmBackend* backend, const std::byte* p) {
   auto d = std::make_unique<DomainState>();
-  d->id = take<std::uint32_t>(p);
-  const auto n = take<std::uint32_t>(p);
+  d->id = take_value<std::uint32_t>(p);
+  const auto n = take_value<std::uint32_t>(p);
   d->rank = -1;
   for (std::uint32_t i = 0; i < n; ++i) {
-    const int w = take<std::int32_t>(p);
+    const int w = take_value<std::int32_t>(p);
     if (w == rt.world_rank()) d->rank = static_cast<int>(i);
     d->members.push_back(w);
     d->windows_in.push_back(backend->heap_base(w));
   }
-  const auto m = take<std::uint32_t>(p);
+  const auto m = take_value<std::uint32_t>(p);
   for (std::uint32_t i = 0; i < m; ++i) {
     BufferInfo b;
-    b.offset = take<std::uint64_t>(p);
-    b.bytes = take<std::uint64_t>(p);
-    const auto len = take<std::uint32_t>(p);
+    b.offset = take_value<std::uint64_t>(p);
+    b.bytes = take_value<std::uint64_t>(p);
+    const auto len = take_value<std::uint32_t>(p);
     b.name.assign(reinterpret_cast<const char*>(p), len);
     p += len;
     d->buffers.push_back(std::move(b));
@@ -97,9 +89,9 @@ void define_domain(RankRuntime& rt, ShmBackend* backend, const std::byte* p) {
 }
 
 void run_dispatch(int fd, ShmBackend* backend, const std::byte* p, const std::byte* end) {
-  const auto seq = take<std::uint64_t>(p);
-  const auto trampoline = reinterpret_cast<Trampoline>(take<std::uintptr_t>(p));
-  const auto kernel = reinterpret_cast<void (*)()>(take<std::uintptr_t>(p));
+  const auto seq = take_value<std::uint64_t>(p);
+  const auto trampoline = reinterpret_cast<Trampoline>(take_value<std::uintptr_t>(p));
+  const auto kernel = reinterpret_cast<void (*)()>(take_value<std::uintptr_t>(p));
   const std::uint64_t k = g_dispatches++;  // counted even when skipped: the host counts what it sent
   RankSlot& slot = backend->control().slots[backend->my_rank()];
   slot.dispatch.store(seq, std::memory_order_relaxed);
@@ -175,15 +167,15 @@ void serve(int fd, int rank, ShmBackend* backend, RankRuntime& rt, std::vector<s
     if (n <= 0) leave(0);  // the host closed the socket or died
     const std::byte* p = buf.data();
     const std::byte* end = p + n;
-    const auto type = take<MessageType>(p);
+    const auto type = take_value<MessageType>(p);
     switch (type) {
       case MessageType::Attach: {
-        const auto id = take<std::uint32_t>(p);
-        const auto bytes = take<std::uint64_t>(p);
+        const auto id = take_value<std::uint32_t>(p);
+        const auto bytes = take_value<std::uint64_t>(p);
         rt.block_attach(id, got_fd, bytes);
         break;
       }
-      case MessageType::Retire: rt.block_retire(take<std::uint32_t>(p)); break;
+      case MessageType::Retire: rt.block_retire(take_value<std::uint32_t>(p)); break;
       case MessageType::Domain: define_domain(rt, backend, p); break;
       case MessageType::Dispatch: run_dispatch(fd, backend, p, end); break;
       case MessageType::DispatchLast:

@@ -3,6 +3,7 @@
 #include "backend/launcher.h"
 #include "backend/mpi/backend.h"
 #include "core/block.h"
+#include "worker/protocol.h"
 
 #include <pld/detail/dispatch.hpp>
 #include <pld/error.hpp>
@@ -20,20 +21,6 @@ namespace pld::detail {
 namespace {
 
 constexpr std::uint64_t kLine = 64;
-
-template <class T>
-void append(std::vector<std::byte>& out, const T& v) {
-  const auto* p = reinterpret_cast<const std::byte*>(&v);
-  out.insert(out.end(), p, p + sizeof v);
-}
-
-template <class T>
-T take(const std::byte*& p) {
-  T v;
-  std::memcpy(&v, p, sizeof v);
-  p += sizeof v;
-  return v;
-}
 
 }  // namespace
 
@@ -63,7 +50,6 @@ void HostSync::take_snapshots() {
 }
 
 void HostSync::merge(MpiBackend& be) {
-  const MPI_Comm comm = be.comm();
   // My changes: runs of changed bytes, as (block, offset, length, bytes). Exact to the byte:
   // ranks' slices may share a cache line (a [P, 3] int32 tensor), so a whole changed line would
   // carry stale copies of a neighbour's bytes. Unchanged lines are skipped with memcmp.
@@ -76,9 +62,9 @@ void HostSync::merge(MpiBackend& be) {
     std::uint64_t run = 0, run_end = 0;  // the open run [run, run_end), empty when equal
     auto close_run = [&] {
       if (run_end == run) return;
-      append(out, static_cast<std::uint32_t>(i));
-      append(out, run);
-      append(out, run_end - run);
+      put_value(out, static_cast<std::uint32_t>(i));
+      put_value(out, run);
+      put_value(out, run_end - run);
       out.insert(out.end(), now + run, now + run_end);
       run = run_end = 0;
     };
@@ -96,17 +82,12 @@ void HostSync::merge(MpiBackend& be) {
     }
     close_run();
   }
-  int size = 0, me = 0;
-  MPI_Comm_size(comm, &size);
-  MPI_Comm_rank(comm, &me);
+  const int size = be.world_size(), me = be.rank();
   long long mine = static_cast<long long>(out.size());
   std::vector<long long> sizes(static_cast<std::size_t>(size));
-  MPI_Request req;
-  {
-    std::lock_guard lock(be.mpi_mutex());
-    MPI_Iallgather(&mine, 1, MPI_LONG_LONG, sizes.data(), 1, MPI_LONG_LONG, comm, &req);
-  }
-  be.complete(req);
+  be.collective([&](MPI_Comm comm, MPI_Request* req) {
+    MPI_Iallgather(&mine, 1, MPI_LONG_LONG, sizes.data(), 1, MPI_LONG_LONG, comm, req);
+  });
   std::vector<int> counts(static_cast<std::size_t>(size)), displs(static_cast<std::size_t>(size));
   long long total = 0;
   for (int q = 0; q < size; ++q) {
@@ -120,20 +101,18 @@ void HostSync::merge(MpiBackend& be) {
                     "mpi backend merges at once; return results through fewer or smaller host tensors",
                     total));
   std::vector<std::byte> all(static_cast<std::size_t>(total));
-  {
-    std::lock_guard lock(be.mpi_mutex());
+  be.collective([&](MPI_Comm comm, MPI_Request* req) {
     MPI_Iallgatherv(out.data(), static_cast<int>(mine), MPI_BYTE, all.data(), counts.data(), displs.data(), MPI_BYTE,
-                    comm, &req);
-  }
-  be.complete(req);
+                    comm, req);
+  });
   for (int q = 0; q < size; ++q) {
     if (q == me) continue;
     const std::byte* p = all.data() + displs[static_cast<std::size_t>(q)];
     const std::byte* end = p + counts[static_cast<std::size_t>(q)];
     while (p < end) {
-      const auto i = take<std::uint32_t>(p);
-      const auto at = take<std::uint64_t>(p);
-      const auto len = take<std::uint64_t>(p);
+      const auto i = take_value<std::uint32_t>(p);
+      const auto at = take_value<std::uint64_t>(p);
+      const auto len = take_value<std::uint64_t>(p);
       if (i >= blocks_.size() || at + len > blocks_[i].bytes)
         throw Error(
             fmt::format("pld: MPI process {} changed bytes [{}, {}) of host tensor #{} of the call, which this "
@@ -166,17 +145,14 @@ void gather_slices(void* data, std::uint64_t bytes, Index rows, int root) {
                     slice));
   const int count = static_cast<int>(slice);
   auto* mine = static_cast<std::byte*>(data) + slice * static_cast<std::uint64_t>(be.rank());
-  MPI_Request req;
-  {
-    std::lock_guard lock(be.mpi_mutex());
+  be.collective([&](MPI_Comm comm, MPI_Request* req) {
     if (root < 0)
-      MPI_Iallgather(MPI_IN_PLACE, 0, MPI_BYTE, data, count, MPI_BYTE, be.comm(), &req);
+      MPI_Iallgather(MPI_IN_PLACE, 0, MPI_BYTE, data, count, MPI_BYTE, comm, req);
     else if (be.rank() == root)
-      MPI_Igather(MPI_IN_PLACE, 0, MPI_BYTE, data, count, MPI_BYTE, root, be.comm(), &req);
+      MPI_Igather(MPI_IN_PLACE, 0, MPI_BYTE, data, count, MPI_BYTE, root, comm, req);
     else
-      MPI_Igather(mine, count, MPI_BYTE, nullptr, 0, MPI_BYTE, root, be.comm(), &req);
-  }
-  be.complete(req);
+      MPI_Igather(mine, count, MPI_BYTE, nullptr, 0, MPI_BYTE, root, comm, req);
+  });
 }
 
 }  // namespace pld::detail

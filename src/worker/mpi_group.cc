@@ -96,10 +96,6 @@ int MpiGroup::world_size() const {
   return backend_->world_size();
 }
 
-std::string MpiGroup::who(int r) const {
-  return fmt::format("rank {} (device {})", r, options_.device_ids[static_cast<std::size_t>(r)]);
-}
-
 // Every process must have recorded the same call: same domains, buffers and dispatches (rank,
 // kernel, argument size), same callbacks. Argument bytes are left out: they name host tensors by
 // this process's block ids.
@@ -123,12 +119,9 @@ void MpiGroup::check_agreement(const HostSession& session) const {
   for (const auto& c : session.callbacks()) f.value(c.position);
   const int n = backend_->world_size();
   std::vector<std::uint64_t> all(static_cast<std::size_t>(n));
-  MPI_Request req;
-  {
-    std::lock_guard lock(backend_->mpi_mutex());
-    MPI_Iallgather(&f.h, 1, MPI_UINT64_T, all.data(), 1, MPI_UINT64_T, backend_->comm(), &req);
-  }
-  backend_->complete(req);
+  backend_->collective([&](MPI_Comm comm, MPI_Request* req) {
+    MPI_Iallgather(&f.h, 1, MPI_UINT64_T, all.data(), 1, MPI_UINT64_T, comm, req);
+  });
   for (int q = 1; q < n; ++q)
     if (all[static_cast<std::size_t>(q)] != all[0])
       throw UsageError(
@@ -147,13 +140,8 @@ void MpiGroup::device_op(int r, const std::vector<std::byte>& message, int stagi
   std::memcpy(&type, message.data(), sizeof type);
   const std::byte* body = message.data() + sizeof type;
   std::string error = be.rank() == r ? apply_device_op(*runtime_, type, body, staging_fd) : std::string();
-  auto bcast = [&](void* buf, int count, MPI_Datatype type) {
-    MPI_Request req;
-    {
-      std::lock_guard lock(be.mpi_mutex());
-      MPI_Ibcast(buf, count, type, r, be.comm(), &req);
-    }
-    be.complete(req);
+  auto bcast = [&](void* buf, int count, MPI_Datatype dt) {
+    be.collective([&](MPI_Comm comm, MPI_Request* req) { MPI_Ibcast(buf, count, dt, r, comm, req); });
   };
   long long len = static_cast<long long>(error.size());
   bcast(&len, 1, MPI_LONG_LONG);
@@ -176,34 +164,19 @@ MpiGroup::Failure MpiGroup::agree(const Failure& mine) const {
   struct {
     int code, rank;
   } in{mine.rank < 0 ? kCodeOk : mine.released ? kCodeAborted : kCodeFailed, be.rank()}, out{};
-  MPI_Request req;
-  {
-    std::lock_guard lock(be.mpi_mutex());
-    MPI_Iallreduce(&in, &out, 1, MPI_2INT, MPI_MINLOC, be.comm(), &req);
-  }
   // A peer that never reaches the end of the call (stuck in a kernel) must not hang the job.
   const double limit = 2 * options_.wait_timeout + 30;
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(limit);
-  for (int done = 0, polls = 0;;) {
-    {
-      std::lock_guard lock(be.mpi_mutex());
-      MPI_Test(&req, &done, MPI_STATUS_IGNORE);
-    }
-    if (done) break;
-    if (std::chrono::steady_clock::now() > deadline) {
-      std::fprintf(
-          stderr,
-          "pld: rank %d: not every rank finished the call within %.0f s (2 x the wait deadline + 30 s): a "
-          "rank is stuck in a kernel. %s. Aborting the MPI job.\n",
-          be.rank(), limit,
-          mine.rank < 0 ? "This rank finished its dispatches" : fmt::format("This rank failed: {}", mine.text).c_str());
-      std::fflush(stderr);
-      MPI_Abort(be.comm(), 70);
-    }
-    if (++polls < 256)
-      sched_yield();  // the peers usually need the core only briefly
-    else
-      std::this_thread::sleep_for(std::chrono::microseconds(50));
+  const bool done = be.collective(
+      [&](MPI_Comm comm, MPI_Request* req) { MPI_Iallreduce(&in, &out, 1, MPI_2INT, MPI_MINLOC, comm, req); }, limit);
+  if (!done) {
+    std::fprintf(
+        stderr,
+        "pld: rank %d: not every rank finished the call within %.0f s (2 x the wait deadline + 30 s): a "
+        "rank is stuck in a kernel. %s. Aborting the MPI job.\n",
+        be.rank(), limit,
+        mine.rank < 0 ? "This rank finished its dispatches" : fmt::format("This rank failed: {}", mine.text).c_str());
+    std::fflush(stderr);
+    MPI_Abort(be.comm(), 70);
   }
   Failure f;
   if (out.code == kCodeOk) return f;
@@ -212,13 +185,8 @@ MpiGroup::Failure MpiGroup::agree(const Failure& mine) const {
   std::vector<char> text;
   long long head[4] = {static_cast<long long>(mine.cause), mine.dispatch, static_cast<long long>(mine.text.size()),
                        mine.released ? 1 : 0};
-  auto bcast = [&](void* buf, int count, MPI_Datatype type) {
-    MPI_Request r;
-    {
-      std::lock_guard lock(be.mpi_mutex());
-      MPI_Ibcast(buf, count, type, f.rank, be.comm(), &r);
-    }
-    be.complete(r);
+  auto bcast = [&](void* buf, int count, MPI_Datatype dt) {
+    be.collective([&](MPI_Comm comm, MPI_Request* req) { MPI_Ibcast(buf, count, dt, f.rank, comm, req); });
   };
   bcast(head, 4, MPI_LONG_LONG);
   text.resize(static_cast<std::size_t>(head[2]));
@@ -338,12 +306,9 @@ void MpiGroup::execute(const HostSession& session) {
       callback_error = std::current_exception();
       failed = 1;
     }
-    MPI_Request req;
-    {
-      std::lock_guard lock(be.mpi_mutex());
-      MPI_Iallreduce(MPI_IN_PLACE, &failed, 1, MPI_INT, MPI_MAX, be.comm(), &req);
-    }
-    be.complete(req);
+    be.collective([&](MPI_Comm comm, MPI_Request* req) {
+      MPI_Iallreduce(MPI_IN_PLACE, &failed, 1, MPI_INT, MPI_MAX, comm, req);
+    });
     if (failed) {
       if (callback_error) std::rethrow_exception(callback_error);
       throw Error("pld::run (backend mpi): a host callback failed on another MPI process; the call stops there");
@@ -361,19 +326,11 @@ void MpiGroup::execute(const HostSession& session) {
   ++calls_;
   if (agreed.rank < 0) return;
 
-  std::string msg = fmt::format("{} failed ({})", who(agreed.rank), to_string(agreed.cause));
-  if (agreed.dispatch >= 0 && static_cast<std::size_t>(agreed.dispatch) < dispatches.size()) {
-    std::int64_t nth = 0;
-    for (std::int64_t i = 0; i < agreed.dispatch; ++i)
-      nth += dispatches[static_cast<std::size_t>(i)].rank == agreed.rank;
-    msg += fmt::format(" in its dispatch #{} (kernel {})", nth,
-                       kernel_name(dispatches[static_cast<std::size_t>(agreed.dispatch)].kernel));
-  }
+  std::string msg =
+      fmt::format("{} failed ({})", rank_label(options_.device_ids, agreed.rank), to_string(agreed.cause));
+  if (agreed.dispatch >= 0) msg += " in " + describe_dispatch(session, agreed.dispatch);
   msg += ": " + agreed.text;
-  if (agreed.cause == RankFailure::WaitTimeout)
-    msg +=
-        "\nEvery wait needs matching notifies: check that each rank notifies before it waits, and that peers, "
-        "offsets and expected values agree.";
+  if (agreed.cause == RankFailure::WaitTimeout) msg += std::string("\n") + kWaitTimeoutHint;
   log(LogLevel::Info, "{}", msg);
   throw RankError(agreed.rank, agreed.cause, msg);
 }

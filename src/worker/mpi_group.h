@@ -45,7 +45,6 @@ class MpiGroup {
   void check_agreement(const HostSession& session) const;
   /// Collective: the call's first failure (a real one before a released wait) on every process.
   Failure agree(const Failure& mine) const;
-  std::string who(int r) const;
 
   GroupOptions options_;
   MpiBackend* backend_;

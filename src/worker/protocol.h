@@ -18,10 +18,10 @@ enum class MessageType : std::uint32_t {
   EndCall = 5,   // the orchestrator call is over: forget its domains (after a failure; else DispatchLast)
   Shutdown = 6,  // exit
   // Resident tensors (DeviceTensor). Each is answered by one Reply with seq kControlSeq.
-  DeviceAlloc = 7,  // u32 id, u64 bytes: allocate zero-filled private memory
-  DeviceFree = 8,   // u32 id
-  DeviceWrite = 9,  // u32 id, u64 offset, u64 bytes; carries a memfd holding the bytes at 0
-  DeviceRead = 10,  // u32 id, u64 offset, u64 bytes; carries a memfd to copy the bytes into at 0
+  DeviceAlloc = 7,    // u32 id, u64 bytes: allocate zero-filled private memory
+  DeviceFree = 8,     // u32 id
+  DeviceWrite = 9,    // u32 id, u64 offset, u64 bytes; carries a memfd holding the bytes at 0
+  DeviceRead = 10,    // u32 id, u64 offset, u64 bytes; carries a memfd to copy the bytes into at 0
   DispatchLast = 11,  // a Dispatch that is the rank's last of the call: then EndCall (saves a message)
 };
 
@@ -49,6 +49,15 @@ void put_value(std::vector<std::byte>& out, const T& v) {
   const std::size_t at = out.size();
   out.resize(at + sizeof(T));
   std::memcpy(out.data() + at, &v, sizeof(T));
+}
+
+/// Reads a `T` written by put_value and advances `p` past it.
+template <class T>
+T take_value(const std::byte*& p) {
+  T v;
+  std::memcpy(&v, p, sizeof(T));
+  p += sizeof(T);
+  return v;
 }
 
 /// A message that starts with its type.

@@ -7,11 +7,11 @@
 #include "core/log.h"
 #include "debug/checks.h"
 #include "debug/hang.h"
+#include "trace/trace.h"
 #include "worker/channel.h"
 #include "worker/doorbell.h"
 #include "worker/protocol.h"
 #include "worker/report.h"
-#include "trace/trace.h"
 
 #include <fmt/format.h>
 #include <poll.h>
@@ -22,11 +22,11 @@
 
 #include <algorithm>
 #include <atomic>
-#include <mutex>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <mutex>
 #include <thread>
 
 namespace pld::detail {
@@ -48,7 +48,9 @@ std::mutex g_usr1_mutex;
 int g_usr1_users = 0;
 struct sigaction g_usr1_previous;
 
-extern "C" void on_usr1(int) { g_usr1_count.fetch_add(1, std::memory_order_relaxed); }
+extern "C" void on_usr1(int) {
+  g_usr1_count.fetch_add(1, std::memory_order_relaxed);
+}
 
 class Usr1Handler {
  public:
@@ -104,10 +106,12 @@ RankGroup::RankGroup(const GroupOptions& options) : options_(options) {
   fork_ranks();
 }
 
-RankGroup::~RankGroup() { shutdown(); }
+RankGroup::~RankGroup() {
+  shutdown();
+}
 
 std::string RankGroup::who(int r) const {
-  return fmt::format("rank {} (device {})", r, options_.device_ids[static_cast<std::size_t>(r)]);
+  return rank_label(options_.device_ids, r);
 }
 
 void RankGroup::fork_rank(int r) {
@@ -159,9 +163,9 @@ void RankGroup::await_ready(const std::vector<int>& starting) {
       const double left = std::chrono::duration<double>(deadline - Clock::now()).count();
       if (left <= 0) {
         kill(rank.pid, SIGKILL);
-        throw RankError(r, RankFailure::Startup,
-                        fmt::format("pld: {} did not start within {} s (startup_timeout)", who(r),
-                                    options_.startup_timeout));
+        throw RankError(
+            r, RankFailure::Startup,
+            fmt::format("pld: {} did not start within {} s (startup_timeout)", who(r), options_.startup_timeout));
       }
       pollfd p{rank.fd, POLLIN, 0};
       poll(&p, 1, static_cast<int>(std::min(left, 0.2) * 1000) + 1);
@@ -318,7 +322,8 @@ void RankGroup::read_replies(int r, const HostSession& session, bool counted) {
     if (static_cast<std::size_t>(n) < sizeof(ReplyHeader)) continue;
     ReplyHeader h;
     std::memcpy(&h, buf.data(), sizeof h);
-    const std::string text(reinterpret_cast<const char*>(buf.data()) + sizeof h, static_cast<std::size_t>(n) - sizeof h);
+    const std::string text(reinterpret_cast<const char*>(buf.data()) + sizeof h,
+                           static_cast<std::size_t>(n) - sizeof h);
     ++rank.done;
     kernel_ns_[static_cast<std::size_t>(r)] += h.kernel_ns;
     const auto index = static_cast<std::int64_t>(h.seq - call_base_);
@@ -368,7 +373,7 @@ void RankGroup::on_death(int r) {
   Rank& rank = ranks_[static_cast<std::size_t>(r)];
   if (!rank.alive) return;
   const bool busy = rank.sent > rank.done || std::any_of(rank.queue.begin(), rank.queue.end(),
-                                                          [](const Outgoing& o) { return o.dispatch >= 0; });
+                                                         [](const Outgoing& o) { return o.dispatch >= 0; });
   const std::int64_t running = rank.in_flight.empty() ? -1 : rank.in_flight.front();
   const std::string how = mark_dead(r);
   if (!busy || aborting_) return;  // idle deaths surface at the next call; during an abort they are expected
@@ -476,7 +481,8 @@ void RankGroup::execute(const HostSession& session) {
     }
     if (!busy) break;
     if (aborting_ && abort_deadline == Clock::time_point{})
-      abort_deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(kAbortGrace));
+      abort_deadline =
+          Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(kAbortGrace));
     if (aborting_ && Clock::now() > abort_deadline) {
       for (Rank& rank : ranks_)
         if (rank.alive && rank.sent > rank.done) kill(rank.pid, SIGKILL);
@@ -529,16 +535,6 @@ void RankGroup::execute(const HostSession& session) {
   throw RankError(f.rank, f.cause, msg);
 }
 
-std::string RankGroup::describe_dispatch(const HostSession& session, std::int64_t index) const {
-  const auto& ds = session.dispatches();
-  if (index < 0 || static_cast<std::size_t>(index) >= ds.size()) return "a dispatch";
-  const DispatchRecord& d = ds[static_cast<std::size_t>(index)];
-  // Number the dispatch among its rank's own, in program order.
-  std::int64_t nth = 0;
-  for (std::int64_t i = 0; i < index; ++i) nth += ds[static_cast<std::size_t>(i)].rank == d.rank;
-  return fmt::format("its dispatch #{} (kernel {})", nth, kernel_name(d.kernel));
-}
-
 std::string RankGroup::hang_report(const HostSession& session, const std::string& title) const {
   std::vector<std::string> who_all;
   std::vector<bool> alive;
@@ -554,8 +550,8 @@ std::string RankGroup::wait_report(const HostSession& session) const {
   std::string out = hang_report(session, fmt::format("Waits at the deadline ({} s; PLD_WAIT_TIMEOUT or "
                                                      "DistributedConfig::wait_timeout changes it):",
                                                      options_.wait_timeout));
-  out += "\nEvery wait needs matching notifies: check that each rank notifies before it waits, and that peers, "
-         "offsets and expected values agree.";
+  out += "\n";
+  out += kWaitTimeoutHint;
   return out;
 }
 
@@ -564,8 +560,7 @@ void RankGroup::device_op(int r, std::vector<std::byte> m, int pass_fd) {
   if (mpi_) return mpi_->device_op(r, m, pass_fd);
 #endif
   Rank& rank = ranks_[static_cast<std::size_t>(r)];
-  if (!rank.alive)
-    throw RankError(r, RankFailure::Exited, fmt::format("pld: {} is no longer running", who(r)));
+  if (!rank.alive) throw RankError(r, RankFailure::Exited, fmt::format("pld: {} is no longer running", who(r)));
   auto lost = [&](const char* when) {
     const std::string how = mark_dead(r);
     const auto cause = how.rfind("was killed", 0) == 0 ? RankFailure::Crashed : RankFailure::Exited;
@@ -598,7 +593,8 @@ void RankGroup::device_op(int r, std::vector<std::byte> m, int pass_fd) {
     std::memcpy(&h, buf.data(), sizeof h);
     if (h.seq != kControlSeq) continue;
     if (h.status == ReplyStatus::Ok) return;
-    throw Error(std::string(reinterpret_cast<const char*>(buf.data()) + sizeof h, static_cast<std::size_t>(n) - sizeof h));
+    throw Error(
+        std::string(reinterpret_cast<const char*>(buf.data()) + sizeof h, static_cast<std::size_t>(n) - sizeof h));
   }
 }
 
@@ -625,7 +621,8 @@ void RankGroup::shutdown() noexcept {
     rank.alive = false;
   }
   using Clock = std::chrono::steady_clock;
-  const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(kShutdownGrace));
+  const auto deadline =
+      Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(kShutdownGrace));
   for (Rank& rank : ranks_) {
     if (rank.pid <= 0) continue;
     int status;

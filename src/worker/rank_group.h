@@ -78,7 +78,7 @@ class RankGroup {
     std::unordered_set<std::uint32_t> blocks;  // shared blocks this process has mapped
     std::deque<Outgoing> queue;
     std::uint64_t sent = 0, done = 0;
-    std::uint64_t packets = 0;  // replies received (compared with Doorbell::replied)
+    std::uint64_t packets = 0;           // replies received (compared with Doorbell::replied)
     std::deque<std::int64_t> in_flight;  // dispatch indices sent and not yet answered, oldest first
   };
   struct Failure {
@@ -106,7 +106,6 @@ class RankGroup {
   /// Every rank's state, wait, expected writers and last operations, the wait-for graph and its
   /// verdict (debug/hang.h), after `title`; writes the graph as DOT and names the file.
   std::string hang_report(const HostSession& session, const std::string& title) const;
-  std::string describe_dispatch(const HostSession& session, std::int64_t index) const;
   std::string reap_status(int r);
   std::string who(int r) const;
 
@@ -117,9 +116,9 @@ class RankGroup {
   std::vector<std::uint64_t> dirty_;  // per rank: heap bytes that may be non-zero
   bool wipe_ = false;                 // zero every dirty byte before the next call (after a loss)
   double last_kernel_s_ = 0;
-  std::uint64_t calls_ = 0;  // calls executed (swimlane trace file names)
+  std::uint64_t calls_ = 0;               // calls executed (swimlane trace file names)
   std::vector<std::uint64_t> kernel_ns_;  // per rank, during the current call
-  std::uint64_t call_base_ = 0;  // sequence number of the current call's first dispatch
+  std::uint64_t call_base_ = 0;           // sequence number of the current call's first dispatch
   bool aborting_ = false;
   Failure failure_;
   bool shut_down_ = false;

@@ -62,12 +62,22 @@ class MpiBackend final : public Backend {
   /// Drives MPI progress once if no other thread is inside MPI.
   void progress() override;
   void acquire() override { sync_local(); }
-  /// Completes a nonblocking collective of pld's communicator, yielding the core while it is in
-  /// flight (Open MPI runs with mpi_yield_when_idle=0, so its blocking calls would busy-poll and
-  /// starve the ranks they wait for when ranks outnumber cores).
-  void complete(MPI_Request& request);
-  /// MPI_Ibarrier + complete().
-  void barrier();
+  /// Runs one nonblocking collective on pld's communicator to completion: `start(comm, &request)`
+  /// (e.g. MPI_Ibcast) is called under the MPI mutex, then the request is tested with yields —
+  /// Open MPI's blocking calls would busy-poll and starve the ranks they wait for when ranks
+  /// outnumber cores. Returns false when `limit` seconds (if > 0) pass first.
+  template <class Start>
+  bool collective(Start&& start, double limit = 0) {
+    MPI_Request request;
+    {
+      std::lock_guard lock(mutex_);
+      start(comm_, &request);
+    }
+    return complete(request, limit);
+  }
+  void barrier() {
+    collective([](MPI_Comm comm, MPI_Request* request) { MPI_Ibarrier(comm, request); });
+  }
   /// Turns a failed MPI call into a pld::Error naming it.
   void check(int rc, const char* what) const;
 
@@ -78,6 +88,7 @@ class MpiBackend final : public Backend {
  private:
   MpiBackend();
   void probe_progress();
+  bool complete(MPI_Request& request, double limit);
   void flush_dirty();
   void fp16_add(int rank, std::uint64_t offset, const void* src, std::size_t count, DType dtype);
 

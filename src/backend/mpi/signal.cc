@@ -142,7 +142,10 @@ WaitStatus MpiBackend::wait(std::uint64_t offset, std::int32_t expected, WaitCmp
   return status;
 }
 
-void MpiBackend::complete(MPI_Request& request) {
+bool MpiBackend::complete(MPI_Request& request, double limit) {
+  using Clock = std::chrono::steady_clock;
+  const auto deadline =
+      Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(limit));
   auto nap = std::chrono::microseconds(5);
   for (int round = 0;; ++round) {
     int done = 0;
@@ -150,23 +153,15 @@ void MpiBackend::complete(MPI_Request& request) {
       std::lock_guard lock(mutex_);
       MPI_Test(&request, &done, MPI_STATUS_IGNORE);
     }
-    if (done) return;
+    if (done) return true;
+    if (limit > 0 && Clock::now() > deadline) return false;
     if (round < 256) {
-      sched_yield();
+      sched_yield();  // the peers usually need the core only briefly
     } else {
       std::this_thread::sleep_for(nap);
       nap = std::min(nap * 2, std::chrono::microseconds(200));
     }
   }
-}
-
-void MpiBackend::barrier() {
-  MPI_Request request;
-  {
-    std::lock_guard lock(mutex_);
-    MPI_Ibarrier(comm_, &request);
-  }
-  complete(request);
 }
 
 void MpiBackend::abort_all() {
