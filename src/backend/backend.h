@@ -3,7 +3,10 @@
 // Everything above it (kernel API validation, collectives, worker) is backend-independent.
 //
 // Offsets are byte offsets into a rank's window heap (the symmetric heap that every comm
-// domain's windows are carved from); ranks are world ranks.
+// domain's windows are carved from); ranks are world ranks. A comm domain reaches its windows
+// through a Backend (DomainState::backend): shm has one for all domains, mpi one per domain
+// (an MPI window on the domain's communicator). The rank runtime needs only the process-wide
+// part, Transport.
 #pragma once
 
 #include "debug/oplog.h"
@@ -28,9 +31,22 @@ struct DebugShared;  // debug/checks.h: shared state of the debug-mode checks
 
 enum class WaitStatus { Ok, Timeout, Aborted };
 
-class Backend {
+/// The process-wide part of a backend: what a poll loop outside Backend::wait needs.
+class Transport {
  public:
-  virtual ~Backend() = default;
+  virtual ~Transport() = default;
+  /// Drives communication progress once (a poll loop outside wait(), e.g. deferred task
+  /// conditions, calls it each round). shm: nothing to do.
+  virtual void progress() {}
+  /// Makes RMA updates of this rank's windows visible to its loads after a poll loop saw a cell
+  /// change (shm: the acquire load already did).
+  virtual void acquire() {}
+  /// The job is aborting (a rank failed), for poll loops outside wait().
+  virtual bool aborting() const { return false; }
+};
+
+class Backend : public Transport {
+ public:
   virtual const char* name() const = 0;
   virtual int world_size() const = 0;
   virtual std::uint64_t heap_bytes() const = 0;
@@ -51,15 +67,6 @@ class Backend {
   /// the last value read.
   virtual WaitStatus wait(std::uint64_t offset, std::int32_t expected, WaitCmp cmp, const WaitSite& site,
                           std::int32_t* seen) = 0;
-
-  /// Drives communication progress once (a poll loop outside wait(), e.g. deferred task
-  /// conditions, calls it each round). shm: nothing to do.
-  virtual void progress() {}
-  /// Makes RMA updates of this rank's heap visible to its loads after a poll loop saw a cell
-  /// change (shm: the acquire load already did).
-  virtual void acquire() {}
-  /// The job is aborting (a rank failed), for poll loops outside wait().
-  virtual bool aborting() const { return false; }
 
   /// Diagnostics (src/debug), set in the rank process: this rank's operation history (read by
   /// the host's hang report) and, in debug mode (PLD_DEBUG), the shared state of the cross-rank

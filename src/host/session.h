@@ -68,6 +68,9 @@ class HostSession {
     layout_ = layout;
     program_ = program;
   }
+  /// Window buffers keep their place (and contents) across calls: a persistent worker's call.
+  bool persistent() const { return layout_ != nullptr; }
+  std::uint64_t worker() const { return worker_; }
   /// Resident tensors passed to dispatches must belong to worker `uid` (0: pld::run, none allowed).
   void set_worker(std::uint64_t uid) { worker_ = uid; }
 

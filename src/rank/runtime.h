@@ -64,10 +64,10 @@ class RankRuntime {
   /// tensors live on).
   static std::unique_ptr<RankRuntime> uninstall();
 
-  RankRuntime(int world_rank, Backend* backend) : world_rank_(world_rank), backend_(backend) {}
+  RankRuntime(int world_rank, Transport* transport) : world_rank_(world_rank), transport_(transport) {}
 
   int world_rank() const { return world_rank_; }
-  Backend& backend() { return *backend_; }
+  Transport& transport() { return *transport_; }
 
   /// Wait deadline (seconds), whether spinning is allowed, and the job's abort flag — for waits
   /// the runtime does itself (deferred task conditions).
@@ -78,7 +78,7 @@ class RankRuntime {
   }
   double wait_timeout() const { return wait_timeout_; }
   bool may_spin() const { return may_spin_; }
-  bool aborting() const { return abort_ ? abort_->load(std::memory_order_acquire) != 0 : backend_->aborting(); }
+  bool aborting() const { return abort_ ? abort_->load(std::memory_order_acquire) != 0 : transport_->aborting(); }
 
   std::byte* block_base(std::uint32_t id);
   void block_attach(std::uint32_t id, int fd, std::uint64_t bytes);
@@ -104,7 +104,7 @@ class RankRuntime {
     bool owned;  // mapped by this process (not inherited from the host at fork)
   };
   int world_rank_;
-  Backend* backend_;
+  Transport* transport_;
   double wait_timeout_ = 300;
   bool may_spin_ = false;
   const std::atomic<std::uint32_t>* abort_ = nullptr;

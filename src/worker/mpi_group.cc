@@ -23,7 +23,9 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstdint>
 #include <cstring>
+#include <map>
 #include <optional>
 #include <thread>
 
@@ -132,7 +134,9 @@ void MpiGroup::check_agreement(const HostSession& session) const {
                       q, session.dispatches().size()));
 }
 
-MpiGroup::~MpiGroup() = default;
+MpiGroup::~MpiGroup() {
+  if (owner_) backend_->release(owner_);  // collective: every process ends the worker
+}
 
 void MpiGroup::device_op(int r, const std::vector<std::byte>& message, int staging_fd) {
   MpiBackend& be = *backend_;
@@ -210,11 +214,35 @@ void MpiGroup::execute(const HostSession& session) {
         fmt::format("pld::run (backend mpi): the call needs {} bytes of window heap per rank, more than "
                     "the {} of PLD_HEAP_BYTES / DistributedConfig::heap_bytes",
                     need, options_.heap_bytes));
-  be.reserve_heap(std::max<std::uint64_t>(need, 1));
 
-  // Windows start zero-filled; each process zeroes its own heap, then nobody writes before all have.
+  // Each used comm domain's window (collective, the same order on every process), then each
+  // process zeroes its own part of the fresh buffers, and nobody writes before all have.
   be.clear_abort();
-  for (const auto& [offset, bytes] : session.zero_regions(me)) std::memset(be.heap_base(me) + offset, 0, bytes);
+  std::vector<MpiWindow*> windows(session.domains().size(), nullptr), active;
+  const auto zero = session.zero_regions(me);
+  std::map<std::vector<int>, int> ordinals;
+  // A persistent worker's windows are its own (kept, freed with it); other calls share theirs.
+  const std::uint64_t owner = session.persistent() ? session.worker() : 0;
+  if (owner) owner_ = owner;
+  for (const DomainRecord& rec : session.domains()) {
+    if (!rec.used) continue;
+    std::uint64_t lo = UINT64_MAX, hi = 0;
+    for (const BufferInfo& b : rec.buffers) {
+      lo = std::min(lo, b.offset);
+      hi = std::max(hi, b.offset + b.bytes);
+    }
+    if (lo > hi) lo = hi = 0;  // no buffers
+    MpiWindow* w = be.window(owner, rec.members, ordinals[rec.members]++, lo, hi);
+    if (!w) continue;
+    windows[rec.id] = w;
+    active.push_back(w);
+    for (const BufferInfo& b : rec.buffers)
+      for (const auto& [offset, bytes] : zero) {
+        const std::uint64_t from = std::max(offset, b.offset), to = std::min(offset + bytes, b.offset + b.bytes);
+        if (from < to) std::memset(w->heap_base(me) + from, 0, to - from);
+      }
+  }
+  be.set_active(std::move(active));
   be.sync_local();
   be.barrier();
 
@@ -236,14 +264,15 @@ void MpiGroup::execute(const HostSession& session) {
       if (defined[id]) continue;
       defined[id] = true;
       const DomainRecord& rec = session.domain(id);
+      MpiWindow* w = windows[id];
       auto st = std::make_unique<DomainState>();
       st->id = rec.id;
       st->rank = rec.local_of[static_cast<std::size_t>(me)];
       st->members = rec.members;
-      for (int w : rec.members) st->windows_in.push_back(be.heap_base(w));
+      for (int r : rec.members) st->windows_in.push_back(w->heap_base(r));
       st->buffers = rec.buffers;
       st->label = rec.label;
-      st->backend = &be;
+      st->backend = w;
       runtime->domain_define(std::move(st));
     }
   }

@@ -53,6 +53,7 @@ class MpiGroup {
   std::uint64_t calls_ = 0;
   double last_kernel_s_ = 0;
   bool merge_ = true;  // PLD_MPI_HOST_SYNC
+  std::uint64_t owner_ = 0;  // the persistent worker whose windows this group keeps, or 0
 };
 
 }  // namespace pld::detail

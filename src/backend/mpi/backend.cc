@@ -1,5 +1,5 @@
-// mpi backend: start-up and teardown. The heap and control windows live in window.cc, notify /
-// wait / progress in signal.cc, put / get / atomic add in rma.cc.
+// mpi backend: start-up and teardown. The comm domains' windows live in window.cc, notify / wait /
+// progress in signal.cc, put / get / atomic add in rma.cc.
 #include "backend/mpi/backend.h"
 #include "backend/launcher.h"
 #include "core/log.h"
@@ -29,7 +29,7 @@ void finalize_at_exit() {
   if (finalized) return;
   if (g_backend) {
     // Windows must be freed before MPI_Finalize; peers do the same, collectively.
-    g_backend->reserve_heap(0);
+    g_backend->release();
   }
   if (g_we_initialised) MPI_Finalize();
 }
@@ -85,7 +85,6 @@ MpiBackend::MpiBackend() {
   MPI_Comm_rank(comm_, &rank_);
   MPI_Comm_size(comm_, &size_);
   log_set_rank(rank_);
-  dirty_.assign(static_cast<std::size_t>(size_), 0);
 
   // The control window.
   void* cbase = nullptr;

@@ -1,9 +1,11 @@
-// mpi backend: every MPI process is one rank. Its window heap is one MPI-3 RMA window on pld's
-// own communicator (MPI_Win_allocate, passive target, locked once), holding the data and the
-// signals of every comm domain at the same offsets as on shm; a small control window holds each
-// rank's abort word and the lock of the fp16/bf16 atomic add. Peers are reached only through
-// MPI_Put / MPI_Get / MPI_Accumulate: heap_base(peer) is nullptr, and the collectives take their
-// RMA path. docs/design/mpi-backend.md explains every choice with the measurements behind it.
+// mpi backend: every MPI process is one rank. Each comm domain has its own MPI-3 RMA window on
+// the domain's communicator (MPI_Win_allocate, passive target, locked once), holding the data and
+// the signals of that domain at the same heap offsets as on shm: MpiWindow, the domain's Backend.
+// MpiBackend is the process's MPI state: pld's communicator, the control window (each rank's
+// abort word and the lock of the fp16/bf16 atomic add), the windows of every domain met so far
+// and the one MPI mutex. Peers are reached only through MPI_Put / MPI_Get / MPI_Accumulate:
+// heap_base(peer) is nullptr, and the collectives take their RMA path.
+// docs/design/mpi-backend.md explains every choice with the measurements behind it.
 #pragma once
 
 #include "backend/backend.h"
@@ -11,23 +13,32 @@
 #include <mpi.h>
 
 #include <cstdint>
+#include <map>
+#include <memory>
 #include <mutex>
 #include <string>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 namespace pld::detail {
 
-class MpiBackend final : public Backend {
+class MpiBackend;
+
+/// One comm domain's window: the heap offsets [lo, lo + bytes) of every member, where the
+/// domain's buffers lie. Ranks in calls are world ranks; the window translates them to ranks of
+/// the domain's communicator.
+class MpiWindow final : public Backend {
  public:
-  /// The process's backend. The first call initialises MPI (unless the program did), creates
-  /// pld's communicator and control window, measures whether passive-target progress works and
-  /// logs the MPI components in use. MPI is finalised at exit.
-  static MpiBackend& instance();
+  MpiWindow(const MpiWindow&) = delete;
+  MpiWindow& operator=(const MpiWindow&) = delete;
 
   const char* name() const override { return "mpi"; }
-  int world_size() const override { return size_; }
-  std::uint64_t heap_bytes() const override { return heap_bytes_; }
-  std::byte* heap_base(int rank) const override { return rank == rank_ ? base_ : nullptr; }
+  int world_size() const override;
+  std::uint64_t heap_bytes() const override { return lo_ + bytes_; }
+  /// This rank's heap as seen through the window: heap_base(me) + offset addresses the byte at
+  /// that heap offset for offsets in [lo, lo + bytes). nullptr for peers.
+  std::byte* heap_base(int rank) const override;
 
   void put(int rank, std::uint64_t offset, const void* src, std::size_t bytes) override;
   void get(void* dst, int rank, std::uint64_t offset, std::size_t bytes) override;
@@ -35,19 +46,64 @@ class MpiBackend final : public Backend {
   void notify(int rank, std::uint64_t offset, std::int32_t value, NotifyOp op) override;
   WaitStatus wait(std::uint64_t offset, std::int32_t expected, WaitCmp cmp, const WaitSite& site,
                   std::int32_t* seen) override;
+  void progress() override;
+  void acquire() override;
+  bool aborting() const override;
 
+  std::uint64_t lo() const { return lo_; }
+  std::uint64_t bytes() const { return bytes_; }
+
+ private:
+  friend class MpiBackend;
+  MpiWindow(MpiBackend& engine, MPI_Comm comm, const std::vector<int>& members);
+  /// Rank of world rank `rank` in the window's group (throws for a non-member: a bug).
+  int target(int rank, std::uint64_t offset, std::size_t bytes) const;
+  void mark_dirty(int target);
+  void fp16_add(int rank, std::uint64_t offset, const void* src, std::size_t count, DType dtype);
+
+  MpiBackend& engine_;
+  MPI_Comm comm_;            // the domain's communicator (owned by MpiBackend)
+  std::vector<int> target_;  // world rank -> rank in comm_, or -1
+  MPI_Win win_ = MPI_WIN_NULL;
+  std::byte* base_ = nullptr;  // local memory of heap offset lo_
+  std::uint64_t lo_ = 0, bytes_ = 0;
+  std::vector<char> dirty_;  // per target: puts/accumulates not yet flushed to it
+  int dirty_count_ = 0;
+};
+
+class MpiBackend final : public Transport {
+ public:
+  /// The process's backend. The first call initialises MPI (unless the program did), creates
+  /// pld's communicator and control window, measures whether passive-target progress works and
+  /// logs the MPI components in use. MPI is finalised at exit.
+  static MpiBackend& instance();
+
+  int world_size() const { return size_; }
   int rank() const { return rank_; }
   MPI_Comm comm() const { return comm_; }
   /// One line: library, ranks and nodes, osc component, thread level, progress.
   const std::string& description() const { return description_; }
 
-  /// Collective: makes the heap window at least `bytes` long (every process passes the same
-  /// value). A bigger window replaces the old one and takes over its contents (persistent
-  /// windows keep their data). 0 frees both windows (at exit).
-  void reserve_heap(std::uint64_t bytes);
+  /// The window of a comm domain (`members`: world ranks, ascending; `ordinal`: how many domains
+  /// with the same members the call created before it) for `owner` (a persistent worker's id, or
+  /// 0 for calls whose windows start zeroed), covering at least heap offsets [lo, hi).
+  /// Collective over every process, in the same order everywhere: the first domain with a member
+  /// list creates its communicator (over all processes), and a window that does not cover the
+  /// range is replaced by one that does (over the members). An owner's window (persistent
+  /// buffers) grows to cover its old range too and takes over its contents at the same offsets.
+  /// Returns nullptr on a process outside the domain.
+  MpiWindow* window(std::uint64_t owner, const std::vector<int>& members, int ordinal, std::uint64_t lo,
+                    std::uint64_t hi);
+  /// The windows of this process in the current call: the ones notify and wait synchronise.
+  void set_active(std::vector<MpiWindow*> windows);
+  /// Frees the windows of `owner` (collective, when a persistent worker ends).
+  void release(std::uint64_t owner);
+  /// Frees every window, the communicators and the control window (collective; at exit).
+  void release();
+
   /// Every put and accumulate of this process is complete at its target.
   void quiet();
-  /// Makes this process's stores into its own heap visible to RMA (and RMA updates to its loads).
+  /// Makes this process's stores into its own windows visible to RMA, and RMA updates to its loads.
   void sync_local();
   void set_wait_policy(double timeout, std::int64_t spin) {
     wait_timeout_ = timeout;
@@ -86,21 +142,26 @@ class MpiBackend final : public Backend {
   std::mutex& mpi_mutex() { return mutex_; }
 
  private:
+  friend class MpiWindow;
   MpiBackend();
   void probe_progress();
   bool complete(MPI_Request& request, double limit);
+  /// Under the mutex: MPI_Win_sync of every active window; then every flush owed.
+  void sync_active();
   void flush_dirty();
-  void fp16_add(int rank, std::uint64_t offset, const void* src, std::size_t count, DType dtype);
+  void allocate(MpiWindow& w, std::uint64_t lo, std::uint64_t bytes, bool keep);
+  void free_window(MpiWindow& w);
 
   mutable std::mutex mutex_;
   MPI_Comm comm_ = MPI_COMM_NULL;
   int rank_ = 0, size_ = 1;
-  MPI_Win heap_ = MPI_WIN_NULL, control_ = MPI_WIN_NULL;
-  std::byte* base_ = nullptr;
+  MPI_Win control_ = MPI_WIN_NULL;
   std::int32_t* control_base_ = nullptr;
-  std::uint64_t heap_bytes_ = 0;
-  std::vector<char> dirty_;  // per rank: puts/accumulates not yet flushed to it
-  int dirty_count_ = 0;
+  std::map<std::vector<int>, MPI_Comm> comms_;  // by member list; MPI_COMM_NULL outside it
+  using WindowKey = std::tuple<std::uint64_t, std::vector<int>, int>;  // owner, members, ordinal
+  std::map<WindowKey, std::unique_ptr<MpiWindow>> windows_;
+  std::vector<MpiWindow*> active_;
+  std::vector<MpiWindow*> dirty_;  // windows with puts not yet flushed
   bool passive_progress_ = false;
   double wait_timeout_ = 300;
   std::int64_t wait_spin_ = 0;

@@ -1,7 +1,7 @@
-// One-sided data movement of the mpi backend. put and get complete locally before they return
-// (the kernel may reuse its buffer at once); a put is complete at its target after the putter's
-// next notify (signal.cc flushes every target it has written since). The calling rank's own heap
-// is plain memory. Atomic add is MPI_Accumulate(MPI_SUM) for the types MPI has; fp16 and bf16
+// One-sided data movement of the mpi backend, through a comm domain's window. put and get
+// complete locally before they return (the kernel may reuse its buffer at once); a put is
+// complete at its target after the putter's next notify (signal.cc flushes every target it has
+// written since, in every window). The calling rank's own window is plain memory. Atomic add is MPI_Accumulate(MPI_SUM) for the types MPI has; fp16 and bf16
 // take the target's lock cell (32-bit compare-and-swap: the 64-bit one crashes Open MPI's
 // osc/rdma) and read, add in fp32 and write back under it.
 #include "backend/mpi/backend.h"
@@ -37,99 +37,105 @@ MPI_Datatype mpi_type(DType dtype) {
 
 }  // namespace
 
-void MpiBackend::put(int rank, std::uint64_t offset, const void* src, std::size_t bytes) {
-  if (bytes == 0) return;
-  if (rank == rank_) return bulk_copy(base_ + offset, static_cast<const std::byte*>(src), bytes);
-  std::lock_guard lock(mutex_);
-  for (std::size_t at = 0; at < bytes; at += kPiece) {
-    const int n = static_cast<int>(std::min(kPiece, bytes - at));
-    check(MPI_Put(static_cast<const std::byte*>(src) + at, n, MPI_BYTE, rank, static_cast<MPI_Aint>(offset + at), n,
-                  MPI_BYTE, heap_),
-          "MPI_Put");
-  }
-  check(MPI_Win_flush_local(rank, heap_), "MPI_Win_flush_local");
-  if (!dirty_[static_cast<std::size_t>(rank)]) {
-    dirty_[static_cast<std::size_t>(rank)] = 1;
-    ++dirty_count_;
-  }
+void MpiWindow::mark_dirty(int t) {
+  if (dirty_[static_cast<std::size_t>(t)]) return;
+  dirty_[static_cast<std::size_t>(t)] = 1;
+  if (dirty_count_++ == 0) engine_.dirty_.push_back(this);
 }
 
-void MpiBackend::get(void* dst, int rank, std::uint64_t offset, std::size_t bytes) {
+void MpiWindow::put(int rank, std::uint64_t offset, const void* src, std::size_t bytes) {
   if (bytes == 0) return;
-  if (rank == rank_) return bulk_copy(static_cast<std::byte*>(dst), base_ + offset, bytes);
-  std::lock_guard lock(mutex_);
+  const int t = target(rank, offset, bytes);
+  if (rank == engine_.rank_) return bulk_copy(heap_base(rank) + offset, static_cast<const std::byte*>(src), bytes);
+  const MPI_Aint disp = static_cast<MPI_Aint>(offset - lo_);
+  std::lock_guard lock(engine_.mutex_);
   for (std::size_t at = 0; at < bytes; at += kPiece) {
     const int n = static_cast<int>(std::min(kPiece, bytes - at));
-    check(MPI_Get(static_cast<std::byte*>(dst) + at, n, MPI_BYTE, rank, static_cast<MPI_Aint>(offset + at), n, MPI_BYTE,
-                  heap_),
-          "MPI_Get");
+    engine_.check(MPI_Put(static_cast<const std::byte*>(src) + at, n, MPI_BYTE, t, disp + static_cast<MPI_Aint>(at), n,
+                          MPI_BYTE, win_),
+                  "MPI_Put");
   }
-  check(MPI_Win_flush_local(rank, heap_), "MPI_Win_flush_local");
+  engine_.check(MPI_Win_flush_local(t, win_), "MPI_Win_flush_local");
+  mark_dirty(t);
 }
 
-void MpiBackend::atomic_add(int rank, std::uint64_t offset, const void* src, std::size_t count, DType dtype) {
+void MpiWindow::get(void* dst, int rank, std::uint64_t offset, std::size_t bytes) {
+  if (bytes == 0) return;
+  const int t = target(rank, offset, bytes);
+  if (rank == engine_.rank_) return bulk_copy(static_cast<std::byte*>(dst), heap_base(rank) + offset, bytes);
+  const MPI_Aint disp = static_cast<MPI_Aint>(offset - lo_);
+  std::lock_guard lock(engine_.mutex_);
+  for (std::size_t at = 0; at < bytes; at += kPiece) {
+    const int n = static_cast<int>(std::min(kPiece, bytes - at));
+    engine_.check(MPI_Get(static_cast<std::byte*>(dst) + at, n, MPI_BYTE, t, disp + static_cast<MPI_Aint>(at), n,
+                          MPI_BYTE, win_),
+                  "MPI_Get");
+  }
+  engine_.check(MPI_Win_flush_local(t, win_), "MPI_Win_flush_local");
+}
+
+void MpiWindow::atomic_add(int rank, std::uint64_t offset, const void* src, std::size_t count, DType dtype) {
   if (count == 0) return;
   const MPI_Datatype type = mpi_type(dtype);
   if (type == MPI_DATATYPE_NULL) return fp16_add(rank, offset, src, count, dtype);
   const std::size_t esz = dtype_size(dtype), per = kPiece / esz;
-  std::lock_guard lock(mutex_);
+  const int t = target(rank, offset, count * esz);
+  const MPI_Aint disp = static_cast<MPI_Aint>(offset - lo_);
+  std::lock_guard lock(engine_.mutex_);
   for (std::size_t at = 0; at < count; at += per) {
     const int n = static_cast<int>(std::min(per, count - at));
-    check(MPI_Accumulate(static_cast<const std::byte*>(src) + at * esz, n, type, rank,
-                         static_cast<MPI_Aint>(offset + at * esz), n, type, MPI_SUM, heap_),
-          "MPI_Accumulate");
+    engine_.check(MPI_Accumulate(static_cast<const std::byte*>(src) + at * esz, n, type, t,
+                                 disp + static_cast<MPI_Aint>(at * esz), n, type, MPI_SUM, win_),
+                  "MPI_Accumulate");
   }
-  check(MPI_Win_flush_local(rank, heap_), "MPI_Win_flush_local");
-  if (!dirty_[static_cast<std::size_t>(rank)]) {
-    dirty_[static_cast<std::size_t>(rank)] = 1;
-    ++dirty_count_;
-  }
+  engine_.check(MPI_Win_flush_local(t, win_), "MPI_Win_flush_local");
+  mark_dirty(t);
 }
 
 // fp16 / bf16: no MPI type, and a user-defined MPI_Op is not allowed in MPI_Accumulate. Lock the
 // target (int32 compare-and-swap 0 -> my rank + 1 on its control cell), get, add, put, flush,
 // unlock. Chunks of 64 Ki elements keep lock holds short. The lock also covers adds to my own heap.
-void MpiBackend::fp16_add(int rank, std::uint64_t offset, const void* src, std::size_t count, DType dtype) {
+void MpiWindow::fp16_add(int rank, std::uint64_t offset, const void* src, std::size_t count, DType dtype) {
   constexpr std::size_t kChunk = 64 * 1024;
   const std::size_t esz = dtype_size(dtype);
+  const int t = target(rank, offset, count * esz);
+  MpiBackend& e = engine_;
   std::vector<std::byte> cur(std::min(count, kChunk) * esz);
   for (std::size_t at = 0; at < count; at += kChunk) {
     const std::size_t n = std::min(kChunk, count - at), bytes = n * esz;
-    const std::int32_t mine = rank_ + 1, zero = 0;
+    const std::int32_t mine = e.rank_ + 1, zero = 0;
     for (int tries = 0;; ++tries) {
       std::int32_t old = -1;
       {
-        std::lock_guard lock(mutex_);
-        check(
-            MPI_Compare_and_swap(&mine, &zero, &old, MPI_INT32_T, rank, static_cast<MPI_Aint>(kControlLock), control_),
-            "MPI_Compare_and_swap (fp16/bf16 lock)");
-        check(MPI_Win_flush(rank, control_), "MPI_Win_flush");
+        std::lock_guard lock(e.mutex_);
+        e.check(MPI_Compare_and_swap(&mine, &zero, &old, MPI_INT32_T, rank, static_cast<MPI_Aint>(kControlLock),
+                                     e.control_),
+                "MPI_Compare_and_swap (fp16/bf16 lock)");
+        e.check(MPI_Win_flush(rank, e.control_), "MPI_Win_flush");
       }
       if (old == 0) break;
-      if (aborting()) throw Error("pld: atomic add released because another rank failed");
+      if (e.aborting()) throw Error("pld: atomic add released because another rank failed");
       // Keep serving the peers' RMA while waiting (over TCP the holder's get/put to this rank
       // completes only when this rank drives progress).
-      progress();
+      e.progress();
       std::this_thread::yield();
     }
     {
-      std::lock_guard lock(mutex_);
-      const MPI_Aint disp = static_cast<MPI_Aint>(offset + at * esz);
-      check(
-          MPI_Get(cur.data(), static_cast<int>(bytes), MPI_BYTE, rank, disp, static_cast<int>(bytes), MPI_BYTE, heap_),
-          "MPI_Get");
-      check(MPI_Win_flush(rank, heap_), "MPI_Win_flush");
+      std::lock_guard lock(e.mutex_);
+      const MPI_Aint disp = static_cast<MPI_Aint>(offset - lo_ + at * esz);
+      e.check(MPI_Get(cur.data(), static_cast<int>(bytes), MPI_BYTE, t, disp, static_cast<int>(bytes), MPI_BYTE, win_),
+              "MPI_Get");
+      e.check(MPI_Win_flush(t, win_), "MPI_Win_flush");
       const void* srcs[2] = {cur.data(), static_cast<const std::byte*>(src) + at * esz};
       reduce(cur.data(), srcs, 2, n, dtype, ReduceOp::Sum);
-      check(
-          MPI_Put(cur.data(), static_cast<int>(bytes), MPI_BYTE, rank, disp, static_cast<int>(bytes), MPI_BYTE, heap_),
-          "MPI_Put");
-      check(MPI_Win_flush(rank, heap_), "MPI_Win_flush");
+      e.check(MPI_Put(cur.data(), static_cast<int>(bytes), MPI_BYTE, t, disp, static_cast<int>(bytes), MPI_BYTE, win_),
+              "MPI_Put");
+      e.check(MPI_Win_flush(t, win_), "MPI_Win_flush");
       std::int32_t ignored = 0;
-      check(MPI_Fetch_and_op(&zero, &ignored, MPI_INT32_T, rank, static_cast<MPI_Aint>(kControlLock), MPI_REPLACE,
-                             control_),
-            "MPI_Fetch_and_op (fp16/bf16 unlock)");
-      check(MPI_Win_flush(rank, control_), "MPI_Win_flush");
+      e.check(MPI_Fetch_and_op(&zero, &ignored, MPI_INT32_T, rank, static_cast<MPI_Aint>(kControlLock), MPI_REPLACE,
+                               e.control_),
+              "MPI_Fetch_and_op (fp16/bf16 unlock)");
+      e.check(MPI_Win_flush(rank, e.control_), "MPI_Win_flush");
     }
   }
 }

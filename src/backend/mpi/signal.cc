@@ -2,11 +2,13 @@
 //   notify = release, then one MPI_Accumulate on the int32 cell (REPLACE for Set, SUM for
 //            AtomicAdd — every update of a cell goes through the same accumulate family, so Set
 //            and AtomicAdd are atomic with each other, also when a rank notifies itself), then
-//            a flush so that the signal is out. Release = MPI_Win_sync (my stores into my own
-//            heap) + a flush of every target written since the last notify.
+//            a flush so that the signal is out. Release = MPI_Win_sync of every window of the
+//            call (my stores into my own windows) + a flush of every target written since the
+//            last notify, in every window: data and signal may live in different domains.
 //   wait   = poll the cell in my own heap; drive MPI progress between polls (osc/ucx and pt2pt
 //            deliver nothing otherwise); back off from spinning to yielding to short sleeps (a
-//            remote accumulate cannot wake a futex); then MPI_Win_sync (acquire).
+//            remote accumulate cannot wake a futex); then MPI_Win_sync of every window of the call
+//            (acquire).
 #include "backend/mpi/backend.h"
 
 #include <sched.h>
@@ -54,32 +56,37 @@ void install_termination_report() {
 }
 
 void MpiBackend::flush_dirty() {
-  if (dirty_count_ == 0) return;
-  if (dirty_count_ > size_ / 2) {
-    check(MPI_Win_flush_all(heap_), "MPI_Win_flush_all");
-  } else {
-    for (int p = 0; p < size_; ++p)
-      if (dirty_[static_cast<std::size_t>(p)]) check(MPI_Win_flush(p, heap_), "MPI_Win_flush");
+  for (MpiWindow* w : dirty_) {
+    if (w->dirty_count_ > static_cast<int>(w->dirty_.size()) / 2) {
+      check(MPI_Win_flush_all(w->win_), "MPI_Win_flush_all");
+    } else {
+      for (std::size_t t = 0; t < w->dirty_.size(); ++t)
+        if (w->dirty_[t]) check(MPI_Win_flush(static_cast<int>(t), w->win_), "MPI_Win_flush");
+    }
+    std::fill(w->dirty_.begin(), w->dirty_.end(), 0);
+    w->dirty_count_ = 0;
   }
-  std::fill(dirty_.begin(), dirty_.end(), 0);
-  dirty_count_ = 0;
+  dirty_.clear();
+}
+
+void MpiBackend::sync_active() {
+  for (MpiWindow* w : active_) MPI_Win_sync(w->win_);
+  flush_dirty();
 }
 
 void MpiBackend::quiet() {
   std::lock_guard lock(mutex_);
-  if (heap_ == MPI_WIN_NULL) return;
-  MPI_Win_sync(heap_);
-  flush_dirty();
+  sync_active();
 }
 
-void MpiBackend::notify(int rank, std::uint64_t offset, std::int32_t value, NotifyOp op) {
-  std::lock_guard lock(mutex_);
-  MPI_Win_sync(heap_);
-  flush_dirty();
-  check(MPI_Accumulate(&value, 1, MPI_INT32_T, rank, static_cast<MPI_Aint>(offset), 1, MPI_INT32_T,
-                       op == NotifyOp::Set ? MPI_REPLACE : MPI_SUM, heap_),
-        "MPI_Accumulate (notify)");
-  check(MPI_Win_flush(rank, heap_), "MPI_Win_flush (notify)");
+void MpiWindow::notify(int rank, std::uint64_t offset, std::int32_t value, NotifyOp op) {
+  const int t = target(rank, offset, sizeof value);
+  std::lock_guard lock(engine_.mutex_);
+  engine_.sync_active();
+  engine_.check(MPI_Accumulate(&value, 1, MPI_INT32_T, t, static_cast<MPI_Aint>(offset - lo_), 1, MPI_INT32_T,
+                               op == NotifyOp::Set ? MPI_REPLACE : MPI_SUM, win_),
+                "MPI_Accumulate (notify)");
+  engine_.check(MPI_Win_flush(t, win_), "MPI_Win_flush (notify)");
 }
 
 void MpiBackend::progress() {
@@ -89,17 +96,19 @@ void MpiBackend::progress() {
   MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, comm_, &flag, MPI_STATUS_IGNORE);
 }
 
-WaitStatus MpiBackend::wait(std::uint64_t offset, std::int32_t expected, WaitCmp cmp, const WaitSite& site,
-                            std::int32_t* seen) {
-  std::atomic_ref<std::int32_t> cell(*reinterpret_cast<std::int32_t*>(base_ + offset));
+WaitStatus MpiWindow::wait(std::uint64_t offset, std::int32_t expected, WaitCmp cmp, const WaitSite& site,
+                           std::int32_t* seen) {
+  target(engine_.rank_, offset, sizeof(std::int32_t));
+  std::atomic_ref<std::int32_t> cell(*reinterpret_cast<std::int32_t*>(heap_base(engine_.rank_) + offset));
+  const MpiBackend& e = engine_;
   using Clock = std::chrono::steady_clock;
   Clock::time_point start{}, deadline{};
   auto nap = std::chrono::microseconds(10);
   WaitStatus status = WaitStatus::Ok;
   std::int32_t v = cell.load(std::memory_order_acquire);
   for (std::int64_t round = 0; !satisfied(v, expected, cmp); ++round) {
-    if (!passive_progress_ || round % 64 == 63) progress();
-    if (round >= wait_spin_) {
+    if (!e.passive_progress_ || round % 64 == 63) progress();
+    if (round >= e.wait_spin_) {
       // Past the spin phase: yield for up to kYieldBudget, then sleep in growing naps (a remote
       // accumulate cannot wake a futex). Checks of the clock, the deadline and the abort word
       // happen here only.
@@ -111,10 +120,10 @@ WaitStatus MpiBackend::wait(std::uint64_t offset, std::int32_t expected, WaitCmp
             std::snprintf(g_wait_line, sizeof g_wait_line,
                           "pld: rank %d was ended by the launcher while waiting%s%s on the signal cell at heap "
                           "offset %llu for %s %d (it held %d)\n",
-                          rank_, site.what ? " in " : "", site.what ? site.what : "",
+                          e.rank_, site.what ? " in " : "", site.what ? site.what : "",
                           static_cast<unsigned long long>(offset), cmp == WaitCmp::Eq ? "==" : ">=", expected, v);
         g_wait_len.store(std::min<int>(n, sizeof g_wait_line - 1), std::memory_order_release);
-        deadline = now + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(wait_timeout_));
+        deadline = now + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(e.wait_timeout_));
       }
       if (aborting()) {
         status = WaitStatus::Aborted;
@@ -128,17 +137,14 @@ WaitStatus MpiBackend::wait(std::uint64_t offset, std::int32_t expected, WaitCmp
         sched_yield();
       } else {
         std::this_thread::sleep_for(nap);
-        nap = std::min(nap * 2, std::chrono::microseconds(passive_progress_ ? 1000 : 100));
+        nap = std::min(nap * 2, std::chrono::microseconds(e.passive_progress_ ? 1000 : 100));
       }
     }
     v = cell.load(std::memory_order_acquire);
   }
   *seen = v;
   if (start != Clock::time_point{} && status != WaitStatus::Timeout) g_wait_len.store(0, std::memory_order_release);
-  {
-    std::lock_guard lock(mutex_);
-    MPI_Win_sync(heap_);
-  }
+  engine_.sync_local();
   return status;
 }
 

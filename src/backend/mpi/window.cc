@@ -1,13 +1,16 @@
-// Windows of the mpi backend. The heap window is sized to what the calls need (osc/rdma commits
-// the whole window in /dev/shm at allocation: 1.2 s for 256 MiB x 4 ranks, design §3) and
-// replaced by a bigger one when a call needs more; the old contents (persistent buffers) are
-// carried over with a local copy on every process.
+// Windows of the mpi backend: one MPI window per comm domain, on the domain's communicator. A
+// domain's window covers the heap offsets of its buffers (not the whole heap: osc/rdma commits a
+// window's memory in /dev/shm when it is created, 1.2 s for 256 MiB x 4 ranks, design §3). It is
+// kept for the process's life under (member list, ordinal) and replaced by a bigger one when a
+// call needs offsets it does not cover; the old contents (persistent buffers) are carried over
+// with a local copy on every member.
 #include "backend/mpi/backend.h"
 #include "core/log.h"
 
 #include <pld/error.hpp>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cstring>
@@ -15,55 +18,168 @@
 
 namespace pld::detail {
 
-void MpiBackend::reserve_heap(std::uint64_t bytes) {
-  std::unique_lock lock(mutex_);
-  if (bytes == 0) {  // at exit: free both windows (collective)
-    if (heap_ != MPI_WIN_NULL) {
-      MPI_Win_unlock_all(heap_);
-      MPI_Win_free(&heap_);
+namespace {
+
+constexpr std::uint64_t kMinWindowBytes = 64 * 1024;
+constexpr std::uint64_t kWindowGrain = 4096;  // window ranges start on a page of heap offsets
+
+}  // namespace
+
+MpiWindow::MpiWindow(MpiBackend& engine, MPI_Comm comm, const std::vector<int>& members)
+    : engine_(engine), comm_(comm), target_(static_cast<std::size_t>(engine.world_size()), -1) {
+  for (std::size_t i = 0; i < members.size(); ++i) target_[static_cast<std::size_t>(members[i])] = static_cast<int>(i);
+  dirty_.assign(members.size(), 0);
+}
+
+int MpiWindow::world_size() const {
+  return engine_.world_size();
+}
+
+std::byte* MpiWindow::heap_base(int rank) const {
+  if (rank != engine_.rank()) return nullptr;
+  // base_ holds heap offset lo_; offsets below lo_ are never formed (they are not the domain's).
+  return reinterpret_cast<std::byte*>(reinterpret_cast<std::uintptr_t>(base_) - lo_);
+}
+
+int MpiWindow::target(int rank, std::uint64_t offset, std::size_t bytes) const {
+  const int t = rank >= 0 && rank < static_cast<int>(target_.size()) ? target_[static_cast<std::size_t>(rank)] : -1;
+  if (t < 0 || offset < lo_ || offset + bytes > lo_ + bytes_)
+    throw Error(
+        fmt::format("pld internal: rank {} heap offset {} (+{} bytes) is outside comm domain window [{}, {}) "
+                    "of its members",
+                    rank, offset, bytes, lo_, lo_ + bytes_));
+  return t;
+}
+
+void MpiWindow::progress() {
+  engine_.progress();
+}
+
+void MpiWindow::acquire() {
+  engine_.sync_local();
+}
+
+bool MpiWindow::aborting() const {
+  return engine_.aborting();
+}
+
+MpiWindow* MpiBackend::window(std::uint64_t owner, const std::vector<int>& members, int ordinal, std::uint64_t lo,
+                              std::uint64_t hi) {
+  auto comm_it = comms_.find(members);
+  if (comm_it == comms_.end()) {  // collective over all processes: every one meets every domain
+    const bool member = std::binary_search(members.begin(), members.end(), rank_);
+    MPI_Comm comm = MPI_COMM_NULL;
+    {
+      std::lock_guard lock(mutex_);
+      check(MPI_Comm_split(comm_, member ? 0 : MPI_UNDEFINED, rank_, &comm), "MPI_Comm_split (comm domain)");
     }
-    if (control_ != MPI_WIN_NULL) {
-      MPI_Win_unlock_all(control_);
-      MPI_Win_free(&control_);
-    }
-    base_ = nullptr;
-    heap_bytes_ = 0;
-    return;
+    if (comm != MPI_COMM_NULL) MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
+    comm_it = comms_.emplace(members, comm).first;
   }
-  if (bytes <= heap_bytes_) return;
-  std::uint64_t size = 1u << 20;
-  while (size < bytes) size *= 2;
+  if (comm_it->second == MPI_COMM_NULL) return nullptr;
+
+  auto& slot = windows_[{owner, members, ordinal}];
+  if (!slot) slot.reset(new MpiWindow(*this, comm_it->second, members));
+  MpiWindow& w = *slot;
+  if (w.win_ != MPI_WIN_NULL && lo >= w.lo_ && hi <= w.lo_ + w.bytes_) return &w;
+  // Every member takes the same decision. Kept windows grow to cover the old range too; a
+  // window without contents to keep that is big enough just moves to the new range.
+  std::uint64_t new_lo = lo / kWindowGrain * kWindowGrain, new_hi = std::max(hi, lo + 1);
+  const bool keep = owner != 0 && w.win_ != MPI_WIN_NULL;
+  if (!keep && w.win_ != MPI_WIN_NULL && new_hi - new_lo <= w.bytes_) {
+    w.lo_ = new_lo;
+    return &w;
+  }
+  if (keep) {
+    new_lo = std::min(new_lo, w.lo_);
+    new_hi = std::max(new_hi, w.lo_ + w.bytes_);
+  }
+  std::uint64_t size = kMinWindowBytes;
+  while (size < new_hi - new_lo) size *= 2;
+  allocate(w, new_lo, size, keep);
+  log(LogLevel::Debug, LogSys::Init, "window of comm domain {{{}}} #{}{}: heap offsets [{}, {})",
+      fmt::join(members, ", "), ordinal, owner ? fmt::format(" of worker {}", owner) : "", new_lo, new_lo + size);
+  return &w;
+}
+
+void MpiBackend::allocate(MpiWindow& w, std::uint64_t lo, std::uint64_t bytes, bool keep) {
+  std::unique_lock lock(mutex_);
   std::vector<std::byte> kept;
-  if (heap_ != MPI_WIN_NULL) {
-    MPI_Win_sync(heap_);
-    kept.assign(base_, base_ + heap_bytes_);
-    MPI_Win_unlock_all(heap_);
-    MPI_Win_free(&heap_);
-    base_ = nullptr;
-    heap_bytes_ = 0;
+  const std::uint64_t old_lo = w.lo_;
+  if (w.win_ != MPI_WIN_NULL) {
+    MPI_Win_sync(w.win_);
+    if (keep) kept.assign(w.base_, w.base_ + w.bytes_);
+    MPI_Win_unlock_all(w.win_);
+    MPI_Win_free(&w.win_);
+    w.base_ = nullptr;
+    w.bytes_ = 0;
   }
   MPI_Info info;
   MPI_Info_create(&info);
   MPI_Info_set(info, "same_size", "true");
   MPI_Info_set(info, "same_disp_unit", "true");
   void* base = nullptr;
-  const int rc = MPI_Win_allocate(static_cast<MPI_Aint>(size), 1, info, comm_, &base, &heap_);
+  const int rc = MPI_Win_allocate(static_cast<MPI_Aint>(bytes), 1, info, w.comm_, &base, &w.win_);
   MPI_Info_free(&info);
-  check(rc, "MPI_Win_allocate (window heap)");
-  MPI_Win_set_errhandler(heap_, MPI_ERRORS_RETURN);
-  base_ = static_cast<std::byte*>(base);
-  heap_bytes_ = size;
-  if (!kept.empty()) std::memcpy(base_, kept.data(), kept.size());
-  check(MPI_Win_lock_all(MPI_MODE_NOCHECK, heap_), "MPI_Win_lock_all (window heap)");
-  MPI_Win_sync(heap_);
+  check(rc, "MPI_Win_allocate (comm domain window)");
+  MPI_Win_set_errhandler(w.win_, MPI_ERRORS_RETURN);
+  w.base_ = static_cast<std::byte*>(base);
+  w.lo_ = lo;
+  w.bytes_ = bytes;
+  if (!kept.empty()) std::memcpy(w.base_ + (old_lo - lo), kept.data(), kept.size());
+  check(MPI_Win_lock_all(MPI_MODE_NOCHECK, w.win_), "MPI_Win_lock_all (comm domain window)");
+  MPI_Win_sync(w.win_);
+  // Nobody reaches the new window before every member has it (and has carried its contents).
+  MPI_Request request;
+  MPI_Ibarrier(w.comm_, &request);
   lock.unlock();
-  barrier();
-  log(LogLevel::Debug, LogSys::Init, "window heap: {} bytes", size);
+  complete(request, 0);
+}
+
+void MpiBackend::set_active(std::vector<MpiWindow*> windows) {
+  std::lock_guard lock(mutex_);
+  active_ = std::move(windows);
+}
+
+void MpiBackend::free_window(MpiWindow& w) {
+  if (w.win_ == MPI_WIN_NULL) return;
+  MPI_Win_unlock_all(w.win_);
+  MPI_Win_free(&w.win_);
+}
+
+void MpiBackend::release(std::uint64_t owner) {
+  std::lock_guard lock(mutex_);
+  // The same order on every process (std::map), so the collective frees cannot cross.
+  for (auto it = windows_.begin(); it != windows_.end();) {
+    if (std::get<0>(it->first) != owner) {
+      ++it;
+      continue;
+    }
+    free_window(*it->second);
+    std::erase(active_, it->second.get());
+    std::erase(dirty_, it->second.get());
+    it = windows_.erase(it);
+  }
+}
+
+void MpiBackend::release() {
+  std::lock_guard lock(mutex_);
+  for (auto& [key, w] : windows_) free_window(*w);
+  windows_.clear();
+  active_.clear();
+  dirty_.clear();
+  for (auto& [members, comm] : comms_)
+    if (comm != MPI_COMM_NULL) MPI_Comm_free(&comm);
+  comms_.clear();
+  if (control_ != MPI_WIN_NULL) {
+    MPI_Win_unlock_all(control_);
+    MPI_Win_free(&control_);
+  }
 }
 
 void MpiBackend::sync_local() {
   std::lock_guard lock(mutex_);
-  if (heap_ != MPI_WIN_NULL) MPI_Win_sync(heap_);
+  for (MpiWindow* w : active_) MPI_Win_sync(w->win_);
 }
 
 }  // namespace pld::detail
