@@ -89,6 +89,11 @@ struct alignas(64) OpRing {
     head.store(n + 1, std::memory_order_release);
   }
 
+  /// Forgets every record (a process that is a rank for many calls: mpi backend).
+  void clear() noexcept {
+    for (Slot& s : slots) s.w[0].store(0, std::memory_order_relaxed);
+    head.store(0, std::memory_order_release);
+  }
   /// Copies the ring's records, oldest first, into out[0..return).
   int read(OpRecord* out) const noexcept {
     const std::uint64_t h = head.load(std::memory_order_acquire);

@@ -5,6 +5,7 @@
 #include "core/log.h"
 #include "core/settings.h"
 #include "debug/checks.h"
+#include "debug/hang.h"
 #include "rank/dispatch.h"
 #include "rank/runtime.h"
 #include "trace/trace.h"
@@ -22,12 +23,13 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
-#include <cstdio>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <map>
 #include <optional>
 #include <thread>
+#include <type_traits>
 
 namespace pld::detail {
 
@@ -203,6 +205,55 @@ MpiGroup::Failure MpiGroup::agree(const Failure& mine) const {
   return f;
 }
 
+std::string MpiGroup::wait_report(const HostSession& session) const {
+  MpiBackend& be = *backend_;
+  struct Wire {
+    MpiWaitRecord wait;
+    std::int32_t history = 0;
+    OpRecord records[kOpHistory];
+  };
+  static_assert(std::is_trivially_copyable_v<Wire>);
+  Wire mine;
+  mine.wait = be.ended_wait();
+  mine.history = be.history().read(mine.records);
+  const int n = be.world_size();
+  std::vector<Wire> all(static_cast<std::size_t>(n));
+  be.collective([&](MPI_Comm comm, MPI_Request* req) {
+    MPI_Iallgather(&mine, sizeof(Wire), MPI_BYTE, all.data(), sizeof(Wire), MPI_BYTE, comm, req);
+  });
+  std::vector<RankSnapshot> ranks(static_cast<std::size_t>(n));
+  for (int r = 0; r < n; ++r) {
+    const Wire& w = all[static_cast<std::size_t>(r)];
+    RankSnapshot& s = ranks[static_cast<std::size_t>(r)];
+    s.who = rank_label(options_.device_ids, r);
+    s.history.assign(w.records, w.records + std::clamp(w.history, 0, kOpHistory));
+    if (!w.wait.valid) continue;  // finished its dispatches, or failed outside a wait: idle now
+    s.state = RankSnapshot::State::Waiting;
+    s.domain = w.wait.domain;
+    s.buffer = w.wait.buffer;
+    s.offsets = w.wait.offsets;
+    s.cmp = w.wait.cmp;
+    s.expected = w.wait.expected;
+    s.value = w.wait.value;
+    s.offset = w.wait.offset;
+    s.writer = w.wait.writer;
+    s.what.assign(w.wait.what, strnlen(w.wait.what, sizeof w.wait.what));
+  }
+  const HangReport rep = hang_analyse(ranks, session);
+  // Process 0 writes the DOT file; every process names it.
+  std::string path = be.rank() == 0 ? hang_write_dot(rep.dot) : std::string();
+  long long len = static_cast<long long>(path.size());
+  be.collective([&](MPI_Comm comm, MPI_Request* req) { MPI_Ibcast(&len, 1, MPI_LONG_LONG, 0, comm, req); });
+  path.resize(static_cast<std::size_t>(len));
+  be.collective(
+      [&](MPI_Comm comm, MPI_Request* req) { MPI_Ibcast(path.data(), static_cast<int>(len), MPI_CHAR, 0, comm, req); });
+  return fmt::format(
+             "Waits at the deadline ({} s; PLD_WAIT_TIMEOUT or DistributedConfig::wait_timeout changes it; "
+             "under mpi, the wait the deadline or the abort ended on each rank):",
+             options_.wait_timeout) +
+         rep.text + "\nWait-for graph in DOT: " + path;
+}
+
 void MpiGroup::execute(const HostSession& session) {
   MpiBackend& be = *backend_;
   const int me = be.rank();
@@ -359,7 +410,7 @@ void MpiGroup::execute(const HostSession& session) {
       fmt::format("{} failed ({})", rank_label(options_.device_ids, agreed.rank), to_string(agreed.cause));
   if (agreed.dispatch >= 0) msg += " in " + describe_dispatch(session, agreed.dispatch);
   msg += ": " + agreed.text;
-  if (agreed.cause == RankFailure::WaitTimeout) msg += std::string("\n") + kWaitTimeoutHint;
+  if (agreed.cause == RankFailure::WaitTimeout) msg += "\n" + wait_report(session) + "\n" + kWaitTimeoutHint;
   log(LogLevel::Info, "{}", msg);
   throw RankError(agreed.rank, agreed.cause, msg);
 }

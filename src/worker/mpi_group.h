@@ -45,6 +45,9 @@ class MpiGroup {
   void check_agreement(const HostSession& session) const;
   /// Collective: the call's first failure (a real one before a released wait) on every process.
   Failure agree(const Failure& mine) const;
+  /// Collective, after a wait deadline: every rank's ended wait and last operations, analysed as
+  /// on shm (debug/hang.h): per-rank lines, expected writers, wait-for graph, verdict, DOT file.
+  std::string wait_report(const HostSession& session) const;
 
   GroupOptions options_;
   MpiBackend* backend_;
@@ -52,7 +55,7 @@ class MpiGroup {
   std::vector<std::uint64_t> sent_;       // per rank: dispatches of earlier calls (swimlane directories)
   std::uint64_t calls_ = 0;
   double last_kernel_s_ = 0;
-  bool merge_ = true;  // PLD_MPI_HOST_SYNC
+  bool merge_ = true;        // PLD_MPI_HOST_SYNC
   std::uint64_t owner_ = 0;  // the persistent worker whose windows this group keeps, or 0
 };
 

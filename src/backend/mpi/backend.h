@@ -25,6 +25,20 @@ namespace pld::detail {
 
 class MpiBackend;
 
+/// The wait a rank was in when the call's first wait deadline or abort ended it, for the
+/// wait-for report at a deadline (the shm host reads every rank's live wait from its control
+/// block instead; under mpi each process keeps its own and the report gathers them).
+struct MpiWaitRecord {
+  bool valid = false;
+  std::uint32_t domain = 0, buffer = 0;
+  Dims offsets;
+  WaitCmp cmp = WaitCmp::Ge;
+  std::int32_t expected = 0, value = 0;
+  std::uint64_t offset = 0;
+  int writer = -1;
+  char what[32] = {};  // the collective waiting, or empty
+};
+
 /// One comm domain's window: the heap offsets [lo, lo + bytes) of every member, where the
 /// domain's buffers lie. Ranks in calls are world ranks; the window translates them to ranks of
 /// the domain's communicator.
@@ -112,8 +126,13 @@ class MpiBackend final : public Transport {
   double wait_timeout() const { return wait_timeout_; }
   /// Releases every wait of every rank (theirs return Aborted): sets each rank's abort word.
   void abort_all();
-  /// Clears this rank's abort word (start of a call, before the call's first barrier).
+  /// Clears this rank's abort word, its ended wait and its operation history (start of a call,
+  /// before its first barrier).
   void clear_abort();
+  /// The wait the call's deadline or abort ended on this rank (valid = false: none).
+  MpiWaitRecord ended_wait() const;
+  /// This rank's operation history (every window records into it).
+  const OpRing& history() const { return history_; }
   bool aborting() const override;
   /// Drives MPI progress once if no other thread is inside MPI.
   void progress() override;
@@ -157,7 +176,7 @@ class MpiBackend final : public Transport {
   int rank_ = 0, size_ = 1;
   MPI_Win control_ = MPI_WIN_NULL;
   std::int32_t* control_base_ = nullptr;
-  std::map<std::vector<int>, MPI_Comm> comms_;  // by member list; MPI_COMM_NULL outside it
+  std::map<std::vector<int>, MPI_Comm> comms_;                         // by member list; MPI_COMM_NULL outside it
   using WindowKey = std::tuple<std::uint64_t, std::vector<int>, int>;  // owner, members, ordinal
   std::map<WindowKey, std::unique_ptr<MpiWindow>> windows_;
   std::vector<MpiWindow*> active_;
@@ -167,6 +186,8 @@ class MpiBackend final : public Transport {
   std::int64_t wait_spin_ = 0;
   std::string osc_;
   std::string description_;
+  MpiWaitRecord ended_wait_;  // guarded by mutex_
+  OpRing history_;
 };
 
 /// Installs the SIGTERM handler that says what this rank was waiting on when mpirun ended the job.

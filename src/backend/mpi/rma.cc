@@ -1,9 +1,10 @@
 // One-sided data movement of the mpi backend, through a comm domain's window. put and get
 // complete locally before they return (the kernel may reuse its buffer at once); a put is
 // complete at its target after the putter's next notify (signal.cc flushes every target it has
-// written since, in every window). The calling rank's own window is plain memory. Atomic add is MPI_Accumulate(MPI_SUM) for the types MPI has; fp16 and bf16
-// take the target's lock cell (32-bit compare-and-swap: the 64-bit one crashes Open MPI's
-// osc/rdma) and read, add in fp32 and write back under it.
+// written since, in every window). The calling rank's own window is plain memory. Atomic add is
+// MPI_Accumulate(MPI_SUM) for the types MPI has; fp16 and bf16 take the target's lock cell
+// (32-bit compare-and-swap: the 64-bit one crashes Open MPI's osc/rdma) and read, add in fp32
+// and write back under it.
 #include "backend/mpi/backend.h"
 #include "core/copy.h"
 #include "reduce/reduce.h"
@@ -67,9 +68,9 @@ void MpiWindow::get(void* dst, int rank, std::uint64_t offset, std::size_t bytes
   std::lock_guard lock(engine_.mutex_);
   for (std::size_t at = 0; at < bytes; at += kPiece) {
     const int n = static_cast<int>(std::min(kPiece, bytes - at));
-    engine_.check(MPI_Get(static_cast<std::byte*>(dst) + at, n, MPI_BYTE, t, disp + static_cast<MPI_Aint>(at), n,
-                          MPI_BYTE, win_),
-                  "MPI_Get");
+    engine_.check(
+        MPI_Get(static_cast<std::byte*>(dst) + at, n, MPI_BYTE, t, disp + static_cast<MPI_Aint>(at), n, MPI_BYTE, win_),
+        "MPI_Get");
   }
   engine_.check(MPI_Win_flush_local(t, win_), "MPI_Win_flush_local");
 }

@@ -5,10 +5,10 @@
 //            a flush so that the signal is out. Release = MPI_Win_sync of every window of the
 //            call (my stores into my own windows) + a flush of every target written since the
 //            last notify, in every window: data and signal may live in different domains.
-//   wait   = poll the cell in my own heap; drive MPI progress between polls (osc/ucx and pt2pt
-//            deliver nothing otherwise); back off from spinning to yielding to short sleeps (a
-//            remote accumulate cannot wake a futex) — never to sleeps without passive progress; then MPI_Win_sync of every window of the call
-//            (acquire).
+//   wait   = poll the cell in my own window; drive MPI progress between polls (osc/ucx and
+//            pt2pt deliver nothing otherwise); back off from spinning to yielding, then to short
+//            sleeps (a remote accumulate cannot wake a futex) — but never to sleeps without
+//            passive progress; then MPI_Win_sync of every window of the call (acquire).
 #include "backend/mpi/backend.h"
 
 #include <sched.h>
@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstring>
 
 #include <algorithm>
 #include <atomic>
@@ -147,6 +148,22 @@ WaitStatus MpiWindow::wait(std::uint64_t offset, std::int32_t expected, WaitCmp 
   }
   *seen = v;
   if (start != Clock::time_point{} && status != WaitStatus::Timeout) g_wait_len.store(0, std::memory_order_release);
+  if (status != WaitStatus::Ok) {  // the first wait the call's deadline or abort ends, for the report
+    std::lock_guard lock(engine_.mutex_);
+    MpiWaitRecord& w = engine_.ended_wait_;
+    if (!w.valid) {
+      w = MpiWaitRecord{.valid = true,
+                        .domain = site.domain,
+                        .buffer = site.buffer,
+                        .offsets = site.offsets ? *site.offsets : Dims{},
+                        .cmp = cmp,
+                        .expected = expected,
+                        .value = v,
+                        .offset = offset,
+                        .writer = site.writer};
+      if (site.what) std::snprintf(w.what, sizeof w.what, "%s", site.what);
+    }
+  }
   engine_.sync_local();
   return status;
 }
@@ -188,6 +205,13 @@ void MpiBackend::clear_abort() {
   std::atomic_ref<std::int32_t>(control_base_[kControlAbort / 4]).store(0, std::memory_order_seq_cst);
   std::lock_guard lock(mutex_);
   MPI_Win_sync(control_);
+  ended_wait_ = MpiWaitRecord{};
+  history_.clear();  // each call's report shows that call's operations, as on shm
+}
+
+MpiWaitRecord MpiBackend::ended_wait() const {
+  std::lock_guard lock(mutex_);
+  return ended_wait_;
 }
 
 bool MpiBackend::aborting() const {

@@ -29,6 +29,7 @@ MpiWindow::MpiWindow(MpiBackend& engine, MPI_Comm comm, const std::vector<int>& 
     : engine_(engine), comm_(comm), target_(static_cast<std::size_t>(engine.world_size()), -1) {
   for (std::size_t i = 0; i < members.size(); ++i) target_[static_cast<std::size_t>(members[i])] = static_cast<int>(i);
   dirty_.assign(members.size(), 0);
+  op_history = &engine.history_;
 }
 
 int MpiWindow::world_size() const {
