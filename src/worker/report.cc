@@ -1,25 +1,15 @@
 #include "worker/report.h"
 
+#include "debug/symbols.h"
 #include "host/session.h"
 
-#include <cxxabi.h>
-#include <dlfcn.h>
 #include <fmt/format.h>
-
-#include <cstdlib>
 
 namespace pld::detail {
 
 std::string kernel_name(void (*kernel)()) {
-  Dl_info info{};
-  if (dladdr(reinterpret_cast<void*>(kernel), &info) && info.dli_sname) {
-    int status = 0;
-    char* demangled = abi::__cxa_demangle(info.dli_sname, nullptr, nullptr, &status);
-    std::string name = (status == 0 && demangled) ? demangled : info.dli_sname;
-    std::free(demangled);
-    return name;
-  }
-  return fmt::format("at {}", reinterpret_cast<void*>(kernel));
+  std::string name = function_name(reinterpret_cast<const void*>(kernel));
+  return name.empty() ? fmt::format("at {}", reinterpret_cast<void*>(kernel)) : name;
 }
 
 std::string rank_label(const std::vector<int>& device_ids, int rank) {
