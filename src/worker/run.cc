@@ -73,6 +73,7 @@ GroupOptions group_options(const DistributedConfig& config) {
   log_check_level();
   setting_bytes(Setting::AllreduceMeshMax);  // malformed collective settings fail here, not in a rank
   setting_int(Setting::Reproducible);
+  setting_int(Setting::CollRma);
   // Debug mode is decided here, before any rank is forked, so that every rank inherits it.
   g_debug_checks = setting_int(Setting::Debug) != 0;
   GroupOptions o;

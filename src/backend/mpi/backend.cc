@@ -3,6 +3,7 @@
 #include "backend/mpi/backend.h"
 #include "backend/launcher.h"
 #include "core/log.h"
+#include "core/settings.h"
 
 #include <pld/error.hpp>
 
@@ -62,6 +63,11 @@ MpiBackend::MpiBackend() {
   // off again where RMA needs no target progress (see there).
   const long cores = sysconf(_SC_NPROCESSORS_ONLN);
   if (cores > 0 && launcher_local_size() >= cores) setenv("OMPI_MCA_mpi_yield_when_idle", "1", 0);
+
+  progress_setting_ = setting_string(Setting::MpiProgress);
+  if (progress_setting_ != "auto" && progress_setting_ != "passive" && progress_setting_ != "poll")
+    throw UsageError(fmt::format("PLD_MPI_PROGRESS='{}' is not a progress mode; use auto, passive or poll",
+                                 progress_setting_));
 
   int initialised = 0;
   MPI_Initialized(&initialised);
@@ -123,9 +129,13 @@ MpiBackend::MpiBackend() {
   MPI_Get_library_version(lib, &liblen);
   std::string version(lib, static_cast<std::size_t>(liblen));
   if (const auto cut = version.find(','); cut != std::string::npos) version = version.substr(0, cut);
-  description_ = fmt::format("{}; {} ranks on {} node(s); osc {}; thread level {}; passive-target progress: {}",
+  description_ = fmt::format("{}; {} ranks on {} node(s); osc {}; thread level {}; passive-target progress: {}{}",
                              version, size_, nodes, osc_, thread_level_name(provided),
-                             passive_progress_ ? "yes" : "no (every wait drives progress)");
+                             passive_progress_ ? "yes" : "no (every wait drives progress)",
+                             progress_setting_ == "auto"
+                                 ? ""
+                                 : fmt::format(" (PLD_MPI_PROGRESS={}; measured: {})", progress_setting_,
+                                               measured_progress_ ? "yes" : "no"));
   install_termination_report();
   if (rank_ == 0)
     log(passive_progress_ ? LogLevel::Info : LogLevel::Warn, LogSys::Init, "backend mpi: {}", description_);
@@ -167,6 +177,9 @@ void MpiBackend::probe_progress() {
   }
   MPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, comm_);
   passive_progress_ = ok != 0;
+  measured_progress_ = passive_progress_;
+  if (progress_setting_ == "passive") passive_progress_ = true;
+  if (progress_setting_ == "poll") passive_progress_ = false;
   // With passive progress (osc/rdma, osc/sm: accumulates land in shared memory) no MPI call of
   // pld waits for a peer to progress, and pld's own waits and collectives yield by themselves;
   // Open MPI's yield_when_idle would only make every flush of a notify give the core away

@@ -181,7 +181,9 @@ class MpiBackend final : public Transport {
   std::map<WindowKey, std::unique_ptr<MpiWindow>> windows_;
   std::vector<MpiWindow*> active_;
   std::vector<MpiWindow*> dirty_;  // windows with puts not yet flushed
-  bool passive_progress_ = false;
+  bool passive_progress_ = false;   // in effect (PLD_MPI_PROGRESS may override the measurement)
+  bool measured_progress_ = false;  // what the start-up probe found
+  std::string progress_setting_;    // PLD_MPI_PROGRESS: auto, passive or poll
   double wait_timeout_ = 300;
   std::int64_t wait_spin_ = 0;
   std::string osc_;
