@@ -4,6 +4,7 @@
 #include <dlfcn.h>
 #include <elf.h>
 #include <fcntl.h>
+#include <link.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -46,14 +47,19 @@ SymbolTable read_symtab(const char* path) {
   const auto size = static_cast<std::uint64_t>(st.st_size);
   const auto* eh = reinterpret_cast<const Elf64_Ehdr*>(base);
   const bool elf64 = std::memcmp(eh->e_ident, ELFMAG, SELFMAG) == 0 && eh->e_ident[EI_CLASS] == ELFCLASS64;
+  // Every range is checked as (offset <= size && length <= size - offset): no sum can wrap.
+  auto inside = [size](std::uint64_t offset, std::uint64_t length) {
+    return offset <= size && length <= size - offset;
+  };
   if (elf64 && eh->e_shoff > 0 && eh->e_shentsize == sizeof(Elf64_Shdr) &&
-      eh->e_shoff + static_cast<std::uint64_t>(eh->e_shnum) * sizeof(Elf64_Shdr) <= size) {
+      inside(eh->e_shoff, static_cast<std::uint64_t>(eh->e_shnum) * sizeof(Elf64_Shdr))) {
     table.absolute = eh->e_type == ET_EXEC;
     const auto* sh = reinterpret_cast<const Elf64_Shdr*>(base + eh->e_shoff);
     for (int i = 0; i < eh->e_shnum; ++i) {
-      if (sh[i].sh_type != SHT_SYMTAB || sh[i].sh_link >= eh->e_shnum) continue;
+      if (sh[i].sh_type != SHT_SYMTAB || sh[i].sh_link >= eh->e_shnum || sh[i].sh_entsize != sizeof(Elf64_Sym))
+        continue;
       const Elf64_Shdr& strs = sh[sh[i].sh_link];
-      if (sh[i].sh_offset + sh[i].sh_size > size || strs.sh_offset + strs.sh_size > size) continue;
+      if (!inside(sh[i].sh_offset, sh[i].sh_size) || !inside(strs.sh_offset, strs.sh_size)) continue;
       const auto* syms = reinterpret_cast<const Elf64_Sym*>(base + sh[i].sh_offset);
       const char* names = reinterpret_cast<const char*>(base + strs.sh_offset);
       for (std::uint64_t k = 0; k < sh[i].sh_size / sizeof(Elf64_Sym); ++k) {
@@ -69,6 +75,27 @@ SymbolTable read_symtab(const char* path) {
   }
   munmap(map, static_cast<std::size_t>(st.st_size));
   return table;
+}
+
+// Whether `address` lies in a loaded segment of the main program (the first object
+// dl_iterate_phdr reports).
+bool in_main_program(const void* address) {
+  struct Query {
+    std::uintptr_t at;
+    bool found = false;
+  } q{reinterpret_cast<std::uintptr_t>(address)};
+  dl_iterate_phdr(
+      [](dl_phdr_info* info, std::size_t, void* data) {
+        auto* q = static_cast<Query*>(data);
+        for (int k = 0; k < info->dlpi_phnum; ++k) {
+          const ElfW(Phdr)& ph = info->dlpi_phdr[k];
+          const std::uintptr_t start = info->dlpi_addr + ph.p_vaddr;
+          if (ph.p_type == PT_LOAD && q->at >= start && q->at < start + ph.p_memsz) q->found = true;
+        }
+        return 1;  // the main program only
+      },
+      &q);
+  return q.found;
 }
 
 std::string demangle(const char* name) {
@@ -92,8 +119,9 @@ std::string function_name(const void* address) {
   auto it = tables.find(info.dli_fname);
   if (it == tables.end()) {
     SymbolTable t = read_symtab(info.dli_fname);
-    // The main program's name as dladdr gives it may be relative to a directory left since.
-    if (t.symbols.empty()) t = read_symtab("/proc/self/exe");
+    // The main program's name as dladdr gives it may be relative to a directory left since;
+    // only the main program may be looked up as /proc/self/exe.
+    if (t.symbols.empty() && in_main_program(address)) t = read_symtab("/proc/self/exe");
     it = tables.emplace(info.dli_fname, std::move(t)).first;
   }
   const SymbolTable& t = it->second;

@@ -276,6 +276,9 @@ void MpiGroup::execute(const HostSession& session) {
   const std::uint64_t owner = session.persistent() ? session.worker() : 0;
   if (owner) owner_ = owner;
   for (const DomainRecord& rec : session.domains()) {
+    // The ordinal counts every domain with these members, used or not, as the persistent layout
+    // does: a domain keeps its window when another one of the same members sits a call out.
+    const int ordinal = ordinals[rec.members]++;
     if (!rec.used) continue;
     std::uint64_t lo = UINT64_MAX, hi = 0;
     for (const BufferInfo& b : rec.buffers) {
@@ -283,7 +286,7 @@ void MpiGroup::execute(const HostSession& session) {
       hi = std::max(hi, b.offset + b.bytes);
     }
     if (lo > hi) lo = hi = 0;  // no buffers
-    MpiWindow* w = be.window(owner, rec.members, ordinals[rec.members]++, lo, hi);
+    MpiWindow* w = be.window(owner, rec.members, ordinal, lo, hi, options_.heap_bytes);
     if (!w) continue;
     windows[rec.id] = w;
     active.push_back(w);

@@ -145,8 +145,9 @@ TEST(CollectiveErrors, MissingParticipantTimesOutWithTheCell) {
     const std::string msg = e.what();
     EXPECT_NE(msg.find("allreduce: waiting for rank 0's credit 1 on signal 'sig' cell [0, 0]"), std::string::npos)
         << msg;
-    // The kernel, named from the binary's symbol table (it has internal linkage), and the
-    // wait-for report, on either backend (under mpi gathered from every process).
+    // The kernel, named from the binary's symbol table (it has internal linkage; test binaries
+    // are never stripped), and the wait-for report, on either backend (under mpi gathered from
+    // every process).
     for (const char* part : {"(kernel pld::test::(anonymous namespace)::forgotten(", "Waits at the deadline",
                              "rank 1 (device 1): waiting on signal 'sig'", "rank 0 (device 0): idle",
                              "Rank 0 never notified: rank 1 waits for it", "Wait-for graph in DOT: "})

@@ -4,6 +4,8 @@
 // when a later call needs that domain's window to grow.
 #include "support.hpp"
 
+#include <vector>
+
 namespace pld::test {
 namespace {
 
@@ -109,6 +111,37 @@ TEST(Windows, PersistentDataSurvivesAGrowingDomainWindow) {
   rt.run(program_b, std::int64_t{3} << 20);
   rt.run(program_a, out);
   expect_count(3);
+}
+
+// Program C: the world and a second domain with the same members; the second one's counter
+// persists while the world domain takes part in some calls only (each domain keeps its own
+// window whatever the other does).
+void touch(DistributedTensor<std::int32_t> w) {
+  const int me = rank(get_comm_ctx(w));
+  tile::remote_store(tile::full<std::int32_t>({1, 1}, me), w, me, {0, 0});
+}
+void program_c(Host& h, HostTensor<std::int32_t>& out, bool use_world) {
+  auto world = h.window<std::int32_t>(h.alloc_window_buffer({1, 4}, DType::INT32, "w"), {1, 4});
+  std::vector<int> all(static_cast<std::size_t>(h.world_size()));
+  for (int r = 0; r < h.world_size(); ++r) all[static_cast<std::size_t>(r)] = r;
+  auto twin = h.domain(all);
+  auto count = twin.window<std::int32_t>(twin.alloc_window_buffer({1, 16}, DType::INT32, "count"), {1, 16});
+  for (int r = 0; r < h.world_size(); ++r) {
+    if (use_world) h.dispatch(r, touch, world);
+    h.dispatch(r, bump, count, out[r]);
+  }
+}
+
+TEST(Windows, PersistentDomainKeepsItsWindowWhenATwinSitsOut) {
+  const int p = world_here(2);
+  DistributedWorker rt(ranks(p), WorkerOptions{.persistent = true, .reset_persistent_windows = false}, program_c);
+  auto out = HostTensor<std::int32_t>::zeros({p, 1});
+  std::int32_t expected = 0;
+  for (bool use_world : {true, false, true, false}) {
+    rt.run(program_c, out, use_world);
+    ++expected;
+    for (int r = 0; r < p; ++r) EXPECT_EQ(out(r, 0), expected) << "rank " << r << ", world used: " << use_world;
+  }
 }
 
 }  // namespace

@@ -145,8 +145,9 @@ MpiBackend::MpiBackend() {
 // neighbour while the neighbour only watches its own memory (bounded), so the answer is not
 // spoiled by progress the watcher would make itself. Even ranks send first, then odd ranks.
 void MpiBackend::probe_progress() {
-  if (size_ == 1) {
-    passive_progress_ = true;
+  if (size_ == 1) {  // nothing to measure: no peer ever needs this process's progress
+    measured_progress_ = true;
+    passive_progress_ = progress_setting_ != "poll";
     return;
   }
   auto* cell = reinterpret_cast<std::int32_t*>(reinterpret_cast<std::byte*>(control_base_) + kControlProbe);

@@ -100,14 +100,14 @@ class MpiBackend final : public Transport {
 
   /// The window of a comm domain (`members`: world ranks, ascending; `ordinal`: how many domains
   /// with the same members the call created before it) for `owner` (a persistent worker's id, or
-  /// 0 for calls whose windows start zeroed), covering at least heap offsets [lo, hi).
-  /// Collective over every process, in the same order everywhere: the first domain with a member
-  /// list creates its communicator (over all processes), and a window that does not cover the
-  /// range is replaced by one that does (over the members). An owner's window (persistent
-  /// buffers) grows to cover its old range too and takes over its contents at the same offsets.
-  /// Returns nullptr on a process outside the domain.
+  /// 0 for calls whose windows start zeroed), covering at least heap offsets [lo, hi) and never
+  /// offsets at or above `limit` (PLD_HEAP_BYTES). Collective over every process, in the same
+  /// order everywhere: the first domain with a member list creates its communicator (over all
+  /// processes), and a window that does not cover the range is replaced by one that does (over
+  /// the members). An owner's window (persistent buffers) grows to cover its old range too and
+  /// takes over its contents at the same offsets. Returns nullptr on a process outside the domain.
   MpiWindow* window(std::uint64_t owner, const std::vector<int>& members, int ordinal, std::uint64_t lo,
-                    std::uint64_t hi);
+                    std::uint64_t hi, std::uint64_t limit);
   /// The windows of this process in the current call: the ones notify and wait synchronise.
   void set_active(std::vector<MpiWindow*> windows);
   /// Frees the windows of `owner` (collective, when a persistent worker ends).

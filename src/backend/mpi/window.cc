@@ -65,7 +65,7 @@ bool MpiWindow::aborting() const {
 }
 
 MpiWindow* MpiBackend::window(std::uint64_t owner, const std::vector<int>& members, int ordinal, std::uint64_t lo,
-                              std::uint64_t hi) {
+                              std::uint64_t hi, std::uint64_t limit) {
   auto comm_it = comms_.find(members);
   if (comm_it == comms_.end()) {  // collective over all processes: every one meets every domain
     const bool member = std::binary_search(members.begin(), members.end(), rank_);
@@ -73,8 +73,8 @@ MpiWindow* MpiBackend::window(std::uint64_t owner, const std::vector<int>& membe
     {
       std::lock_guard lock(mutex_);
       check(MPI_Comm_split(comm_, member ? 0 : MPI_UNDEFINED, rank_, &comm), "MPI_Comm_split (comm domain)");
+      if (comm != MPI_COMM_NULL) MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
     }
-    if (comm != MPI_COMM_NULL) MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
     comm_it = comms_.emplace(members, comm).first;
   }
   if (comm_it->second == MPI_COMM_NULL) return nullptr;
@@ -95,8 +95,11 @@ MpiWindow* MpiBackend::window(std::uint64_t owner, const std::vector<int>& membe
     new_lo = std::min(new_lo, w.lo_);
     new_hi = std::max(new_hi, w.lo_ + w.bytes_);
   }
+  // A power of two, so that a few growths cover any need, but never past the heap's end.
   std::uint64_t size = kMinWindowBytes;
   while (size < new_hi - new_lo) size *= 2;
+  if (limit > new_lo)
+    size = std::max(new_hi - new_lo, std::min(size, (limit - new_lo + kWindowGrain - 1) / kWindowGrain * kWindowGrain));
   allocate(w, new_lo, size, keep);
   log(LogLevel::Debug, LogSys::Init, "window of comm domain {{{}}} #{}{}: heap offsets [{}, {})",
       fmt::join(members, ", "), ordinal, owner ? fmt::format(" of worker {}", owner) : "", new_lo, new_lo + size);
@@ -122,7 +125,20 @@ void MpiBackend::allocate(MpiWindow& w, std::uint64_t lo, std::uint64_t bytes, b
   void* base = nullptr;
   const int rc = MPI_Win_allocate(static_cast<MPI_Aint>(bytes), 1, info, w.comm_, &base, &w.win_);
   MPI_Info_free(&info);
-  check(rc, "MPI_Win_allocate (comm domain window)");
+  // Every member learns whether all got the window, so that all fail together (none waits in
+  // the barrier below for a member that threw).
+  int ok = rc == MPI_SUCCESS ? 1 : 0;
+  MPI_Request agree;
+  MPI_Iallreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, w.comm_, &agree);
+  lock.unlock();
+  complete(agree, 0);
+  lock.lock();
+  if (!ok) {  // the window exists on some members only: not freed (that is collective), forgotten
+    w.win_ = MPI_WIN_NULL;
+    w.base_ = nullptr;
+    w.bytes_ = 0;
+    check(rc != MPI_SUCCESS ? rc : MPI_ERR_NO_MEM, "MPI_Win_allocate (comm domain window, on some member)");
+  }
   MPI_Win_set_errhandler(w.win_, MPI_ERRORS_RETURN);
   w.base_ = static_cast<std::byte*>(base);
   w.lo_ = lo;
