@@ -269,6 +269,7 @@ void MpiGroup::execute(const HostSession& session) {
   // Each used comm domain's window (collective, the same order on every process), then each
   // process zeroes its own part of the fresh buffers, and nobody writes before all have.
   be.clear_abort();
+  be.begin_call();
   std::vector<MpiWindow*> windows(session.domains().size(), nullptr), active;
   const auto zero = session.zero_regions(me);
   std::map<std::vector<int>, int> ordinals;

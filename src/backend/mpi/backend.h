@@ -83,6 +83,7 @@ class MpiWindow final : public Backend {
   std::uint64_t lo_ = 0, bytes_ = 0;
   std::vector<char> dirty_;  // per target: puts/accumulates not yet flushed to it
   int dirty_count_ = 0;
+  std::uint64_t last_call_ = 0;  // MpiBackend's call count when a call last used the window
 };
 
 class MpiBackend final : public Transport {
@@ -109,7 +110,14 @@ class MpiBackend final : public Transport {
   MpiWindow* window(std::uint64_t owner, const std::vector<int>& members, int ordinal, std::uint64_t lo,
                     std::uint64_t hi, std::uint64_t limit);
   /// The windows of this process in the current call: the ones notify and wait synchronise.
+  /// Also ends the previous call's bookkeeping: the windows of calls without an owner that no
+  /// call has used for `kIdleCalls` calls are freed (collective, in the same order everywhere:
+  /// every process counts the same calls), so that a program cycling through many member lists
+  /// does not keep a window in /dev/shm for each.
   void set_active(std::vector<MpiWindow*> windows);
+  /// Counts a call (before its windows are requested).
+  void begin_call() { ++calls_; }
+  static constexpr std::uint64_t kIdleCalls = 32;
   /// Frees the windows of `owner` (collective, when a persistent worker ends).
   void release(std::uint64_t owner);
   /// Frees every window, the communicators and the control window (collective; at exit).
@@ -180,6 +188,7 @@ class MpiBackend final : public Transport {
   using WindowKey = std::tuple<std::uint64_t, std::vector<int>, int>;  // owner, members, ordinal
   std::map<WindowKey, std::unique_ptr<MpiWindow>> windows_;
   std::vector<MpiWindow*> active_;
+  std::uint64_t calls_ = 0;
   std::vector<MpiWindow*> dirty_;  // windows with puts not yet flushed
   bool passive_progress_ = false;   // in effect (PLD_MPI_PROGRESS may override the measurement)
   bool measured_progress_ = false;  // what the start-up probe found

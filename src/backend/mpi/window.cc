@@ -82,6 +82,7 @@ MpiWindow* MpiBackend::window(std::uint64_t owner, const std::vector<int>& membe
   auto& slot = windows_[{owner, members, ordinal}];
   if (!slot) slot.reset(new MpiWindow(*this, comm_it->second, members));
   MpiWindow& w = *slot;
+  w.last_call_ = calls_;
   if (w.win_ != MPI_WIN_NULL && lo >= w.lo_ && hi <= w.lo_ + w.bytes_) return &w;
   // Every member takes the same decision. Kept windows grow to cover the old range too; a
   // window without contents to keep that is big enough just moves to the new range.
@@ -156,6 +157,19 @@ void MpiBackend::allocate(MpiWindow& w, std::uint64_t lo, std::uint64_t bytes, b
 void MpiBackend::set_active(std::vector<MpiWindow*> windows) {
   std::lock_guard lock(mutex_);
   active_ = std::move(windows);
+  for (auto it = windows_.begin(); it != windows_.end();) {
+    const auto& [owner, members, ordinal] = it->first;
+    MpiWindow& w = *it->second;
+    if (owner != 0 || w.last_call_ + kIdleCalls > calls_) {
+      ++it;
+      continue;
+    }
+    log(LogLevel::Debug, LogSys::Init, "window of comm domain {{{}}} #{}: freed, unused for {} calls",
+        fmt::join(members, ", "), ordinal, calls_ - w.last_call_);
+    free_window(w);
+    std::erase(dirty_, &w);
+    it = windows_.erase(it);
+  }
 }
 
 void MpiBackend::free_window(MpiWindow& w) {
