@@ -213,6 +213,21 @@ std::vector<RankSnapshot> hang_snapshot(ShmBackend& backend, const std::vector<s
   return out;
 }
 
+std::string describe_wait(const RankSnapshot& s, const HostSession& session) {
+  std::string t = fmt::format("waiting on signal {} offsets {} for value {} {}; the cell holds {}",
+                              session.describe_buffer(s.domain, s.buffer), s.offsets.str(),
+                              s.cmp == WaitCmp::Eq ? "==" : ">=", s.expected, s.value);
+  if (!s.what.empty()) t += fmt::format(" (inside {})", s.what);
+  return t;
+}
+
+std::string describe_history(const RankSnapshot& s, const HostSession& session) {
+  if (s.history.empty()) return "\n      last operations: none recorded";
+  std::string t = fmt::format("\n      last {} operations (oldest first):", s.history.size());
+  for (const OpRecord& op : s.history) t += fmt::format("\n        #{} {}", op.seq, describe_op(op, session));
+  return t;
+}
+
 HangReport hang_analyse(const std::vector<RankSnapshot>& ranks, const HostSession& session) {
   const int n = static_cast<int>(ranks.size());
   HangReport rep;
@@ -228,10 +243,7 @@ HangReport hang_analyse(const std::vector<RankSnapshot>& ranks, const HostSessio
     } else {
       cell[static_cast<std::size_t>(r)] =
           fmt::format("{} {}", buffer_name(session, s.domain, s.buffer), s.offsets.str());
-      t += fmt::format("waiting on signal {} offsets {} for value {} {}; the cell holds {}",
-                       session.describe_buffer(s.domain, s.buffer), s.offsets.str(), s.cmp == WaitCmp::Eq ? "==" : ">=",
-                       s.expected, s.value);
-      if (!s.what.empty()) t += fmt::format(" (inside {})", s.what);
+      t += describe_wait(s, session);
       auto& ws = writers[static_cast<std::size_t>(r)];
       ws = expected_writers(r, ranks, session);
       if (ws.empty()) {
@@ -244,12 +256,7 @@ HangReport hang_analyse(const std::vector<RankSnapshot>& ranks, const HostSessio
         if (w.rank != r) edges[static_cast<std::size_t>(r)].push_back(w.rank);
       }
     }
-    if (s.history.empty()) {
-      t += "\n      last operations: none recorded";
-    } else {
-      t += fmt::format("\n      last {} operations (oldest first):", s.history.size());
-      for (const OpRecord& op : s.history) t += fmt::format("\n        #{} {}", op.seq, describe_op(op, session));
-    }
+    t += describe_history(s, session);
   }
 
   // The verdict.

@@ -42,6 +42,12 @@ HangReport hang_analyse(const std::vector<RankSnapshot>& ranks, const HostSessio
 /// path, or an explanation starting with "(" when it cannot be written.
 std::string hang_write_dot(const std::string& dot);
 
+/// A waiting rank's wait: "waiting on signal 'sig' of domain world offsets [0, 0] for value >= 1;
+/// the cell holds 0 (inside allreduce)".
+std::string describe_wait(const RankSnapshot& s, const HostSession& session);
+/// A rank's last operations, one indented line each (starts with a newline).
+std::string describe_history(const RankSnapshot& s, const HostSession& session);
+
 /// One operation record as text: "notify(rank 1, 'sig' [0, 0], AtomicAdd 1)".
 std::string describe_op(const OpRecord& op, const HostSession& session);
 

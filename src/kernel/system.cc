@@ -95,13 +95,15 @@ void notify(const WindowDesc& signal, int peer, const Dims& offsets, std::int32_
   }
   const int target = d->members[static_cast<std::size_t>(peer)];
   if (debug_checks()) debug_check_notify(signal, peer, offsets, off, value, op);
+  // Recorded before the notify releases the cell: a waiter that sees the new value also sees the
+  // record (debug mode's reuse check and the hang report name the last notify of a cell).
+  d->backend->note(OpKind::Notify, static_cast<std::uint8_t>(op), target, value, signal.ref.domain, signal.ref.buffer,
+                   off, &offsets);
   const std::int64_t t = trace::on() ? trace::now_ns() : 0;
   d->backend->notify(target, off, value, op);
   if (t)
     trace::record(trace::Event{trace::Kind::Notify, t, trace::now_ns(), trace::thread_index(),
                                d->buffer_name(signal.ref.buffer), target, off, value, 0, static_cast<int>(op), {}});
-  d->backend->note(OpKind::Notify, static_cast<std::uint8_t>(op), target, value, signal.ref.domain, signal.ref.buffer,
-                   off, &offsets);
 }
 
 void wait(const WindowDesc& signal, const Dims& offsets, std::int32_t expected, WaitCmp cmp) {

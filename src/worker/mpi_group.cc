@@ -65,6 +65,25 @@ void hash_kernel(Fnv& f, void (*kernel)()) {
   }
 }
 
+// One rank's wait and history as the hang analysis sees it (debug/hang.h).
+RankSnapshot snapshot_of(std::string who, const MpiWaitRecord& wait, const OpRecord* records, int count) {
+  RankSnapshot s;
+  s.who = std::move(who);
+  s.history.assign(records, records + std::clamp(count, 0, kOpHistory));
+  if (!wait.valid) return s;  // finished its dispatches, or failed outside a wait: idle now
+  s.state = RankSnapshot::State::Waiting;
+  s.domain = wait.domain;
+  s.buffer = wait.buffer;
+  s.offsets = wait.offsets;
+  s.cmp = wait.cmp;
+  s.expected = wait.expected;
+  s.value = wait.value;
+  s.offset = wait.offset;
+  s.writer = wait.writer;
+  s.what.assign(wait.what, strnlen(wait.what, sizeof wait.what));
+  return s;
+}
+
 // Failures rank before released waits; MINLOC picks the lowest code, then the lowest rank.
 constexpr int kCodeFailed = 0, kCodeAborted = 1, kCodeOk = 2;
 
@@ -221,23 +240,10 @@ std::string MpiGroup::wait_report(const HostSession& session) const {
   be.collective([&](MPI_Comm comm, MPI_Request* req) {
     MPI_Iallgather(&mine, sizeof(Wire), MPI_BYTE, all.data(), sizeof(Wire), MPI_BYTE, comm, req);
   });
-  std::vector<RankSnapshot> ranks(static_cast<std::size_t>(n));
+  std::vector<RankSnapshot> ranks;
   for (int r = 0; r < n; ++r) {
     const Wire& w = all[static_cast<std::size_t>(r)];
-    RankSnapshot& s = ranks[static_cast<std::size_t>(r)];
-    s.who = rank_label(options_.device_ids, r);
-    s.history.assign(w.records, w.records + std::clamp(w.history, 0, kOpHistory));
-    if (!w.wait.valid) continue;  // finished its dispatches, or failed outside a wait: idle now
-    s.state = RankSnapshot::State::Waiting;
-    s.domain = w.wait.domain;
-    s.buffer = w.wait.buffer;
-    s.offsets = w.wait.offsets;
-    s.cmp = w.wait.cmp;
-    s.expected = w.wait.expected;
-    s.value = w.wait.value;
-    s.offset = w.wait.offset;
-    s.writer = w.wait.writer;
-    s.what.assign(w.wait.what, strnlen(w.wait.what, sizeof w.wait.what));
+    ranks.push_back(snapshot_of(rank_label(options_.device_ids, r), w.wait, w.records, w.history));
   }
   const HangReport rep = hang_analyse(ranks, session);
   // Process 0 writes the DOT file; every process names it.
@@ -334,8 +340,24 @@ void MpiGroup::execute(const HostSession& session) {
   RankRuntime::install(std::move(runtime_));
   struct Uninstall {
     std::unique_ptr<RankRuntime>& keep;
-    ~Uninstall() { keep = RankRuntime::uninstall(); }
-  } uninstall{runtime_};
+    MpiBackend& be;
+    ~Uninstall() {
+      keep = RankRuntime::uninstall();
+      be.set_snapshot(nullptr, {});
+    }
+  } uninstall{runtime_, be};
+  // SIGUSR1 (`kill -USR1 <mpirun pid>`: mpirun forwards it to every process) prints what each
+  // waiting rank waits on and its last operations; the job carries on.
+  const Usr1Handler usr1;
+  be.set_snapshot(&Usr1Handler::counter(), [&](const MpiWaitRecord& wait) {
+    OpRecord records[kOpHistory];
+    const int count = be.history().read(records);
+    const RankSnapshot s = snapshot_of(rank_label(options_.device_ids, me), wait, records, count);
+    const std::string text = fmt::format("pld: SIGUSR1 snapshot of the running call (the job continues): {}: {}{}\n",
+                                         s.who, describe_wait(s, session), describe_history(s, session));
+    std::fputs(text.c_str(), stderr);
+    std::fflush(stderr);
+  });
 
   std::optional<HostSync> host;  // PLD_MPI_HOST_SYNC=merge: snapshot what my dispatches get
   if (merge_) host.emplace(session, me);

@@ -40,37 +40,6 @@ namespace {
 constexpr double kAbortGrace = 5.0;     // seconds a released rank gets to answer before SIGKILL
 constexpr double kShutdownGrace = 2.0;  // seconds a rank gets to exit before SIGKILL
 
-// SIGUSR1 while a call executes: the handler only counts; the executing loop prints a hang
-// report (the same as at a wait deadline) and carries on. Installed for the duration of each
-// execute() (nested or concurrent calls share one installation); the previous handler is restored.
-std::atomic<unsigned> g_usr1_count{0};
-std::mutex g_usr1_mutex;
-int g_usr1_users = 0;
-struct sigaction g_usr1_previous;
-
-extern "C" void on_usr1(int) {
-  g_usr1_count.fetch_add(1, std::memory_order_relaxed);
-}
-
-class Usr1Handler {
- public:
-  Usr1Handler() {
-    std::lock_guard lock(g_usr1_mutex);
-    if (g_usr1_users++ > 0) return;
-    struct sigaction sa = {};
-    sa.sa_handler = on_usr1;
-    sigemptyset(&sa.sa_mask);
-    sa.sa_flags = SA_RESTART;
-    sigaction(SIGUSR1, &sa, &g_usr1_previous);
-  }
-  ~Usr1Handler() {
-    std::lock_guard lock(g_usr1_mutex);
-    if (--g_usr1_users == 0) sigaction(SIGUSR1, &g_usr1_previous, nullptr);
-  }
-  Usr1Handler(const Usr1Handler&) = delete;
-  Usr1Handler& operator=(const Usr1Handler&) = delete;
-};
-
 /// One packet from a rank (non-blocking): its size, 0 when the rank is gone, -1 if none is
 /// waiting. A descriptor a rank never sends is closed.
 long receive(int fd, std::vector<std::byte>& buf) {
@@ -416,7 +385,7 @@ void RankGroup::execute(const HostSession& session) {
   failure_ = Failure{};
   if (DebugShared* dbg = backend_->debug()) dbg->epoch.fetch_add(1, std::memory_order_acq_rel);
   const Usr1Handler usr1;
-  unsigned usr1_seen = g_usr1_count.load(std::memory_order_relaxed);
+  unsigned usr1_seen = Usr1Handler::count();
 
   // Windows start zero-filled: clear whatever earlier calls may have written (persistent
   // windows: only what the session asks for).
@@ -443,7 +412,7 @@ void RankGroup::execute(const HostSession& session) {
   Clock::time_point abort_deadline{};
   std::vector<pollfd> pfds(ranks_.size());
   for (;;) {
-    if (const unsigned u = g_usr1_count.load(std::memory_order_relaxed); u != usr1_seen) {
+    if (const unsigned u = Usr1Handler::count(); u != usr1_seen) {
       usr1_seen = u;
       const std::string report = hang_report(session, "SIGUSR1 snapshot of the running call (the job continues):");
       std::fprintf(stderr, "pld: %s\n", report.c_str());

@@ -240,16 +240,17 @@ TEST(HangReport, MisalignedRemoteLoadNamesRankWindowAndOffsets) {
 }
 
 // SIGUSR1 while the job hangs: the report is printed to stderr and the job continues to its
-// deadline. Rank 0 raises a flag in a HostTensor once it is about to wait, so the signal is sent
-// only while pld is executing the call.
+// deadline. Every rank raises a flag in a HostTensor once it is about to wait, so the signal is
+// sent only while pld is executing the call. On shm the host prints the whole report; under
+// mpirun (which forwards SIGUSR1 to every process) each waiting rank prints its own wait.
 void flag_then_hang(DistributedTensor<std::int32_t> sig, Tensor<std::int32_t> flag) {
   auto ctx = get_comm_ctx(sig);
-  if (rank(ctx) == 0) std::atomic_ref<std::int32_t>(*flag.data()).store(1);
+  std::atomic_ref<std::int32_t>(*flag.data()).store(1);
   system::wait(sig, {rank(ctx), 0}, 1, WaitCmp::Ge);
 }
 
 TEST(HangReport, Sigusr1PrintsTheReportAndTheJobContinues) {
-  PLD_REQUIRE_SHM();  // SIGUSR1 to the host process
+  PLD_REQUIRE_RANKS(2);
   DotDir dir;
   auto flag = HostTensor<std::int32_t>::zeros({1});
   std::atomic<bool> sent{false};
@@ -257,7 +258,7 @@ TEST(HangReport, Sigusr1PrintsTheReportAndTheJobContinues) {
     for (int i = 0; i < 2000 && std::atomic_ref<std::int32_t>(*flag.data()).load() == 0; ++i)
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
     if (std::atomic_ref<std::int32_t>(*flag.data()).load() == 0) return;  // the run failed early: no signal
-    kill(getpid(), SIGUSR1);
+    kill(getpid(), SIGUSR1);  // shm: the host; mpi: this rank's process
     sent = true;
   });
   testing::internal::CaptureStderr();
@@ -270,8 +271,11 @@ TEST(HangReport, Sigusr1PrintsTheReportAndTheJobContinues) {
   poker.join();
   EXPECT_TRUE(sent);
   EXPECT_HAS(err, "pld: SIGUSR1 snapshot of the running call (the job continues):");
-  EXPECT_HAS(err, "waiting on signal 'hung' of domain world offsets [0, 0] for value >= 1; the cell holds 0");
-  EXPECT_HAS(err, "Wait-for graph in DOT: " + dir.path().string());
+  const char* mpi_rank = std::getenv("OMPI_COMM_WORLD_RANK");
+  const int me = launcher_world_size() > 0 && mpi_rank ? std::atoi(mpi_rank) : 0;
+  EXPECT_HAS(err, "waiting on signal 'hung' of domain world offsets [" + std::to_string(me) +
+                      ", 0] for value >= 1; the cell holds 0");
+  if (launcher_world_size() == 0) EXPECT_HAS(err, "Wait-for graph in DOT: " + dir.path().string());
   EXPECT_HAS(msg, "failed (wait timeout)");  // ... and the job still ran to its deadline
   // The previous disposition (default) is back once pld::run returned.
   struct sigaction now = {};

@@ -12,7 +12,9 @@
 
 #include <mpi.h>
 
+#include <atomic>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -141,6 +143,14 @@ class MpiBackend final : public Transport {
   MpiWaitRecord ended_wait() const;
   /// This rank's operation history (every window records into it).
   const OpRing& history() const { return history_; }
+  /// While a call runs: the SIGUSR1 counter and what prints a snapshot of a wait in progress.
+  /// A wait past its spin phase calls `print` (on the waiting thread, outside the MPI mutex) when
+  /// the counter has changed since the last snapshot. nullptr / {} turn it off.
+  void set_snapshot(const std::atomic<unsigned>* counter, std::function<void(const MpiWaitRecord&)> print) {
+    usr1_seen_.store(counter ? counter->load(std::memory_order_relaxed) : 0);
+    snapshot_ = std::move(print);
+    usr1_ = counter;
+  }
   bool aborting() const override;
   /// Drives MPI progress once if no other thread is inside MPI.
   void progress() override;
@@ -189,7 +199,7 @@ class MpiBackend final : public Transport {
   std::map<WindowKey, std::unique_ptr<MpiWindow>> windows_;
   std::vector<MpiWindow*> active_;
   std::uint64_t calls_ = 0;
-  std::vector<MpiWindow*> dirty_;  // windows with puts not yet flushed
+  std::vector<MpiWindow*> dirty_;   // windows with puts not yet flushed
   bool passive_progress_ = false;   // in effect (PLD_MPI_PROGRESS may override the measurement)
   bool measured_progress_ = false;  // what the start-up probe found
   std::string progress_setting_;    // PLD_MPI_PROGRESS: auto, passive or poll
@@ -199,6 +209,9 @@ class MpiBackend final : public Transport {
   std::string description_;
   MpiWaitRecord ended_wait_;  // guarded by mutex_
   OpRing history_;
+  const std::atomic<unsigned>* usr1_ = nullptr;
+  std::atomic<unsigned> usr1_seen_{0};
+  std::function<void(const MpiWaitRecord&)> snapshot_;
 };
 
 /// Installs the SIGTERM handler that says what this rank was waiting on when mpirun ended the job.

@@ -107,6 +107,19 @@ WaitStatus MpiWindow::wait(std::uint64_t offset, std::int32_t expected, WaitCmp 
   auto nap = std::chrono::microseconds(10);
   WaitStatus status = WaitStatus::Ok;
   std::int32_t v = cell.load(std::memory_order_acquire);
+  auto record = [&] {
+    MpiWaitRecord w{.valid = true,
+                    .domain = site.domain,
+                    .buffer = site.buffer,
+                    .offsets = site.offsets ? *site.offsets : Dims{},
+                    .cmp = cmp,
+                    .expected = expected,
+                    .value = v,
+                    .offset = offset,
+                    .writer = site.writer};
+    if (site.what) std::snprintf(w.what, sizeof w.what, "%s", site.what);
+    return w;
+  };
   for (std::int64_t round = 0; !satisfied(v, expected, cmp); ++round) {
     if (!e.passive_progress_ || round % 64 == 63) progress();
     if (round >= e.wait_spin_) {
@@ -130,6 +143,10 @@ WaitStatus MpiWindow::wait(std::uint64_t offset, std::int32_t expected, WaitCmp 
         status = WaitStatus::Aborted;
         break;
       }
+      if (e.usr1_) {  // SIGUSR1 (mpirun forwards it to every rank): print this wait, carry on
+        const unsigned u = e.usr1_->load(std::memory_order_relaxed);
+        if (engine_.usr1_seen_.exchange(u) != u && e.snapshot_) e.snapshot_(record());
+      }
       if (now >= deadline) {
         status = WaitStatus::Timeout;
         break;
@@ -150,19 +167,7 @@ WaitStatus MpiWindow::wait(std::uint64_t offset, std::int32_t expected, WaitCmp 
   if (start != Clock::time_point{} && status != WaitStatus::Timeout) g_wait_len.store(0, std::memory_order_release);
   if (status != WaitStatus::Ok) {  // the first wait the call's deadline or abort ends, for the report
     std::lock_guard lock(engine_.mutex_);
-    MpiWaitRecord& w = engine_.ended_wait_;
-    if (!w.valid) {
-      w = MpiWaitRecord{.valid = true,
-                        .domain = site.domain,
-                        .buffer = site.buffer,
-                        .offsets = site.offsets ? *site.offsets : Dims{},
-                        .cmp = cmp,
-                        .expected = expected,
-                        .value = v,
-                        .offset = offset,
-                        .writer = site.writer};
-      if (site.what) std::snprintf(w.what, sizeof w.what, "%s", site.what);
-    }
+    if (!engine_.ended_wait_.valid) engine_.ended_wait_ = record();
   }
   engine_.sync_local();
   return status;
