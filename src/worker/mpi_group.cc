@@ -263,6 +263,10 @@ std::string MpiGroup::wait_report(const HostSession& session) const {
 void MpiGroup::execute(const HostSession& session) {
   MpiBackend& be = *backend_;
   const int me = be.rank();
+  // SIGUSR1 (`kill -USR1 <mpirun pid>`: mpirun forwards it to every process) prints what each
+  // waiting rank waits on and its last operations; the job carries on. Installed for the whole
+  // call, so that the forwarded signal never ends a process that has not reached its waits yet.
+  const Usr1Handler usr1;
   check_agreement(session);
   std::uint64_t need = 0;
   for (int r = 0; r < session.world_size(); ++r) need = std::max(need, session.heap_top(r));
@@ -279,6 +283,7 @@ void MpiGroup::execute(const HostSession& session) {
   std::vector<MpiWindow*> windows(session.domains().size(), nullptr), active;
   const auto zero = session.zero_regions(me);
   std::map<std::vector<int>, int> ordinals;
+  std::exception_ptr window_error;
   // A persistent worker's windows are its own (kept, freed with it); other calls share theirs.
   const std::uint64_t owner = session.persistent() ? session.worker() : 0;
   if (owner) owner_ = owner;
@@ -293,7 +298,14 @@ void MpiGroup::execute(const HostSession& session) {
       hi = std::max(hi, b.offset + b.bytes);
     }
     if (lo > hi) lo = hi = 0;  // no buffers
-    MpiWindow* w = be.window(owner, rec.members, ordinal, lo, hi, options_.heap_bytes);
+    // A window that cannot be created fails on the domain's members only; every process goes on
+    // through the same collectives and all of them fail together below.
+    MpiWindow* w = nullptr;
+    try {
+      w = be.window(owner, rec.members, ordinal, lo, hi, options_.heap_bytes);
+    } catch (...) {
+      if (!window_error) window_error = std::current_exception();
+    }
     if (!w) continue;
     windows[rec.id] = w;
     active.push_back(w);
@@ -304,6 +316,13 @@ void MpiGroup::execute(const HostSession& session) {
       }
   }
   be.set_active(std::move(active));
+  int ok = window_error ? 0 : 1;
+  be.collective(
+      [&](MPI_Comm comm, MPI_Request* req) { MPI_Iallreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, comm, req); });
+  if (window_error) std::rethrow_exception(window_error);
+  if (!ok)
+    throw Error(
+        "pld::run (backend mpi): a comm domain's window could not be created on another MPI process; see its error");
   be.sync_local();
   be.barrier();
 
@@ -346,9 +365,6 @@ void MpiGroup::execute(const HostSession& session) {
       be.set_snapshot(nullptr, {});
     }
   } uninstall{runtime_, be};
-  // SIGUSR1 (`kill -USR1 <mpirun pid>`: mpirun forwards it to every process) prints what each
-  // waiting rank waits on and its last operations; the job carries on.
-  const Usr1Handler usr1;
   be.set_snapshot(&Usr1Handler::counter(), [&](const MpiWaitRecord& wait) {
     OpRecord records[kOpHistory];
     const int count = be.history().read(records);

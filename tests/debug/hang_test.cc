@@ -271,7 +271,8 @@ TEST(HangReport, Sigusr1PrintsTheReportAndTheJobContinues) {
   poker.join();
   EXPECT_TRUE(sent);
   EXPECT_HAS(err, "pld: SIGUSR1 snapshot of the running call (the job continues):");
-  const char* mpi_rank = std::getenv("OMPI_COMM_WORLD_RANK");
+  const char* mpi_rank = std::getenv("OMPI_COMM_WORLD_RANK");  // Open MPI's mpirun, or a PMIx launcher
+  if (!mpi_rank) mpi_rank = std::getenv("PMIX_RANK");
   const int me = launcher_world_size() > 0 && mpi_rank ? std::atoi(mpi_rank) : 0;
   EXPECT_HAS(err, "waiting on signal 'hung' of domain world offsets [" + std::to_string(me) +
                       ", 0] for value >= 1; the cell holds 0");

@@ -145,7 +145,12 @@ WaitStatus MpiWindow::wait(std::uint64_t offset, std::int32_t expected, WaitCmp 
       }
       if (e.usr1_) {  // SIGUSR1 (mpirun forwards it to every rank): print this wait, carry on
         const unsigned u = e.usr1_->load(std::memory_order_relaxed);
-        if (engine_.usr1_seen_.exchange(u) != u && e.snapshot_) e.snapshot_(record());
+        if (engine_.usr1_seen_.exchange(u) != u && e.snapshot_) {
+          try {
+            e.snapshot_(record());
+          } catch (...) {  // a diagnostic must not fail the wait
+          }
+        }
       }
       if (now >= deadline) {
         status = WaitStatus::Timeout;
