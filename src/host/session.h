@@ -96,6 +96,8 @@ class HostSession {
   std::uint32_t domain_create(const std::vector<int>& ranks);
   const DomainRecord& domain(std::uint32_t id) const { return domains_.at(id); }
   const std::vector<DomainRecord>& domains() const { return domains_; }
+  /// How many domains with the same members this call created before `d`.
+  int ordinal_of(const DomainRecord& d) const;
 
   WindowBuffer alloc(std::uint32_t domain, std::uint64_t bytes, const std::string& name);
   WindowRef view(std::uint32_t domain, const WindowBuffer& buffer, const Dims& shape, DType dtype) const;
@@ -144,7 +146,6 @@ class HostSession {
   std::uint64_t worker_ = 0;
   std::vector<Callback> callbacks_;
   std::uint64_t place_persistent(const DomainRecord& d, std::uint64_t bytes, const std::string& name);
-  int ordinal_of(const DomainRecord& d) const;
 };
 
 /// Name of pld's builtin signal window (names starting with "pld." are reserved).

@@ -26,7 +26,6 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
-#include <map>
 #include <optional>
 #include <thread>
 #include <type_traits>
@@ -165,13 +164,7 @@ void MpiGroup::device_op(int r, const std::vector<std::byte>& message, int stagi
   std::memcpy(&type, message.data(), sizeof type);
   const std::byte* body = message.data() + sizeof type;
   std::string error = be.rank() == r ? apply_device_op(*runtime_, type, body, staging_fd) : std::string();
-  auto bcast = [&](void* buf, int count, MPI_Datatype dt) {
-    be.collective([&](MPI_Comm comm, MPI_Request* req) { MPI_Ibcast(buf, count, dt, r, comm, req); });
-  };
-  long long len = static_cast<long long>(error.size());
-  bcast(&len, 1, MPI_LONG_LONG);
-  error.resize(static_cast<std::size_t>(len));
-  bcast(error.data(), static_cast<int>(len), MPI_CHAR);
+  be.broadcast(error, r);
   if (!error.empty()) throw Error(error);
   if (type != MessageType::DeviceRead) return;
   std::uint64_t bytes = 0;
@@ -180,7 +173,8 @@ void MpiGroup::device_op(int r, const std::vector<std::byte>& message, int stagi
   void* m = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, staging_fd, 0);
   if (m == MAP_FAILED) throw Error(fmt::format("pld: cannot map the staging buffer: {}", std::strerror(errno)));
   for (std::uint64_t at = 0; at < bytes; at += 1u << 30)
-    bcast(static_cast<std::byte*>(m) + at, static_cast<int>(std::min<std::uint64_t>(1u << 30, bytes - at)), MPI_BYTE);
+    be.broadcast(static_cast<std::byte*>(m) + at, static_cast<int>(std::min<std::uint64_t>(1u << 30, bytes - at)),
+                 MPI_BYTE, r);
   munmap(m, bytes);
 }
 
@@ -207,20 +201,13 @@ MpiGroup::Failure MpiGroup::agree(const Failure& mine) const {
   if (out.code == kCodeOk) return f;
   f.rank = out.rank;
   // The failing rank tells everyone what happened.
-  std::vector<char> text;
-  long long head[4] = {static_cast<long long>(mine.cause), mine.dispatch, static_cast<long long>(mine.text.size()),
-                       mine.released ? 1 : 0};
-  auto bcast = [&](void* buf, int count, MPI_Datatype dt) {
-    be.collective([&](MPI_Comm comm, MPI_Request* req) { MPI_Ibcast(buf, count, dt, f.rank, comm, req); });
-  };
-  bcast(head, 4, MPI_LONG_LONG);
-  text.resize(static_cast<std::size_t>(head[2]));
-  if (be.rank() == f.rank) std::memcpy(text.data(), mine.text.data(), text.size());
-  bcast(text.data(), static_cast<int>(text.size()), MPI_CHAR);
+  long long head[3] = {static_cast<long long>(mine.cause), mine.dispatch, mine.released ? 1 : 0};
+  be.broadcast(head, 3, MPI_LONG_LONG, f.rank);
+  if (be.rank() == f.rank) f.text = mine.text;
+  be.broadcast(f.text, f.rank);
   f.cause = static_cast<RankFailure>(head[0]);
   f.dispatch = head[1];
-  f.released = head[3] != 0;
-  f.text.assign(text.begin(), text.end());
+  f.released = head[2] != 0;
   return f;
 }
 
@@ -248,11 +235,7 @@ std::string MpiGroup::wait_report(const HostSession& session) const {
   const HangReport rep = hang_analyse(ranks, session);
   // Process 0 writes the DOT file; every process names it.
   std::string path = be.rank() == 0 ? hang_write_dot(rep.dot) : std::string();
-  long long len = static_cast<long long>(path.size());
-  be.collective([&](MPI_Comm comm, MPI_Request* req) { MPI_Ibcast(&len, 1, MPI_LONG_LONG, 0, comm, req); });
-  path.resize(static_cast<std::size_t>(len));
-  be.collective(
-      [&](MPI_Comm comm, MPI_Request* req) { MPI_Ibcast(path.data(), static_cast<int>(len), MPI_CHAR, 0, comm, req); });
+  be.broadcast(path, 0);
   return fmt::format(
              "Waits at the deadline ({} s; PLD_WAIT_TIMEOUT or DistributedConfig::wait_timeout changes it; "
              "under mpi, the wait the deadline or the abort ended on each rank):",
@@ -260,37 +243,19 @@ std::string MpiGroup::wait_report(const HostSession& session) const {
          rep.text + "\nWait-for graph in DOT: " + path;
 }
 
-void MpiGroup::execute(const HostSession& session) {
+// Each used comm domain's window (collective, the same order on every process), then each
+// process zeroes its own part of the call's fresh buffers, and nobody writes before all have.
+std::vector<MpiWindow*> MpiGroup::open_windows(const HostSession& session) {
   MpiBackend& be = *backend_;
   const int me = be.rank();
-  // SIGUSR1 (`kill -USR1 <mpirun pid>`: mpirun forwards it to every process) prints what each
-  // waiting rank waits on and its last operations; the job carries on. Installed for the whole
-  // call, so that the forwarded signal never ends a process that has not reached its waits yet.
-  const Usr1Handler usr1;
-  check_agreement(session);
-  std::uint64_t need = 0;
-  for (int r = 0; r < session.world_size(); ++r) need = std::max(need, session.heap_top(r));
-  if (need > options_.heap_bytes)
-    throw UsageError(
-        fmt::format("pld::run (backend mpi): the call needs {} bytes of window heap per rank, more than "
-                    "the {} of PLD_HEAP_BYTES / DistributedConfig::heap_bytes",
-                    need, options_.heap_bytes));
-
-  // Each used comm domain's window (collective, the same order on every process), then each
-  // process zeroes its own part of the fresh buffers, and nobody writes before all have.
-  be.clear_abort();
   be.begin_call();
   std::vector<MpiWindow*> windows(session.domains().size(), nullptr), active;
   const auto zero = session.zero_regions(me);
-  std::map<std::vector<int>, int> ordinals;
   std::exception_ptr window_error;
   // A persistent worker's windows are its own (kept, freed with it); other calls share theirs.
   const std::uint64_t owner = session.persistent() ? session.worker() : 0;
   if (owner) owner_ = owner;
   for (const DomainRecord& rec : session.domains()) {
-    // The ordinal counts every domain with these members, used or not, as the persistent layout
-    // does: a domain keeps its window when another one of the same members sits a call out.
-    const int ordinal = ordinals[rec.members]++;
     if (!rec.used) continue;
     std::uint64_t lo = UINT64_MAX, hi = 0;
     for (const BufferInfo& b : rec.buffers) {
@@ -299,10 +264,11 @@ void MpiGroup::execute(const HostSession& session) {
     }
     if (lo > hi) lo = hi = 0;  // no buffers
     // A window that cannot be created fails on the domain's members only; every process goes on
-    // through the same collectives and all of them fail together below.
+    // through the same collectives and all of them fail together below. The ordinal counts every
+    // domain with these members, used or not, as the persistent layout does.
     MpiWindow* w = nullptr;
     try {
-      w = be.window(owner, rec.members, ordinal, lo, hi, options_.heap_bytes);
+      w = be.window(owner, rec.members, session.ordinal_of(rec), lo, hi, options_.heap_bytes);
     } catch (...) {
       if (!window_error) window_error = std::current_exception();
     }
@@ -325,6 +291,27 @@ void MpiGroup::execute(const HostSession& session) {
         "pld::run (backend mpi): a comm domain's window could not be created on another MPI process; see its error");
   be.sync_local();
   be.barrier();
+  return windows;
+}
+
+void MpiGroup::execute(const HostSession& session) {
+  MpiBackend& be = *backend_;
+  const int me = be.rank();
+  // SIGUSR1 (`kill -USR1 <mpirun pid>`: mpirun forwards it to every process) prints what each
+  // waiting rank waits on and its last operations; the job carries on. Installed for the whole
+  // call, so that the forwarded signal never ends a process that has not reached its waits yet.
+  const Usr1Handler usr1;
+  check_agreement(session);
+  std::uint64_t need = 0;
+  for (int r = 0; r < session.world_size(); ++r) need = std::max(need, session.heap_top(r));
+  if (need > options_.heap_bytes)
+    throw UsageError(
+        fmt::format("pld::run (backend mpi): the call needs {} bytes of window heap per rank, more than "
+                    "the {} of PLD_HEAP_BYTES / DistributedConfig::heap_bytes",
+                    need, options_.heap_bytes));
+
+  be.clear_abort();
+  const std::vector<MpiWindow*> windows = open_windows(session);
 
   // This process's rank runtime, installed for the duration of the call.
   std::unique_ptr<RankRuntime>& runtime = runtime_;

@@ -16,6 +16,7 @@
 namespace pld::detail {
 
 class MpiBackend;
+class MpiWindow;
 class RankRuntime;
 
 class MpiGroup {
@@ -45,6 +46,9 @@ class MpiGroup {
   void check_agreement(const HostSession& session) const;
   /// Collective: the call's first failure (a real one before a released wait) on every process.
   Failure agree(const Failure& mine) const;
+  /// Collective: the window of every comm domain the call uses (by domain id; nullptr where this
+  /// process is not a member), zeroed where the call needs it.
+  std::vector<MpiWindow*> open_windows(const HostSession& session);
   /// Collective, after a wait deadline: every rank's ended wait and last operations, analysed as
   /// on shm (debug/hang.h): per-rank lines, expected writers, wait-for graph, verdict, DOT file.
   std::string wait_report(const HostSession& session) const;

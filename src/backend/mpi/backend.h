@@ -171,6 +171,17 @@ class MpiBackend final : public Transport {
   void barrier() {
     collective([](MPI_Comm comm, MPI_Request* request) { MPI_Ibarrier(comm, request); });
   }
+  /// `count` items at `data` of process `root`, on every process.
+  void broadcast(void* data, int count, MPI_Datatype type, int root) {
+    collective([&](MPI_Comm comm, MPI_Request* request) { MPI_Ibcast(data, count, type, root, comm, request); });
+  }
+  /// `text` of process `root`, on every process (its length first).
+  void broadcast(std::string& text, int root) {
+    long long len = static_cast<long long>(text.size());
+    broadcast(&len, 1, MPI_LONG_LONG, root);
+    text.resize(static_cast<std::size_t>(len));
+    broadcast(text.data(), static_cast<int>(len), MPI_CHAR, root);
+  }
   /// Turns a failed MPI call into a pld::Error naming it.
   void check(int rc, const char* what) const;
 
