@@ -1,6 +1,7 @@
 #include "coll/credit.h"
 
 #include "coll/checks.h"
+#include "coll/ll.h"
 #include "coll/peer.h"
 #include "debug/checks.h"
 
@@ -152,6 +153,7 @@ void coll_barrier(const WindowDesc& signal) {
     return call;
   });
   if (d.nranks() == 1) return;
+  if (ll_barrier_fits(d, signal)) return ll_barrier(op, d, signal);
   CreditBarrier b(op, d, signal, 0);
   b.sync();
   b.finish();

@@ -65,9 +65,8 @@ std::vector<Writer> expected_writers(int a, const std::vector<RankSnapshot>& ran
   const RankSnapshot& w = ranks[static_cast<std::size_t>(a)];
   std::vector<Writer> out;
   if (w.writer >= 0) {
-    out.push_back({w.writer, fmt::format("the {} credit protocol: row {} of its signal is written by that rank only",
-                                         w.what.empty() ? "collective" : w.what,
-                                         w.offsets.size() ? w.offsets[0] : 0)});
+    out.push_back({w.writer, fmt::format("the {} protocol: that rank is the only writer of this cell",
+                                         w.what.empty() ? "collective" : w.what)});
     return out;
   }
   // Direct evidence: notifies in the histories that targeted this very cell.

@@ -107,6 +107,7 @@ void RankRuntime::domain_define(std::unique_ptr<DomainState> state) {
     if (state->buffers[b].name == kCollStagingName) {
       state->ll_staging = static_cast<std::int64_t>(b);
       state->ll_epochs.assign(state->buffers[b].bytes / ll_channel_bytes(state->members.size()), 0);
+      state->ll_barrier_epochs.assign(state->ll_epochs.size(), 0);
     }
   domains_[id] = std::move(state);
 }

@@ -20,14 +20,19 @@ namespace pld::detail {
 /// starting with "pld." are reserved.
 inline constexpr const char* kCollStagingName = "pld.coll_staging";
 
-/// Largest allreduce payload (bytes per rank) the LL path carries; one staging channel holds
-/// 2 parities x P sources x kLLMaxBytes / 4 words of 8 bytes.
+/// Largest allreduce payload (bytes per rank) the LL path carries. One staging channel holds the
+/// LL slots, 2 parities x P sources x kLLMaxBytes / 4 words of 8 bytes, then the LL barrier's
+/// flags, 2 parities x P sources, one cache line each.
 inline constexpr std::uint64_t kLLMaxBytes = 64;
 inline constexpr std::uint64_t kLLSlotBytes = kLLMaxBytes * 2;
-inline constexpr std::uint64_t ll_channel_bytes(std::uint64_t nranks) { return 2 * nranks * kLLSlotBytes; }
+inline constexpr std::uint64_t kLLFlagBytes = 64;
+inline constexpr std::uint64_t ll_flags_offset(std::uint64_t nranks) { return 2 * nranks * kLLSlotBytes; }
+inline constexpr std::uint64_t ll_channel_bytes(std::uint64_t nranks) {
+  return ll_flags_offset(nranks) + 2 * nranks * kLLFlagBytes;
+}
 /// Staging per rank is capped (it is zeroed with the other windows on every call): channels go
 /// to the first buffer ids only, at least one (P = 2: 256 channels, P = 64: 8).
-inline constexpr std::uint64_t kCollStagingBudget = 128 * 1024;
+inline constexpr std::uint64_t kCollStagingBudget = 192 * 1024;
 
 struct BufferInfo {
   std::uint64_t offset = 0;
@@ -44,11 +49,13 @@ struct DomainState {
   std::vector<BufferInfo> buffers;   // by buffer id
   std::string label;                 // "world" or "{1, 2}"
   Backend* backend = nullptr;
-  // The LL staging window (kCollStagingName): its buffer id or -1, and this rank's epoch per
-  // channel (one channel per buffer id that may serve as a signal). Set by domain_define; the
-  // epochs advance with every LL call, in the same order on every member.
+  // The LL staging window (kCollStagingName): its buffer id or -1, and this rank's epochs per
+  // channel (one channel per buffer id that may serve as a signal), one sequence for LL
+  // allreduce calls and one for LL barriers. Set by domain_define; each advances with every call
+  // of its kind, in the same order on every member.
   std::int64_t ll_staging = -1;
   mutable std::vector<std::uint32_t> ll_epochs;
+  mutable std::vector<std::uint32_t> ll_barrier_epochs;
 
   int nranks() const { return static_cast<int>(members.size()); }
   const std::string& buffer_name(std::uint32_t id) const;

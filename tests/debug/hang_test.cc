@@ -168,7 +168,7 @@ TEST(HangReport, CollectiveCreditWaitNamesTheMissingRank) {
     for (int r = 0; r < 3; ++r) h.dispatch(r, barrier_on_some, h.window<std::int32_t>(b, {3, 1}), 1);
   });
   EXPECT_HAS(msg, "(inside barrier)");
-  EXPECT_HAS(msg, "expected writer: rank 1 — the barrier credit protocol");
+  EXPECT_HAS(msg, "expected writer: rank 1 — the barrier protocol: that rank is the only writer of this cell");
   EXPECT_HAS(msg, "Rank 1 never notified: ranks 0 and 2 wait for it");
   EXPECT_HAS(msg, "barrier(signal 'bsig', 0 elements)");  // rank 0's history
 }
