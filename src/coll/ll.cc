@@ -6,6 +6,8 @@
 // signal's cells themselves are not touched. Channel layout, in 8-byte words:
 //
 //   [parity 2][source P][kLLMaxBytes / 4 words]        word = data (bytes 0-3) | epoch (bytes 4-7)
+//   [parity 2][source P] flags of the LL barrier       int32 epoch, one 64-byte line each
+//                                                      (at ll_flags_offset(P) = 2 * P * kLLSlotBytes)
 //
 // Every rank numbers its LL calls per channel: epoch e = 1, 2, ... (the same sequence on every
 // member, since all members make the same calls in the same order); the call uses parity e & 1.

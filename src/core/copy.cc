@@ -24,34 +24,46 @@ HWY_BEFORE_NAMESPACE();
 namespace pld::detail::HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
-// Bytes per vector: the alignment streaming stores need.
-std::size_t StreamAlignment() { return hn::Lanes(hn::ScalableTag<std::uint8_t>()); }
+// Whether this target has non-temporal stores: x86 with SIMD. Elsewhere (and on the SCALAR /
+// EMU128 fallbacks) hn::Stream is an ordinary store, and memmove is the better copy.
+constexpr bool kHasStreamingStores = HWY_ARCH_X86 && HWY_TARGET != HWY_SCALAR && HWY_TARGET != HWY_EMU128;
 
-// Streams `src` to every destination: each block of four vectors is loaded once and stored with
-// non-temporal stores to all n destinations (which share one alignment modulo the vector size),
-// then a store fence. The caller checks size, alignment and overlap.
-void StreamCopy(std::byte* const* dsts, int n, const std::byte* src_bytes, std::size_t bytes) {
-  const hn::ScalableTag<std::uint8_t> d;
-  const std::size_t lanes = hn::Lanes(d);
-  const auto* src = reinterpret_cast<const std::uint8_t*>(src_bytes);
-  const std::size_t head = (lanes - reinterpret_cast<std::uintptr_t>(dsts[0]) % lanes) % lanes;
-  for (int k = 0; k < n; ++k) std::memcpy(dsts[k], src, head);
-  std::size_t i = head;
-  for (; i + 4 * lanes <= bytes; i += 4 * lanes) {
-    const auto a = hn::LoadU(d, src + i);
-    const auto b = hn::LoadU(d, src + i + lanes);
-    const auto c = hn::LoadU(d, src + i + 2 * lanes);
-    const auto e = hn::LoadU(d, src + i + 3 * lanes);
-    for (int k = 0; k < n; ++k) {
-      auto* to = reinterpret_cast<std::uint8_t*>(dsts[k]) + i;
-      hn::Stream(a, d, to);
-      hn::Stream(b, d, to + lanes);
-      hn::Stream(c, d, to + 2 * lanes);
-      hn::Stream(e, d, to + 3 * lanes);
+// Streams `src` to every destination and returns true, or returns false (nothing copied) when
+// streaming does not apply here: no streaming stores on this target, fewer than 8 vectors, or
+// destinations that do not share one alignment modulo the vector size. Each block of four vectors
+// is loaded once and stored to all n destinations, then a store fence. The caller checks the
+// threshold and overlap.
+bool StreamCopy(std::byte* const* dsts, int n, const std::byte* src_bytes, std::size_t bytes) {
+  if constexpr (!kHasStreamingStores) {
+    return false;
+  } else {
+    const hn::ScalableTag<std::uint8_t> d;
+    const std::size_t lanes = hn::Lanes(d);
+    const std::uintptr_t align = reinterpret_cast<std::uintptr_t>(dsts[0]) % lanes;
+    if (bytes < 8 * lanes) return false;
+    for (int k = 1; k < n; ++k)
+      if (reinterpret_cast<std::uintptr_t>(dsts[k]) % lanes != align) return false;
+    const auto* src = reinterpret_cast<const std::uint8_t*>(src_bytes);
+    const std::size_t head = (lanes - align) % lanes;
+    for (int k = 0; k < n; ++k) std::memcpy(dsts[k], src, head);
+    std::size_t i = head;
+    for (; i + 4 * lanes <= bytes; i += 4 * lanes) {
+      const auto a = hn::LoadU(d, src + i);
+      const auto b = hn::LoadU(d, src + i + lanes);
+      const auto c = hn::LoadU(d, src + i + 2 * lanes);
+      const auto e = hn::LoadU(d, src + i + 3 * lanes);
+      for (int k = 0; k < n; ++k) {
+        auto* to = reinterpret_cast<std::uint8_t*>(dsts[k]) + i;
+        hn::Stream(a, d, to);
+        hn::Stream(b, d, to + lanes);
+        hn::Stream(c, d, to + 2 * lanes);
+        hn::Stream(e, d, to + 3 * lanes);
+      }
     }
+    hwy::FlushStream();  // streaming stores are weakly ordered: fence before any later notify
+    for (int k = 0; k < n; ++k) std::memcpy(dsts[k] + i, src + i, bytes - i);
+    return true;
   }
-  hwy::FlushStream();  // streaming stores are weakly ordered: fence before any later notify
-  for (int k = 0; k < n; ++k) std::memcpy(dsts[k] + i, src + i, bytes - i);
 }
 
 }  // namespace pld::detail::HWY_NAMESPACE
@@ -60,31 +72,26 @@ HWY_AFTER_NAMESPACE();
 #if HWY_ONCE
 namespace pld::detail {
 
-HWY_EXPORT(StreamAlignment);
 HWY_EXPORT(StreamCopy);
 
 namespace {
 
 bool overlaps(const std::byte* a, const std::byte* b, std::size_t bytes) { return a < b + bytes && b < a + bytes; }
 
-// Whether a streaming copy of `bytes` to these destinations pays and is possible: big enough for
-// a few vectors past the alignment head, every destination aligned like the first, none
-// overlapping the source.
-bool streams(std::byte* const* dsts, int n, const std::byte* src, std::size_t bytes, std::size_t streaming_from) {
-  static const std::size_t vector = HWY_DYNAMIC_DISPATCH(StreamAlignment)();
-  if (n < 1 || bytes < streaming_from || bytes < 8 * vector) return false;
-  const std::uintptr_t align = reinterpret_cast<std::uintptr_t>(dsts[0]) % vector;
+// A streaming copy to these destinations, when it pays (from `streaming_from` bytes) and none
+// overlaps the source; false when the caller must copy.
+bool stream(std::byte* const* dsts, int n, const std::byte* src, std::size_t bytes, std::size_t streaming_from) {
+  if (n < 1 || bytes < streaming_from) return false;
   for (int k = 0; k < n; ++k)
-    if (reinterpret_cast<std::uintptr_t>(dsts[k]) % vector != align || overlaps(dsts[k], src, bytes)) return false;
-  return true;
+    if (overlaps(dsts[k], src, bytes)) return false;
+  return HWY_DYNAMIC_DISPATCH(StreamCopy)(dsts, n, src, bytes);
 }
 
 }  // namespace
 
 void bulk_copy(std::byte* dst, const std::byte* src, std::size_t bytes, std::size_t streaming_from) {
   if (bytes == 0) return;  // empty tensors may have no memory at all (null data)
-  if (streams(&dst, 1, src, bytes, streaming_from)) return HWY_DYNAMIC_DISPATCH(StreamCopy)(&dst, 1, src, bytes);
-  std::memmove(dst, src, bytes);
+  if (!stream(&dst, 1, src, bytes, streaming_from)) std::memmove(dst, src, bytes);
 }
 
 // The fused form reads each block of src once and streams it to every destination: a
@@ -93,7 +100,7 @@ void bulk_copy(std::byte* dst, const std::byte* src, std::size_t bytes, std::siz
 // page-aligned heap, so they do); otherwise, below the threshold or on overlap, copy one by one.
 void bulk_copy_multi(std::byte* const* dsts, int n, const std::byte* src, std::size_t bytes,
                      std::size_t streaming_from) {
-  if (n > 1 && streams(dsts, n, src, bytes, streaming_from)) return HWY_DYNAMIC_DISPATCH(StreamCopy)(dsts, n, src, bytes);
+  if (n > 1 && stream(dsts, n, src, bytes, streaming_from)) return;
   for (int k = 0; k < n; ++k) bulk_copy(dsts[k], src, bytes, streaming_from);
 }
 

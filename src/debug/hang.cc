@@ -65,7 +65,7 @@ std::vector<Writer> expected_writers(int a, const std::vector<RankSnapshot>& ran
   const RankSnapshot& w = ranks[static_cast<std::size_t>(a)];
   std::vector<Writer> out;
   if (w.writer >= 0) {
-    out.push_back({w.writer, fmt::format("the {} protocol: that rank is the only writer of this cell",
+    out.push_back({w.writer, fmt::format("the {} protocol: that rank is the only one that raises this cell",
                                          w.what.empty() ? "collective" : w.what)});
     return out;
   }

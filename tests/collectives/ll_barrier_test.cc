@@ -1,7 +1,8 @@
 // The LL barrier (barrier on a domain whose peers are memory and whose signal has a staging
 // channel): it orders every round at P in {2, 3, 5, 8}, also when other collectives share its
-// signal, when ranks outnumber cores (waiters sleep) and on a signal without a channel (credit
-// barrier); the signal's own cells stay untouched; a missing rank times out with the flag named.
+// signal and when ranks outnumber cores (waiters sleep), and the signal's cells end at 0; a
+// missing rank times out naming the flag at every P (which proves the LL barrier ran), or naming
+// the credit on a signal without a channel (the credit barrier's fallback).
 // Under PLD_COLL_RMA=1 (and under mpirun) the same tests run the credit barrier.
 #include "support.hpp"
 
@@ -30,7 +31,7 @@ void rounds(DistributedTensor<std::int32_t> cell, DistributedTensor<float> x, Di
     }
   }
   out(0) = wrong;
-  for (int s = 0; s < n; ++s) out(1) += tile::read(sig, {s});  // every credit given back, no flag here
+  for (int s = 0; s < n; ++s) out(1) += tile::read(sig, {s}) != 0;  // every credit given back
 }
 
 void check_rounds(int p, int filler_buffers) {
@@ -44,7 +45,7 @@ void check_rounds(int p, int filler_buffers) {
   });
   for (int r = 0; r < p; ++r) {
     EXPECT_EQ(out(r, 0), 0) << "P=" << p << " rank " << r << ": values wrong after a barrier";
-    EXPECT_EQ(out(r, 1), 0) << "P=" << p << " rank " << r << ": signal cells not back to 0";
+    EXPECT_EQ(out(r, 1), 0) << "P=" << p << " rank " << r << ": signal cells not all back to 0";
   }
 }
 
@@ -53,8 +54,8 @@ TEST(LLBarrier, OrdersEveryRound) {
     if (runs_here(p)) check_rounds(p, 0);
 }
 
-TEST(LLBarrier, SignalWithoutAChannelUsesCredits) {
-  // Channels cover the first 256 buffer ids at P = 2: this signal has none.
+TEST(LLBarrier, SignalWithoutAChannelOrdersEveryRound) {
+  // Channels cover the first 256 buffer ids at P = 2: this signal has none (credit barrier).
   PLD_REQUIRE_RANKS(2);
   check_rounds(2, 256);
 }
@@ -63,24 +64,39 @@ void barrier_unless_rank0(DistributedTensor<std::int32_t> sig) {
   if (rank(get_comm_ctx(sig)) != 0) tensor::barrier(sig);
 }
 
-TEST(LLBarrier, MissingRankTimesOutNamingTheFlag) {
-  PLD_REQUIRE_RANKS(2);
-  if (coll_rma()) GTEST_SKIP() << "PLD_COLL_RMA=1 runs the credit barrier (collective_error_test.cc)";
+// Rank 0 never enters: every other rank waits for it; the first failure names what it waited on.
+std::string missing_rank0(int p, int filler_buffers) {
   try {
-    run(ranks(2, 0.5), [](Host& h) {
-      auto s = h.window<std::int32_t>(h.alloc_window_buffer({2}, DType::INT32, "sig"), {2});
-      for (int r = 0; r < 2; ++r) h.dispatch(r, barrier_unless_rank0, s);
+    run(ranks(p, 0.5), [&](Host& h) {
+      for (int b = 0; b < filler_buffers; ++b) h.alloc_window_buffer(64, "filler" + std::to_string(b));
+      auto s = h.window<std::int32_t>(h.alloc_window_buffer({p}, DType::INT32, "sig"), {p});
+      for (int r = 0; r < p; ++r) h.dispatch(r, barrier_unless_rank0, s);
     });
-    FAIL() << "expected a wait timeout";
   } catch (const RankError& e) {
-    EXPECT_EQ(e.rank(), 1);
+    EXPECT_NE(e.rank(), 0);
     EXPECT_EQ(e.cause(), RankFailure::WaitTimeout);
-    EXPECT_NE(std::string(e.what()).find("barrier: waiting for rank 0's arrival at LL barrier 1 (staging "
-                                         "'pld.coll_staging' flag [1, 0], channel of signal 'sig'; the flag holds 0) "
-                                         "at the deadline"),
-              std::string::npos)
-        << e.what();
+    return e.what();
   }
+  ADD_FAILURE() << "P=" << p << ": expected a wait timeout";
+  return {};
+}
+
+TEST(LLBarrier, MissingRankTimesOutNamingTheFlag) {
+  if (coll_rma()) GTEST_SKIP() << "PLD_COLL_RMA=1 runs the credit barrier (collective_error_test.cc)";
+  for (int p : {2, 3, 5, 8}) {
+    if (!runs_here(p)) continue;
+    const std::string msg = missing_rank0(p, 0);
+    EXPECT_NE(msg.find("barrier: waiting for rank 0's arrival at LL barrier 1 (staging 'pld.coll_staging' flag [1, 0], "
+                       "channel of signal 'sig'; the flag holds 0) at the deadline"),
+              std::string::npos)
+        << "P=" << p << ": " << msg;
+  }
+}
+
+TEST(LLBarrier, SignalWithoutAChannelTimesOutNamingTheCredit) {
+  PLD_REQUIRE_RANKS(2);
+  const std::string msg = missing_rank0(2, 256);
+  EXPECT_NE(msg.find("barrier: waiting for rank 0's credit 1 on signal 'sig' cell [0]"), std::string::npos) << msg;
 }
 
 }  // namespace

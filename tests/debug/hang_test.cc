@@ -155,12 +155,12 @@ TEST(HangReport, LostUpdateShowsTheCellAndItsWriters) {
   EXPECT_HAS(msg, "Rank 1 notified, but not enough");
 }
 
-// A credit wait inside a collective: the protocol names the writer.
+// A wait inside a collective (the LL barrier on shm, a credit under mpirun): the protocol names the writer.
 void barrier_on_some(DistributedTensor<std::int32_t> sig, int skip) {
   if (rank(get_comm_ctx(sig)) != skip) tensor::barrier(sig);
 }
 
-TEST(HangReport, CollectiveCreditWaitNamesTheMissingRank) {
+TEST(HangReport, CollectiveWaitNamesTheMissingRank) {
   PLD_REQUIRE_RANKS(3);
   DotDir dir;
   const std::string msg = hang_message(ranks(3, deadline()), [](Host& h) {
@@ -168,7 +168,7 @@ TEST(HangReport, CollectiveCreditWaitNamesTheMissingRank) {
     for (int r = 0; r < 3; ++r) h.dispatch(r, barrier_on_some, h.window<std::int32_t>(b, {3, 1}), 1);
   });
   EXPECT_HAS(msg, "(inside barrier)");
-  EXPECT_HAS(msg, "expected writer: rank 1 — the barrier protocol: that rank is the only writer of this cell");
+  EXPECT_HAS(msg, "expected writer: rank 1 — the barrier protocol: that rank is the only one that raises this cell");
   EXPECT_HAS(msg, "Rank 1 never notified: ranks 0 and 2 wait for it");
   EXPECT_HAS(msg, "barrier(signal 'bsig', 0 elements)");  // rank 0's history
 }
