@@ -411,6 +411,12 @@ void RankGroup::execute(const HostSession& session) {
   using Clock = std::chrono::steady_clock;
   Clock::time_point abort_deadline{};
   std::vector<pollfd> pfds(ranks_.size());
+  std::atomic<std::uint32_t>& host_busy = backend_->control().host_busy;
+  host_busy.store(1, std::memory_order_relaxed);
+  struct Idle {  // also on the way out by an exception
+    std::atomic<std::uint32_t>& flag;
+    ~Idle() { flag.store(0, std::memory_order_relaxed); }
+  } idle_at_exit{host_busy};
   for (;;) {
     if (const unsigned u = Usr1Handler::count(); u != usr1_seen) {
       usr1_seen = u;
@@ -473,13 +479,16 @@ void RankGroup::execute(const HostSession& session) {
       for (int r = 0; r < world_size(); ++r) read_replies(r, session, true);
       continue;
     }
+    host_busy.store(0, std::memory_order_relaxed);
     const int n = poll(pfds.data(), pfds.size(), 200);
+    host_busy.store(1, std::memory_order_relaxed);
     if (n < 0 && errno != EINTR) throw Error(fmt::format("pld: poll failed: {}", std::strerror(errno)));
     for (int r = 0; r < world_size(); ++r) {
       const short ev = pfds[static_cast<std::size_t>(r)].revents;
       if (ev & (POLLIN | POLLHUP | POLLERR)) read_replies(r, session);
     }
   }
+  host_busy.store(0, std::memory_order_relaxed);
   call_base_ += session.dispatches().size();
   gate_ = -1;
   if (options_.swimlane) {

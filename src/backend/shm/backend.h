@@ -42,6 +42,9 @@ struct Doorbell {
 
 struct ControlBlock {
   std::atomic<std::uint32_t> abort{0};  // non-zero: every wait fails with AbortedError
+  // Non-zero while the host's dispatch loop runs outside poll(): the host is then one more
+  // runnable thread beside the ranks, and spinning waits yield now and then (signal.cc).
+  alignas(64) std::atomic<std::uint32_t> host_busy{0};
   RankSlot slots[kMaxRanks];
   Doorbell bells[kMaxRanks];
   OpRing history[kMaxRanks];  // each rank's last operations (debug/oplog.h)

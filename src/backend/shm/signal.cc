@@ -1,11 +1,11 @@
 // Signals of the shm backend. notify is one atomic read-modify-write on the peer's cell (a full
 // barrier on x86, so it also orders earlier non-temporal stores) followed by a futex wake only
-// when the peer has a sleeper. wait polls the local cell for PLD_WAIT_SPIN rounds (yielding every
-// kPollsPerYield of them), yields a few times, then sleeps on the cell's futex in bounded slices
-// so that an abort or the deadline is noticed (without a spin phase it keeps yielding for up to
-// kYieldBudget first). The sleeper
-// count and the cell form a Dekker pair (both seq_cst): either the notifier sees the sleeper and
-// wakes it, or the sleeper sees the new value before it sleeps.
+// when the peer has a sleeper. wait polls the local cell for PLD_WAIT_SPIN rounds (yielding now
+// and then while the host is busy dispatching), yields a few times, then sleeps on the cell's
+// futex in bounded slices so that an abort or the deadline is noticed (without a spin phase it
+// keeps yielding for up to kYieldBudget first). The sleeper count and the cell form a Dekker pair
+// (both seq_cst): either the notifier sees the sleeper and wakes it, or the sleeper sees the new
+// value before it sleeps.
 #include "backend/shm/backend.h"
 
 #include <linux/futex.h>
@@ -44,13 +44,14 @@ bool satisfied(std::int32_t value, std::int32_t expected, WaitCmp cmp) {
   return cmp == WaitCmp::Eq ? value == expected : value >= expected;
 }
 
-// The spin phase gives the CPU away every kPollsPerYield polls (~1 us here; sched_yield returns
-// at once when nothing else waits for this core). A pure spin starved whatever the scheduler had
-// queued on the same core — typically the peer being waited for, just woken by the host's next
-// dispatch: host builtin barriers at P=2 took 4 us or 50-85 us per call from run to run with a
-// pure 4000-poll spin, 4-7 us with a yield every 64 polls; kernel-loop collectives unchanged
-// (bench/README.md, session 5).
-constexpr std::int64_t kPollsPerYield = 64;
+// Every 64 polls (~1 us here) the spin phase yields its core while the host's dispatch loop is
+// busy (ControlBlock::host_busy): the host is then one more runnable thread than there are ranks,
+// and a pure spin kept the peer being waited for — queued on the spinner's core after its wake-up
+// — from running: host builtin barriers at P=2 took 4 us or 40-85 us per call from run to run.
+// Yielding always cured that but made every small collective 4-10x slower when a foreign process
+// shares a core (each yield hands it a time slice); inside one long dispatch (a kernel loop) the
+// host sleeps in poll() and the spin stays pure (bench/README.md, session 5).
+constexpr std::int64_t kSpinCheckMask = 63;
 constexpr int kYields = 16;
 // With no spin phase (PLD_WAIT_SPIN=0, which pld sets when ranks outnumber cores) a waiter keeps
 // yielding for this long before it sleeps: the awaited rank usually needs the core only briefly,
@@ -75,9 +76,9 @@ WaitStatus ShmBackend::wait(std::uint64_t offset, std::int32_t expected, WaitCmp
   auto* cell = reinterpret_cast<std::int32_t*>(heap_base(my_rank_) + offset);
   std::atomic_ref<std::int32_t> a(*cell);
   std::int32_t v = a.load(std::memory_order_acquire);
-  for (std::int64_t i = 1; !satisfied(v, expected, cmp) && i <= wait_spin_; ++i) {
+  for (std::int64_t i = 0; !satisfied(v, expected, cmp) && i < wait_spin_; ++i) {
     PLD_CPU_RELAX();
-    if (i % kPollsPerYield == 0) sched_yield();
+    if ((i & kSpinCheckMask) == kSpinCheckMask && control_->host_busy.load(std::memory_order_relaxed)) sched_yield();
     v = a.load(std::memory_order_acquire);
   }
   *seen = v;
