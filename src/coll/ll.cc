@@ -68,18 +68,27 @@ std::uint64_t ll_max_bytes() {
   return max;
 }
 
-// Blocks until word `word` of slot [parity][source] (at `offset` of my heap) holds `epoch`.
-void await_word(const char* op, const DomainState& d, const WindowDesc& signal, std::uint64_t offset,
-                std::uint32_t epoch, int parity, int source, int word) {
-  const Dims at{parity, source, word};
-  const WaitSite site{d.id, static_cast<std::uint32_t>(d.ll_staging), &at};
+// What an LL wait waits for, in its error message: "<op>: waiting for rank <s>'s <thing> <e>
+// (staging '<name>' <cell> <at>, channel of signal '<sig>'; <seen> <v>)".
+struct EpochWait {
+  const char* thing;  // "data of LL call", "arrival at LL barrier"
+  const char* cell;   // "cell", "flag"
+  const char* seen;   // "the word's epoch is", "the flag holds"
+};
+
+// Blocks until the int32 at `offset` of my heap — staging cell `at`, raised by domain rank
+// `source` only — holds `epoch`.
+void await_epoch(const char* op, const DomainState& d, const WindowDesc& signal, std::uint64_t offset,
+                 std::uint32_t epoch, const Dims& at, int source, const EpochWait& how) {
+  const WaitSite site{d.id, static_cast<std::uint32_t>(d.ll_staging), &at, d.members[static_cast<std::size_t>(source)],
+                      op};
   std::int32_t seen = 0;
-  const WaitStatus st = d.backend->wait(offset + 4, static_cast<std::int32_t>(epoch), WaitCmp::Eq, site, &seen);
+  const WaitStatus st = d.backend->wait(offset, static_cast<std::int32_t>(epoch), WaitCmp::Eq, site, &seen);
   if (st == WaitStatus::Ok) return;
-  const std::string what = fmt::format(
-      "{}: waiting for rank {}'s data of LL call {} (staging '{}' cell {}, channel of signal '{}'; the word's epoch "
-      "is {})",
-      op, source, epoch, kCollStagingName, at.str(), d.buffer_name(signal.ref.buffer), seen);
+  const std::string what =
+      fmt::format("{}: waiting for rank {}'s {} {} (staging '{}' {} {}, channel of signal '{}'; {} {})", op, source,
+                  how.thing, epoch, kCollStagingName, how.cell, at.str(), d.buffer_name(signal.ref.buffer), how.seen,
+                  seen);
   if (st == WaitStatus::Timeout)
     throw WaitTimeoutError(what +
                            " at the deadline; every rank of the domain must call the same collectives in the "
@@ -87,24 +96,18 @@ void await_word(const char* op, const DomainState& d, const WindowDesc& signal, 
   throw AbortedError(what + ": released because another rank failed");
 }
 
-// The LL barrier's wait for flag [parity][source] (at `offset` of my heap) to hold `epoch`.
+// Word `word` of LL slot [parity][source] (its epoch half is at `offset` + 4).
+void await_word(const char* op, const DomainState& d, const WindowDesc& signal, std::uint64_t offset,
+                std::uint32_t epoch, int parity, int source, int word) {
+  await_epoch(op, d, signal, offset + 4, epoch, Dims{parity, source, word}, source,
+              {"data of LL call", "cell", "the word's epoch is"});
+}
+
+// Flag [parity][source] of the LL barrier.
 void await_flag(const char* op, const DomainState& d, const WindowDesc& signal, std::uint64_t offset,
                 std::uint32_t epoch, int parity, int source) {
-  const Dims at{parity, source};
-  const WaitSite site{d.id, static_cast<std::uint32_t>(d.ll_staging), &at, d.members[static_cast<std::size_t>(source)],
-                      op};
-  std::int32_t seen = 0;
-  const WaitStatus st = d.backend->wait(offset, static_cast<std::int32_t>(epoch), WaitCmp::Eq, site, &seen);
-  if (st == WaitStatus::Ok) return;
-  const std::string what = fmt::format(
-      "{}: waiting for rank {}'s arrival at LL barrier {} (staging '{}' flag {}, channel of signal '{}'; the flag "
-      "holds {})",
-      op, source, epoch, kCollStagingName, at.str(), d.buffer_name(signal.ref.buffer), seen);
-  if (st == WaitStatus::Timeout)
-    throw WaitTimeoutError(what +
-                           " at the deadline; every rank of the domain must call the same collectives in the "
-                           "same order");
-  throw AbortedError(what + ": released because another rank failed");
+  await_epoch(op, d, signal, offset, epoch, Dims{parity, source}, source,
+              {"arrival at LL barrier", "flag", "the flag holds"});
 }
 
 }  // namespace
