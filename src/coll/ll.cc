@@ -110,19 +110,29 @@ void await_flag(const char* op, const DomainState& d, const WindowDesc& signal, 
               {"arrival at LL barrier", "flag", "the flag holds"});
 }
 
+// Whether the domain has a staging channel for the signal's buffer and direct peers: the common
+// condition of the LL allreduce and the LL barrier.
+bool has_channel(const DomainState& d, const WindowDesc& signal) {
+  return d.ll_staging >= 0 && signal.ref.buffer < d.ll_epochs.size() && direct_peers(d);
+}
+
+// Heap offset of the channel of the signal's buffer (the same on every member).
+std::uint64_t channel_of(const DomainState& d, const WindowDesc& signal) {
+  return d.buffers[static_cast<std::size_t>(d.ll_staging)].offset +
+         signal.ref.buffer * ll_channel_bytes(static_cast<std::uint64_t>(d.nranks()));
+}
+
 }  // namespace
 
 bool ll_barrier_fits(const DomainState& d, const WindowDesc& signal) {
-  return d.ll_staging >= 0 && signal.ref.buffer < d.ll_barrier_epochs.size() && direct_peers(d);
+  return has_channel(d, signal);
 }
 
 void ll_barrier(const char* op, const DomainState& d, const WindowDesc& signal) {
   const int n = d.nranks(), me = d.rank;
   const std::uint32_t epoch = ++d.ll_barrier_epochs[signal.ref.buffer];
   const int parity = static_cast<int>(epoch & 1);
-  const std::uint64_t flags = d.buffers[static_cast<std::size_t>(d.ll_staging)].offset +
-                              signal.ref.buffer * ll_channel_bytes(static_cast<std::uint64_t>(n)) +
-                              ll_flags_offset(static_cast<std::uint64_t>(n));
+  const std::uint64_t flags = channel_of(d, signal) + ll_flags_offset(static_cast<std::uint64_t>(n));
   auto flag = [&](int source) {
     return flags + (static_cast<std::uint64_t>(parity) * static_cast<std::uint64_t>(n) +
                     static_cast<std::uint64_t>(source)) * kLLFlagBytes;
@@ -138,7 +148,7 @@ void ll_barrier(const char* op, const DomainState& d, const WindowDesc& signal) 
 }
 
 bool ll_fits(const DomainState& d, const WindowDesc& signal, std::uint64_t bytes) {
-  return bytes <= ll_max_bytes() && d.ll_staging >= 0 && signal.ref.buffer < d.ll_epochs.size() && direct_peers(d);
+  return bytes <= ll_max_bytes() && has_channel(d, signal);
 }
 
 void ll_allreduce(const char* op, const DomainState& d, const WindowDesc& target, const WindowDesc& signal, Index count,
@@ -148,8 +158,7 @@ void ll_allreduce(const char* op, const DomainState& d, const WindowDesc& target
   const int words = static_cast<int>((bytes + 3) / 4);
   const std::uint32_t epoch = ++d.ll_epochs[signal.ref.buffer];
   const int parity = static_cast<int>(epoch & 1);
-  const std::uint64_t channel = d.buffers[static_cast<std::size_t>(d.ll_staging)].offset +
-                                signal.ref.buffer * ll_channel_bytes(static_cast<std::uint64_t>(n));
+  const std::uint64_t channel = channel_of(d, signal);
   auto slot = [&](int source) {
     return channel +
            (static_cast<std::uint64_t>(parity) * static_cast<std::uint64_t>(n) + static_cast<std::uint64_t>(source)) *

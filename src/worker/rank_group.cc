@@ -413,7 +413,7 @@ void RankGroup::execute(const HostSession& session) {
   std::vector<pollfd> pfds(ranks_.size());
   std::atomic<std::uint32_t>& host_busy = backend_->control().host_busy;
   host_busy.store(1, std::memory_order_relaxed);
-  struct Idle {  // also on the way out by an exception
+  struct Idle {  // cleared when this call returns or throws
     std::atomic<std::uint32_t>& flag;
     ~Idle() { flag.store(0, std::memory_order_relaxed); }
   } idle_at_exit{host_busy};
@@ -488,7 +488,6 @@ void RankGroup::execute(const HostSession& session) {
       if (ev & (POLLIN | POLLHUP | POLLERR)) read_replies(r, session);
     }
   }
-  host_busy.store(0, std::memory_order_relaxed);
   call_base_ += session.dispatches().size();
   gate_ = -1;
   if (options_.swimlane) {
