@@ -9,7 +9,7 @@
 //   y1[r] = x1[(r+1) % P]        round 1, read after barrier 1
 //   y2[r] = x2[(r+1) % P]        round 2, staged after barrier 2, read after barrier 3
 //   tally[r][s] = 3 for s != r   (rank s arrived 3 times), 0 for s == r (nobody notifies itself);
-//                                0 everywhere with --use-builtin (the builtin clears its cells)
+//                                0 everywhere with --use-builtin (the builtin leaves no trace)
 //   after[r][s] = 0              the self-clearing epilogue left the window ready for reuse
 //
 // Concepts introduced:
@@ -53,8 +53,9 @@ void barrier(const pld::DistributedTensor<int32_t>& signal, int generation) {
 // =============================================================================================
 // STEP 1b (--use-builtin): the reveal. pld::tensor::barrier is the same rendezvous in one call:
 // +1 to every peer, wait for every peer, then it gives its credit back itself (STEP 4's
-// epilogue, per call). Every call therefore starts from zeroed cells, so there is no generation
-// to pass — and nothing is left in the cells to look at afterwards.
+// epilogue, per call; on the shm backend it raises epoch flags in pld's own staging window
+// instead and leaves these cells alone). Every call therefore starts from zeroed cells, so there
+// is no generation to pass — and nothing is left in the cells to look at afterwards.
 // =============================================================================================
 void rendezvous(const pld::DistributedTensor<int32_t>& signal, int generation, bool use_builtin) {
   if (use_builtin)
