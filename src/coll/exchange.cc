@@ -1,7 +1,8 @@
 // The data-exchange collectives: allgather, all_to_all, all_to_all_v. Each rank pushes its blocks
 // straight into the peers' target windows between two barriers: the first makes sure every
 // target is free (no rank still reads the previous call's result), the second that every block
-// has landed. Two credits per call.
+// has landed. Two credits per call. A rank's copies run backward on every other call (next_order):
+// a call repeated on the same buffers then starts on the lines the previous one touched last.
 //
 // RMA form (peers reachable only through Backend::put, coll/peer.h): the same pushes, each a put
 // (a store for the calling rank's own row); the closing barrier's notifies publish them. The
@@ -27,6 +28,17 @@ namespace {
 // window and is not read again by the pusher (bench/README.md, finding 5).
 constexpr std::size_t kPushStreamingBytes = 1u << 20;
 
+// The order of this call's copies. Each rank alternates from one push call on the domain to the
+// next (copy.h, CopyOrder): calls repeated on the same buffers — a loop, or a benchmark — then
+// start where the previous call ended, on lines still in the caches. At P = 2, an all_to_all of
+// 1 MiB per rank touches 2 MiB per core, the L2's size: forward-only repetition misses on almost
+// every line, alternation hits on most (bench/README.md, session 6). The push order over peers
+// reverses with it, so it stays staggered.
+CopyOrder next_order(const DomainState& d) { return d.push_calls++ % 2 ? CopyOrder::Backward : CopyOrder::Forward; }
+
+// The k-th destination of a rank's pushes in `order`: k-th of 0, 1, ..., n - 1, or of n - 1, ..., 0.
+int nth(int k, int n, CopyOrder order) { return order == CopyOrder::Forward ? k : n - 1 - k; }
+
 std::string name_of(const WindowDesc& w) { return w.state ? w.state->buffer_name(w.ref.buffer) : std::string("?"); }
 
 void check_same_dtype(const char* op, DType a, DType b) {
@@ -47,6 +59,10 @@ void push_rows(const char* op, const DomainState& d, const WindowDesc& target, c
   const int n = d.nranks(), me = d.rank;
   const std::size_t esz = dtype_size(target.dtype);
   const bool direct = direct_peers(d);
+  // The fused push (allgather from kPushStreamingBytes) reads its one source row once per call
+  // and keeps it cached either way; it stays forward, where its 64 KiB blocks would cost ~3 %.
+  const bool fused = rows == Rows::Same && static_cast<std::size_t>(size) * esz >= kPushStreamingBytes;
+  const CopyOrder order = direct && !fused ? next_order(d) : CopyOrder::Forward;
   fenced_lanes(op, d, signal, stride, core_num, size, [&](Range r) {
     const std::uint64_t dst = (static_cast<std::uint64_t>(me) * static_cast<std::uint64_t>(size) +
                                static_cast<std::uint64_t>(r.begin)) * esz;
@@ -60,8 +76,11 @@ void push_rows(const char* op, const DomainState& d, const WindowDesc& target, c
     }
     std::byte* dsts[kMaxRanks];
     for (int k = 0; k < n; ++k) dsts[k] = window_at(op, d, (me + k) % n, target, dst);  // staggered, myself first
-    if (rows == Rows::Same) return bulk_copy_multi(dsts, n, row_for(me) + from, bytes, kPushStreamingBytes);
-    for (int k = 0; k < n; ++k) bulk_copy(dsts[k], row_for((me + k) % n) + from, bytes, kPushStreamingBytes);
+    if (rows == Rows::Same) return bulk_copy_multi(dsts, n, row_for(me) + from, bytes, kPushStreamingBytes, order);
+    for (int i = 0; i < n; ++i) {
+      const int k = nth(i, n, order);
+      bulk_copy(dsts[k], row_for((me + k) % n) + from, bytes, kPushStreamingBytes, order);
+    }
   });
 }
 
@@ -187,19 +206,20 @@ void coll_all_to_all_v(const LocalDesc& input, const WindowDesc* input_window, c
     });
     return;
   }
+  const CopyOrder order = next_order(d);
   fenced_lanes(op, d, signal, 1, 1, 1, [&](Range) {
     // recv_counts[me] of every peer: plain stores, published by the closing barrier like the rows.
     for (int k = 0; k < n; ++k) {
       const int p = (me + k) % n;
       std::memcpy(window_at(op, d, p, recv_counts, static_cast<std::uint64_t>(me) * 4), &counts[p], 4);
     }
-    for (int k = 0; k < n; ++k) {
-      const int p = (me + k) % n;
+    for (int i = 0; i < n; ++i) {
+      const int p = (me + nth(i, n, order)) % n;
       const Index rows = counts[p];
       if (rows == 0 || size == 0) continue;
       const std::size_t src = static_cast<std::size_t>(p) * static_cast<std::size_t>(max_recv * size) * esz;
       bulk_copy(window_at(op, d, p, target, dst), input.data + src, static_cast<std::size_t>(rows * size) * esz,
-                kPushStreamingBytes);
+                kPushStreamingBytes, order);
     }
   });
 }

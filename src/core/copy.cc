@@ -11,6 +11,7 @@
 // non-temporal store per cache line, ~10% faster than 16-byte stores at 4 MiB; bench/README.md).
 #include "core/copy.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 
@@ -28,24 +29,24 @@ namespace hn = hwy::HWY_NAMESPACE;
 // EMU128 fallbacks) hn::Stream is an ordinary store, and memmove is the better copy.
 constexpr bool kHasStreamingStores = HWY_ARCH_X86 && HWY_TARGET != HWY_SCALAR && HWY_TARGET != HWY_EMU128;
 
-// Streams `src` to every destination and returns true, or returns false (nothing copied) when
-// streaming does not apply here: no streaming stores on this target, fewer than 8 vectors, or
-// destinations that do not share one alignment modulo the vector size. Each block of four vectors
-// is loaded once and stored to all n destinations, then a store fence. The caller checks the
-// threshold and overlap.
-bool StreamCopy(std::byte* const* dsts, int n, const std::byte* src_bytes, std::size_t bytes) {
+// Streams src[at, at + bytes) to every destination's [at, at + bytes) and returns true, or
+// returns false (nothing copied) when streaming does not apply here: no streaming stores on this
+// target, fewer than 8 vectors, or destinations that do not share one alignment modulo the vector
+// size. Each block of four vectors is loaded once and stored to all n destinations, then a store
+// fence. The caller checks the threshold and overlap.
+bool StreamCopy(std::byte* const* dsts, int n, const std::byte* src_bytes, std::size_t at, std::size_t bytes) {
   if constexpr (!kHasStreamingStores) {
     return false;
   } else {
     const hn::ScalableTag<std::uint8_t> d;
     const std::size_t lanes = hn::Lanes(d);
-    const std::uintptr_t align = reinterpret_cast<std::uintptr_t>(dsts[0]) % lanes;
+    const std::uintptr_t align = reinterpret_cast<std::uintptr_t>(dsts[0] + at) % lanes;
     if (bytes < 8 * lanes) return false;
     for (int k = 1; k < n; ++k)
-      if (reinterpret_cast<std::uintptr_t>(dsts[k]) % lanes != align) return false;
-    const auto* src = reinterpret_cast<const std::uint8_t*>(src_bytes);
+      if (reinterpret_cast<std::uintptr_t>(dsts[k] + at) % lanes != align) return false;
+    const auto* src = reinterpret_cast<const std::uint8_t*>(src_bytes + at);
     const std::size_t head = (lanes - align) % lanes;
-    for (int k = 0; k < n; ++k) std::memcpy(dsts[k], src, head);
+    for (int k = 0; k < n; ++k) std::memcpy(dsts[k] + at, src, head);
     std::size_t i = head;
     for (; i + 4 * lanes <= bytes; i += 4 * lanes) {
       const auto a = hn::LoadU(d, src + i);
@@ -53,7 +54,7 @@ bool StreamCopy(std::byte* const* dsts, int n, const std::byte* src_bytes, std::
       const auto c = hn::LoadU(d, src + i + 2 * lanes);
       const auto e = hn::LoadU(d, src + i + 3 * lanes);
       for (int k = 0; k < n; ++k) {
-        auto* to = reinterpret_cast<std::uint8_t*>(dsts[k]) + i;
+        auto* to = reinterpret_cast<std::uint8_t*>(dsts[k] + at) + i;
         hn::Stream(a, d, to);
         hn::Stream(b, d, to + lanes);
         hn::Stream(c, d, to + 2 * lanes);
@@ -61,7 +62,7 @@ bool StreamCopy(std::byte* const* dsts, int n, const std::byte* src_bytes, std::
       }
     }
     hwy::FlushStream();  // streaming stores are weakly ordered: fence before any later notify
-    for (int k = 0; k < n; ++k) std::memcpy(dsts[k] + i, src + i, bytes - i);
+    for (int k = 0; k < n; ++k) std::memcpy(dsts[k] + at + i, src + i, bytes - i);
     return true;
   }
 }
@@ -78,30 +79,48 @@ namespace {
 
 bool overlaps(const std::byte* a, const std::byte* b, std::size_t bytes) { return a < b + bytes && b < a + bytes; }
 
-// A streaming copy to these destinations, when it pays (from `streaming_from` bytes) and none
-// overlaps the source; false when the caller must copy.
-bool stream(std::byte* const* dsts, int n, const std::byte* src, std::size_t bytes, std::size_t streaming_from) {
-  if (n < 1 || bytes < streaming_from) return false;
-  for (int k = 0; k < n; ++k)
-    if (overlaps(dsts[k], src, bytes)) return false;
-  return HWY_DYNAMIC_DISPATCH(StreamCopy)(dsts, n, src, bytes);
+// Calls copy(at, len) for the blocks of [0, bytes) in `order`: Forward is one block; Backward is
+// blocks of kCopyBlockBytes (the last one shorter), last first.
+template <class Fn>
+void for_each_block(std::size_t bytes, CopyOrder order, Fn&& copy) {
+  if (order == CopyOrder::Forward) return copy(std::size_t{0}, bytes);
+  for (std::size_t at = (bytes - 1) / kCopyBlockBytes * kCopyBlockBytes;; at -= kCopyBlockBytes) {
+    copy(at, std::min(kCopyBlockBytes, bytes - at));
+    if (at == 0) return;
+  }
 }
 
 }  // namespace
 
-void bulk_copy(std::byte* dst, const std::byte* src, std::size_t bytes, std::size_t streaming_from) {
+void bulk_copy(std::byte* dst, const std::byte* src, std::size_t bytes, std::size_t streaming_from, CopyOrder order) {
   if (bytes == 0) return;  // empty tensors may have no memory at all (null data)
-  if (!stream(&dst, 1, src, bytes, streaming_from)) std::memmove(dst, src, bytes);
+  if (overlaps(dst, src, bytes)) {
+    std::memmove(dst, src, bytes);
+    return;
+  }
+  const bool streaming = bytes >= streaming_from;
+  for_each_block(bytes, order, [&](std::size_t at, std::size_t len) {
+    if (!streaming || !HWY_DYNAMIC_DISPATCH(StreamCopy)(&dst, 1, src, at, len)) std::memcpy(dst + at, src + at, len);
+  });
 }
 
 // The fused form reads each block of src once and streams it to every destination: a
 // broadcast-style push (allgather) then moves bytes + n * bytes instead of n * (bytes + bytes).
 // It needs destinations with one alignment (windows sit at the same offset of every rank's
-// page-aligned heap, so they do); otherwise, below the threshold or on overlap, copy one by one.
+// page-aligned heap, so they do); a block that cannot stream is copied to each destination in turn.
 void bulk_copy_multi(std::byte* const* dsts, int n, const std::byte* src, std::size_t bytes,
-                     std::size_t streaming_from) {
-  if (n > 1 && stream(dsts, n, src, bytes, streaming_from)) return;
-  for (int k = 0; k < n; ++k) bulk_copy(dsts[k], src, bytes, streaming_from);
+                     std::size_t streaming_from, CopyOrder order) {
+  if (bytes == 0 || n < 1) return;
+  bool fused = n > 1 && bytes >= streaming_from;
+  for (int k = 0; fused && k < n; ++k) fused = !overlaps(dsts[k], src, bytes);
+  if (!fused) {
+    for (int k = 0; k < n; ++k) bulk_copy(dsts[order == CopyOrder::Forward ? k : n - 1 - k], src, bytes, streaming_from, order);
+    return;
+  }
+  for_each_block(bytes, order, [&](std::size_t at, std::size_t len) {
+    if (HWY_DYNAMIC_DISPATCH(StreamCopy)(dsts, n, src, at, len)) return;
+    for (int k = 0; k < n; ++k) std::memcpy(dsts[k] + at, src + at, len);
+  });
 }
 
 }  // namespace pld::detail

@@ -1,6 +1,6 @@
 // bulk_copy: memmove semantics; copies of kStreamingBytes and more that do not overlap use
 // streaming (non-temporal) stores followed by a store fence. bulk_copy_multi: one source, several
-// destinations, each source block read once.
+// destinations, each source block read once. Either may visit its bytes backward (CopyOrder).
 #pragma once
 
 #include <cstddef>
@@ -10,12 +10,22 @@ namespace pld::detail {
 /// Default size from which copies stream.
 inline constexpr std::size_t kStreamingBytes = 8u << 20;
 
-void bulk_copy(std::byte* dst, const std::byte* src, std::size_t bytes, std::size_t streaming_from = kStreamingBytes);
+/// The order in which a copy visits its bytes. Backward copies blocks of kCopyBlockBytes from the
+/// last to the first, each block front to back (the direction the hardware prefetchers follow).
+/// A copy repeated on the same buffers in alternating orders then starts with the lines the
+/// previous one touched last, which are still cached when the buffers are a little larger than
+/// the caches (a forward-only repetition evicts each line just before it is needed again).
+/// Overlapping copies always run forward (memmove).
+enum class CopyOrder { Forward, Backward };
+inline constexpr std::size_t kCopyBlockBytes = 64u << 10;
 
-/// bulk_copy of `src` to each of dsts[0, n), in that order. From `streaming_from` bytes, when the
-/// destinations share one alignment and none overlaps src, each block of src is read once and
-/// streamed to all destinations.
+void bulk_copy(std::byte* dst, const std::byte* src, std::size_t bytes, std::size_t streaming_from = kStreamingBytes,
+               CopyOrder order = CopyOrder::Forward);
+
+/// bulk_copy of `src` to each of dsts[0, n), in that order (Backward: dsts[n - 1] first). From
+/// `streaming_from` bytes, when none of the destinations overlaps src, each block of src is read
+/// once and streamed to all destinations.
 void bulk_copy_multi(std::byte* const* dsts, int n, const std::byte* src, std::size_t bytes,
-                     std::size_t streaming_from = kStreamingBytes);
+                     std::size_t streaming_from = kStreamingBytes, CopyOrder order = CopyOrder::Forward);
 
 }  // namespace pld::detail

@@ -56,6 +56,9 @@ struct DomainState {
   std::int64_t ll_staging = -1;
   mutable std::vector<std::uint32_t> ll_epochs;
   mutable std::vector<std::uint32_t> ll_barrier_epochs;
+  // Push collectives (allgather, all_to_all, all_to_all_v) this rank has run on the domain: their
+  // copies alternate between CopyOrder::Forward and Backward (coll/exchange.cc). Rank-local.
+  mutable std::uint64_t push_calls = 0;
 
   int nranks() const { return static_cast<int>(members.size()); }
   const std::string& buffer_name(std::uint32_t id) const;

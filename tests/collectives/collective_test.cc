@@ -375,5 +375,67 @@ TYPED_TEST(Collectives, AllToAllAndAllToAllV) {
   }
 }
 
+// Large rows: copies alternate between forward and backward from one push call to the next
+// (src/core/copy.h, CopyOrder), in 64 KiB blocks. Two calls of each collective, so each runs in
+// both orders, on a target poisoned before every call (a skipped block keeps the poison). Rows of
+// 3 x 64 KiB + 13 bytes take the memcpy path, rows above 1 MiB the streaming one; int8 makes the
+// tails odd.
+template <class T>
+void exchange_large(DistributedTensor<T> target, DistributedTensor<T> vtarget, DistributedTensor<std::int32_t> sig,
+                    DistributedTensor<std::int32_t> recv, Tensor<T> in, Tensor<T> poison, Tensor<std::int32_t> counts,
+                    Tensor<T> out, Tensor<T> vout) {
+  for (int k = 0; k < 2; ++k) {
+    stage(target, poison);
+    tensor::all_to_all(in, target, sig);
+    collect(target, out[k]);
+  }
+  for (int k = 0; k < 2; ++k) {
+    stage(vtarget, poison);
+    tensor::all_to_all_v(in, vtarget, sig, counts, recv);
+    collect(vtarget, vout[k]);
+  }
+}
+
+template <class T>
+void all_to_all_large_rows() {
+  for (int p : {2, 3}) {
+    if (!runs_here(p)) continue;
+    for (std::size_t row_bytes : {std::size_t{3 * 65536 + 13}, std::size_t{(1u << 20) + 4097}}) {
+      const Index n = static_cast<Index>(row_bytes / sizeof(T));
+      auto in = HostTensor<T>::zeros({p, p, n});
+      for (int r = 0; r < p; ++r)
+        for (int d = 0; d < p; ++d)
+          for (Index i = 0; i < n; ++i) in(r, d, i) = input<T>(ReduceOp::Sum, r * 7 + d, i);
+      auto poison = HostTensor<T>::zeros({p, n});
+      for (Index i = 0; i < p * n; ++i) poison.data()[i] = static_cast<T>(static_cast<float>(-1));
+      auto counts = HostTensor<std::int32_t>::zeros({p, p});  // all_to_all_v with MAX_RECV = 1: every row sent
+      for (int r = 0; r < p; ++r)
+        for (int d = 0; d < p; ++d) counts(r, d) = 1;
+      auto out = HostTensor<T>::zeros({p, 2, p, n});
+      auto vout = HostTensor<T>::zeros({p, 2, p, n});
+      run(ranks(p), [&](Host& h) {
+        auto t = h.window<T>(h.alloc_window_buffer({p, n}, dtype_of<T>, "target"), {p, n});
+        auto vt = h.window<T>(h.alloc_window_buffer({p, n}, dtype_of<T>, "vtarget"), {p, n});
+        auto sig = h.window<std::int32_t>(h.alloc_window_buffer({p, 1}, DType::INT32, "sig"), {p, 1});
+        auto recv = h.window<std::int32_t>(h.alloc_window_buffer({p, 1}, DType::INT32, "recv"), {p, 1});
+        for (int r = 0; r < p; ++r)
+          h.dispatch(r, exchange_large<T>, t, vt, sig, recv, in[r], Tensor<T>(poison), counts[r], out[r], vout[r]);
+      });
+      const std::size_t bytes = static_cast<std::size_t>(n) * sizeof(T);  // a copy: compare bits
+      for (int r = 0; r < p; ++r)
+        for (int s = 0; s < p; ++s)
+          for (int k = 0; k < 2; ++k) {
+            ASSERT_EQ(std::memcmp(out[r][k][s].data(), in[s][r].data(), bytes), 0)
+                << "all_to_all P=" << p << " row bytes " << row_bytes << " rank " << r << " from " << s << " call " << k;
+            ASSERT_EQ(std::memcmp(vout[r][k][s].data(), in[s][r].data(), bytes), 0)
+                << "all_to_all_v P=" << p << " row bytes " << row_bytes << " rank " << r << " from " << s << " call " << k;
+          }
+    }
+  }
+}
+
+TEST(CollectivesLarge, AllToAllRowsInBothCopyOrdersFp32) { all_to_all_large_rows<float>(); }
+TEST(CollectivesLarge, AllToAllRowsInBothCopyOrdersInt8) { all_to_all_large_rows<std::int8_t>(); }
+
 }  // namespace
 }  // namespace pld::test
