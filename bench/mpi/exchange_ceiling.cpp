@@ -27,11 +27,22 @@ namespace {
 // The store kinds: memcpy (glibc: ordinary stores at these sizes on a VM reporting a large L3),
 // 16-byte streaming stores (pld's bulk_copy before session 5), 64-byte streaming stores (what
 // bulk_copy does from 1 MiB on an AVX-512 CPU), 16-byte streaming in 256 KiB pieces that
-// alternate between the two rows (a cache-friendlier order).
-enum class Kind { Memcpy, Stream, Stream64, StreamChunked };
+// alternate between the two rows (a cache-friendlier order), and memcpy / 64-byte streaming with
+// the order alternating per iteration (odd iterations: rows and 64 KiB blocks last to first, as
+// pld's push collectives do since session 6, src/core/copy.h).
+enum class Kind { Memcpy, Stream, Stream64, StreamChunked, MemcpyAlt, Stream64Alt };
 const char* name(Kind k) {
-  return k == Kind::Memcpy ? "memcpy" : k == Kind::Stream ? "stream" : k == Kind::Stream64 ? "stream-64B" : "stream-256K";
+  switch (k) {
+    case Kind::Memcpy: return "memcpy";
+    case Kind::Stream: return "stream";
+    case Kind::Stream64: return "stream-64B";
+    case Kind::StreamChunked: return "stream-256K";
+    case Kind::MemcpyAlt: return "memcpy-alt";
+    case Kind::Stream64Alt: return "stream-64B-alt";
+  }
+  return "?";
 }
+bool alternates(Kind k) { return k == Kind::MemcpyAlt || k == Kind::Stream64Alt; }
 
 void stream_copy(char* dst, const char* src, std::size_t n) {
   std::size_t i = 0;
@@ -66,6 +77,26 @@ __attribute__((target("avx512f"))) void stream64_avx512(char* dst, const char* s
   std::memcpy(dst + i, src + i, n - i);
 }
 
+void copy_kind(Kind kind, char* dst, const char* src, std::size_t n) {
+  if (kind == Kind::Memcpy || kind == Kind::MemcpyAlt)
+    std::memcpy(dst, src, n);
+  else if (kind == Kind::Stream64 || kind == Kind::Stream64Alt)
+    stream64_avx512(dst, src, n);
+  else
+    stream_copy(dst, src, n);
+}
+
+// One row, forward, or backward in 64 KiB blocks (each block forward).
+void copy_row(Kind kind, char* dst, const char* src, std::size_t n, bool backward) {
+  if (!backward) return copy_kind(kind, dst, src, n);
+  const std::size_t block = 64 << 10;
+  for (std::size_t at = n; at > 0;) {
+    const std::size_t len = at % block ? at % block : block;
+    at -= len;
+    copy_kind(kind, dst + at, src + at, len);
+  }
+}
+
 char* shared_buffer(std::size_t bytes) {  // shared mapping, pre-faulted, like a pld window
   void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   if (p == MAP_FAILED) throw std::runtime_error("mmap failed");
@@ -73,8 +104,12 @@ char* shared_buffer(std::size_t bytes) {  // shared mapping, pre-faulted, like a
   return static_cast<char*>(p);
 }
 
-// Median and minimum per-iteration time (seconds) of the exchange of S bytes per thread.
-std::pair<double, double> run(std::size_t s, Kind kind, int iters) {
+// Median, mean (pld-bench's and mpi_bench's statistic) and minimum per-iteration time, seconds,
+// of the exchange of S bytes per thread.
+struct Times {
+  double median, mean, min;
+};
+Times run(std::size_t s, Kind kind, int iters) {
   char* in[2] = {shared_buffer(s), shared_buffer(s)};
   char* tgt[2] = {shared_buffer(s), shared_buffer(s)};
   const std::size_t row = s / 2, piece = 256 << 10;
@@ -88,18 +123,13 @@ std::pair<double, double> run(std::size_t s, Kind kind, int iters) {
     for (int it = 0; it < iters + 3; ++it) {  // 3 untimed warm-up iterations
       barrier(2 * it + 1);
       const auto t0 = std::chrono::steady_clock::now();
+      const bool backward = alternates(kind) && it % 2 == 1;
       for (std::size_t at = 0; at < row; at += kind == Kind::StreamChunked ? piece : row)
-        for (int k = 0; k < 2; ++k) {
-          const int p = (t + k) % 2;
+        for (int i = 0; i < 2; ++i) {
+          const int p = (t + (backward ? 1 - i : i)) % 2;
           const std::size_t n = kind == Kind::StreamChunked ? std::min(piece, row - at) : row;
-          char* dst = tgt[p] + static_cast<std::size_t>(t) * row + at;
-          const char* src = in[t] + static_cast<std::size_t>(p) * row + at;
-          if (kind == Kind::Memcpy)
-            std::memcpy(dst, src, n);
-          else if (kind == Kind::Stream64)
-            stream64_avx512(dst, src, n);
-          else
-            stream_copy(dst, src, n);
+          copy_row(kind, tgt[p] + static_cast<std::size_t>(t) * row + at, in[t] + static_cast<std::size_t>(p) * row + at,
+                   n, backward);
         }
       barrier(2 * it + 2);
       if (t == 0 && it >= 3)
@@ -111,7 +141,9 @@ std::pair<double, double> run(std::size_t s, Kind kind, int iters) {
   peer.join();
   for (char* p : {in[0], in[1], tgt[0], tgt[1]}) munmap(p, s);
   std::sort(times.begin(), times.end());
-  return {times[times.size() / 2], times.front()};
+  double sum = 0;
+  for (double t : times) sum += t;
+  return {times[times.size() / 2], sum / static_cast<double>(times.size()), times.front()};
 }
 
 }  // namespace
@@ -121,18 +153,18 @@ int main(int argc, char** argv) {
   CLI::App app{"exchange_ceiling: the all_to_all copy pattern at P=2 with two threads, no runtime"};
   app.add_option("--mib", mib, "input bytes per rank, in MiB (the pld-bench size)")->delimiter(',');
   CLI11_PARSE(app, argc, argv);
-  std::printf("%8s  %-12s %12s %10s %12s %10s\n", "size", "stores", "median us", "GB/s", "min us", "GB/s");
+  std::printf("%8s  %-15s %10s %10s %10s %8s\n", "size", "stores", "median us", "mean us", "min us", "GB/s");
   for (int m : mib) {
     const std::size_t s = static_cast<std::size_t>(m) << 20;
     const int iters = std::max(20, static_cast<int>((2048ull << 20) / s));
-    for (Kind k : {Kind::Memcpy, Kind::Stream, Kind::Stream64, Kind::StreamChunked}) {
-      if (k == Kind::Stream64 && !__builtin_cpu_supports("avx512f")) {
-        std::printf("%5d MiB  %-12s (no AVX-512 on this CPU)\n", m, name(k));
+    for (Kind k : {Kind::Memcpy, Kind::Stream, Kind::Stream64, Kind::StreamChunked, Kind::MemcpyAlt, Kind::Stream64Alt}) {
+      if ((k == Kind::Stream64 || k == Kind::Stream64Alt) && !__builtin_cpu_supports("avx512f")) {
+        std::printf("%5d MiB  %-15s (no AVX-512 on this CPU)\n", m, name(k));
         continue;
       }
-      const auto [med, min] = run(s, k, iters);
-      std::printf("%5d MiB  %-12s %12.1f %10.1f %12.1f %10.1f\n", m, name(k), med * 1e6, 4.0 * s / med / 1e9, min * 1e6,
-                  4.0 * s / min / 1e9);
+      const Times t = run(s, k, iters);  // GB/s: 4S bytes (both threads, read + write) per median
+      std::printf("%5d MiB  %-15s %10.1f %10.1f %10.1f %8.1f\n", m, name(k), t.median * 1e6, t.mean * 1e6, t.min * 1e6,
+                  4.0 * static_cast<double>(s) / t.median / 1e9);
     }
   }
   return 0;
