@@ -1,8 +1,9 @@
 // The data-exchange collectives: allgather, all_to_all, all_to_all_v. Each rank pushes its blocks
 // straight into the peers' target windows between two barriers: the first makes sure every
 // target is free (no rank still reads the previous call's result), the second that every block
-// has landed. Two credits per call. A rank's copies run backward on every other call (next_order):
-// a call repeated on the same buffers then starts on the lines the previous one touched last.
+// has landed. Two credits per call. On the direct path a rank's copies into a target run backward
+// on every other call (next_order): a call repeated on the same buffers then starts on the lines
+// the previous one touched last.
 //
 // RMA form (peers reachable only through Backend::put, coll/peer.h): the same pushes, each a put
 // (a store for the calling rank's own row); the closing barrier's notifies publish them. The
@@ -18,6 +19,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstring>
 
 namespace pld::detail {
@@ -28,13 +30,19 @@ namespace {
 // window and is not read again by the pusher (bench/README.md, finding 5).
 constexpr std::size_t kPushStreamingBytes = 1u << 20;
 
-// The order of this call's copies. Each rank alternates from one push call on the domain to the
-// next (copy.h, CopyOrder): calls repeated on the same buffers — a loop, or a benchmark — then
-// start where the previous call ended, on lines still in the caches. At P = 2, an all_to_all of
-// 1 MiB per rank touches 2 MiB per core, the L2's size: forward-only repetition misses on almost
-// every line, alternation hits on most (bench/README.md, session 6). The push order over peers
-// reverses with it, so it stays staggered.
-CopyOrder next_order(const DomainState& d) { return d.push_calls++ % 2 ? CopyOrder::Backward : CopyOrder::Forward; }
+// The order of this call's copies into `target`. Each rank alternates from one push call into
+// a target buffer to the next (copy.h, CopyOrder): calls repeated on the same buffers — a loop,
+// or a benchmark — then start where the previous call ended, on lines still in the caches. At
+// P = 2, an all_to_all of 1 MiB per rank touches 2 MiB per core, the L2's size: forward-only
+// repetition misses on almost every line, alternation hits on most (bench/README.md, session 6).
+// The push order over peers reverses with it, so it stays staggered.
+CopyOrder next_order(const DomainState& d, const WindowDesc& target) {
+  if (target.ref.buffer >= d.push_backward.size()) return CopyOrder::Forward;
+  std::uint8_t& backward = d.push_backward[target.ref.buffer];
+  const CopyOrder order = backward ? CopyOrder::Backward : CopyOrder::Forward;
+  backward ^= 1;
+  return order;
+}
 
 // The k-th destination of a rank's pushes in `order`: k-th of 0, 1, ..., n - 1, or of n - 1, ..., 0.
 int nth(int k, int n, CopyOrder order) { return order == CopyOrder::Forward ? k : n - 1 - k; }
@@ -59,10 +67,12 @@ void push_rows(const char* op, const DomainState& d, const WindowDesc& target, c
   const int n = d.nranks(), me = d.rank;
   const std::size_t esz = dtype_size(target.dtype);
   const bool direct = direct_peers(d);
-  // The fused push (allgather from kPushStreamingBytes) reads its one source row once per call
-  // and keeps it cached either way; it stays forward, where its 64 KiB blocks would cost ~3 %.
-  const bool fused = rows == Rows::Same && static_cast<std::size_t>(size) * esz >= kPushStreamingBytes;
-  const CopyOrder order = direct && !fused ? next_order(d) : CopyOrder::Forward;
+  // The fused push (allgather, from kPushStreamingBytes per lane) reads its one source row once
+  // per call and keeps it cached either way; it stays forward, where its 64 KiB blocks would
+  // cost ~3 %.
+  const Index lanes = std::min<Index>(core_num, size);
+  const bool fused = rows == Rows::Same && static_cast<std::size_t>(size / lanes) * esz >= kPushStreamingBytes;
+  const CopyOrder order = direct && !fused ? next_order(d, target) : CopyOrder::Forward;
   fenced_lanes(op, d, signal, stride, core_num, size, [&](Range r) {
     const std::uint64_t dst = (static_cast<std::uint64_t>(me) * static_cast<std::uint64_t>(size) +
                                static_cast<std::uint64_t>(r.begin)) * esz;
@@ -206,7 +216,7 @@ void coll_all_to_all_v(const LocalDesc& input, const WindowDesc* input_window, c
     });
     return;
   }
-  const CopyOrder order = next_order(d);
+  const CopyOrder order = next_order(d, target);
   fenced_lanes(op, d, signal, 1, 1, 1, [&](Range) {
     // recv_counts[me] of every peer: plain stores, published by the closing barrier like the rows.
     for (int k = 0; k < n; ++k) {

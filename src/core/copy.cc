@@ -107,12 +107,16 @@ void bulk_copy(std::byte* dst, const std::byte* src, std::size_t bytes, std::siz
 // The fused form reads each block of src once and streams it to every destination: a
 // broadcast-style push (allgather) then moves bytes + n * bytes instead of n * (bytes + bytes).
 // It needs destinations with one alignment (windows sit at the same offset of every rank's
-// page-aligned heap, so they do); a block that cannot stream is copied to each destination in turn.
+// page-aligned heap, so they do; others are copied one by one, each streaming on its own); a
+// block too short to stream (StreamCopy declines) is copied to each destination in turn.
 void bulk_copy_multi(std::byte* const* dsts, int n, const std::byte* src, std::size_t bytes,
                      std::size_t streaming_from, CopyOrder order) {
   if (bytes == 0 || n < 1) return;
+  constexpr std::uintptr_t kLine = 64;  // a multiple of every target's vector size
+  const std::uintptr_t align = reinterpret_cast<std::uintptr_t>(dsts[0]) % kLine;
   bool fused = n > 1 && bytes >= streaming_from;
-  for (int k = 0; fused && k < n; ++k) fused = !overlaps(dsts[k], src, bytes);
+  for (int k = 0; fused && k < n; ++k)
+    fused = !overlaps(dsts[k], src, bytes) && reinterpret_cast<std::uintptr_t>(dsts[k]) % kLine == align;
   if (!fused) {
     for (int k = 0; k < n; ++k) bulk_copy(dsts[order == CopyOrder::Forward ? k : n - 1 - k], src, bytes, streaming_from, order);
     return;

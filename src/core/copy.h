@@ -15,7 +15,7 @@ inline constexpr std::size_t kStreamingBytes = 8u << 20;
 /// A copy repeated on the same buffers in alternating orders then starts with the lines the
 /// previous one touched last, which are still cached when the buffers are a little larger than
 /// the caches (a forward-only repetition evicts each line just before it is needed again).
-/// Overlapping copies always run forward (memmove).
+/// An overlapping copy is always one memmove, whatever the order.
 enum class CopyOrder { Forward, Backward };
 inline constexpr std::size_t kCopyBlockBytes = 64u << 10;
 
@@ -23,8 +23,8 @@ void bulk_copy(std::byte* dst, const std::byte* src, std::size_t bytes, std::siz
                CopyOrder order = CopyOrder::Forward);
 
 /// bulk_copy of `src` to each of dsts[0, n), in that order (Backward: dsts[n - 1] first). From
-/// `streaming_from` bytes, when none of the destinations overlaps src, each block of src is read
-/// once and streamed to all destinations.
+/// `streaming_from` bytes, when the destinations share one alignment and none overlaps src, each
+/// block of src is read once and streamed to all destinations.
 void bulk_copy_multi(std::byte* const* dsts, int n, const std::byte* src, std::size_t bytes,
                      std::size_t streaming_from = kStreamingBytes, CopyOrder order = CopyOrder::Forward);
 

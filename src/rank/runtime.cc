@@ -103,6 +103,7 @@ DomainState* RankRuntime::domain(std::uint32_t id) {
 
 void RankRuntime::domain_define(std::unique_ptr<DomainState> state) {
   const std::uint32_t id = state->id;
+  state->push_backward.assign(state->buffers.size(), 0);
   for (std::size_t b = 0; b < state->buffers.size(); ++b)
     if (state->buffers[b].name == kCollStagingName) {
       state->ll_staging = static_cast<std::int64_t>(b);

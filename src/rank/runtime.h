@@ -56,9 +56,11 @@ struct DomainState {
   std::int64_t ll_staging = -1;
   mutable std::vector<std::uint32_t> ll_epochs;
   mutable std::vector<std::uint32_t> ll_barrier_epochs;
-  // Push collectives (allgather, all_to_all, all_to_all_v) this rank has run on the domain: their
-  // copies alternate between CopyOrder::Forward and Backward (coll/exchange.cc). Rank-local.
-  mutable std::uint64_t push_calls = 0;
+  // Per target buffer id: whether this rank's next push collective (allgather, all_to_all,
+  // all_to_all_v) into it copies backward; it flips with every such call (coll/exchange.cc).
+  // Rank-local; one byte per buffer, so calls on different targets from different threads of
+  // one kernel touch different bytes.
+  mutable std::vector<std::uint8_t> push_backward;
 
   int nranks() const { return static_cast<int>(members.size()); }
   const std::string& buffer_name(std::uint32_t id) const;

@@ -375,18 +375,27 @@ TYPED_TEST(Collectives, AllToAllAndAllToAllV) {
   }
 }
 
-// Large rows: copies alternate between forward and backward from one push call to the next
-// (src/core/copy.h, CopyOrder), in 64 KiB blocks. Two calls of each collective, so each runs in
-// both orders, on a target poisoned before every call (a skipped block keeps the poison). Rows of
-// 3 x 64 KiB + 13 bytes take the memcpy path, rows above 1 MiB the streaming one; int8 makes the
-// tails odd.
+// Large rows through the push collectives. On shm each rank's copies into a target alternate
+// between forward and backward from one call to the next (src/core/copy.h, CopyOrder), in 64 KiB
+// blocks; two calls of each collective run both orders (under PLD_COLL_RMA=1 the same checks run
+// on the RMA schedules). Every call lands on a poisoned target, so a skipped block keeps the
+// poison, and the data never repeats within a row, so a misplaced block shows. Rows of
+// 3 x 64 KiB + 13 bytes copy with memcpy, rows above 1 MiB stream (allgather: fused); core_num 2
+// splits all_to_all and allgather rows over two lanes, the second starting mid-row. int8 makes
+// the tails odd.
 template <class T>
-void exchange_large(DistributedTensor<T> target, DistributedTensor<T> vtarget, DistributedTensor<std::int32_t> sig,
-                    DistributedTensor<std::int32_t> recv, Tensor<T> in, Tensor<T> poison, Tensor<std::int32_t> counts,
-                    Tensor<T> out, Tensor<T> vout) {
-  for (int k = 0; k < 2; ++k) {
+T large_input(std::int64_t source, std::int64_t i) {  // no short period; exact in every dtype
+  return static_cast<T>(static_cast<float>((i * 7919 + source * 104729 + i / 97) % 101 - 50));
+}
+
+template <class T>
+void push_large(DistributedTensor<T> target, DistributedTensor<T> vtarget, DistributedTensor<T> gtarget,
+                DistributedTensor<std::int32_t> sig, DistributedTensor<std::int32_t> recv, Tensor<T> in,
+                Tensor<T> poison, Tensor<std::int32_t> counts, Tensor<T> out, Tensor<T> vout, Tensor<T> gout) {
+  const int me = rank(get_comm_ctx(target));
+  for (int k = 0; k < 4; ++k) {  // core_num 1, 1, 2, 2: both orders with each
     stage(target, poison);
-    tensor::all_to_all(in, target, sig);
+    tensor::all_to_all(in, target, sig, 1 + k / 2);
     collect(target, out[k]);
   }
   for (int k = 0; k < 2; ++k) {
@@ -394,10 +403,15 @@ void exchange_large(DistributedTensor<T> target, DistributedTensor<T> vtarget, D
     tensor::all_to_all_v(in, vtarget, sig, counts, recv);
     collect(vtarget, vout[k]);
   }
+  for (int k = 0; k < 4; ++k) {
+    stage(gtarget, poison);
+    tensor::allgather(in[me], gtarget, sig, 1 + k / 2);  // my row `me` of the input
+    collect(gtarget, gout[k]);
+  }
 }
 
 template <class T>
-void all_to_all_large_rows() {
+void push_large_rows() {
   for (int p : {2, 3}) {
     if (!runs_here(p)) continue;
     for (std::size_t row_bytes : {std::size_t{3 * 65536 + 13}, std::size_t{(1u << 20) + 4097}}) {
@@ -405,37 +419,45 @@ void all_to_all_large_rows() {
       auto in = HostTensor<T>::zeros({p, p, n});
       for (int r = 0; r < p; ++r)
         for (int d = 0; d < p; ++d)
-          for (Index i = 0; i < n; ++i) in(r, d, i) = input<T>(ReduceOp::Sum, r * 7 + d, i);
+          for (Index i = 0; i < n; ++i) in(r, d, i) = large_input<T>(r * p + d, i);
       auto poison = HostTensor<T>::zeros({p, n});
-      for (Index i = 0; i < p * n; ++i) poison.data()[i] = static_cast<T>(static_cast<float>(-1));
+      for (Index i = 0; i < p * n; ++i) poison.data()[i] = static_cast<T>(static_cast<float>(-77));
       auto counts = HostTensor<std::int32_t>::zeros({p, p});  // all_to_all_v with MAX_RECV = 1: every row sent
       for (int r = 0; r < p; ++r)
         for (int d = 0; d < p; ++d) counts(r, d) = 1;
-      auto out = HostTensor<T>::zeros({p, 2, p, n});
+      auto out = HostTensor<T>::zeros({p, 4, p, n});
       auto vout = HostTensor<T>::zeros({p, 2, p, n});
+      auto gout = HostTensor<T>::zeros({p, 4, p, n});
       run(ranks(p), [&](Host& h) {
         auto t = h.window<T>(h.alloc_window_buffer({p, n}, dtype_of<T>, "target"), {p, n});
         auto vt = h.window<T>(h.alloc_window_buffer({p, n}, dtype_of<T>, "vtarget"), {p, n});
-        auto sig = h.window<std::int32_t>(h.alloc_window_buffer({p, 1}, DType::INT32, "sig"), {p, 1});
+        auto gt = h.window<T>(h.alloc_window_buffer({p, n}, dtype_of<T>, "gtarget"), {p, n});
+        auto sig = h.window<std::int32_t>(h.alloc_window_buffer({p, 2}, DType::INT32, "sig"), {p, 2});
         auto recv = h.window<std::int32_t>(h.alloc_window_buffer({p, 1}, DType::INT32, "recv"), {p, 1});
         for (int r = 0; r < p; ++r)
-          h.dispatch(r, exchange_large<T>, t, vt, sig, recv, in[r], Tensor<T>(poison), counts[r], out[r], vout[r]);
+          h.dispatch(r, push_large<T>, t, vt, gt, sig, recv, in[r], Tensor<T>(poison), counts[r], out[r], vout[r],
+                     gout[r]);
       });
       const std::size_t bytes = static_cast<std::size_t>(n) * sizeof(T);  // a copy: compare bits
+      auto where = [&](const char* op, int r, int s, int k) {
+        return std::string(op) + " P=" + std::to_string(p) + " row bytes " + std::to_string(row_bytes) + " rank " +
+               std::to_string(r) + " from " + std::to_string(s) + " call " + std::to_string(k);
+      };
       for (int r = 0; r < p; ++r)
-        for (int s = 0; s < p; ++s)
-          for (int k = 0; k < 2; ++k) {
-            ASSERT_EQ(std::memcmp(out[r][k][s].data(), in[s][r].data(), bytes), 0)
-                << "all_to_all P=" << p << " row bytes " << row_bytes << " rank " << r << " from " << s << " call " << k;
-            ASSERT_EQ(std::memcmp(vout[r][k][s].data(), in[s][r].data(), bytes), 0)
-                << "all_to_all_v P=" << p << " row bytes " << row_bytes << " rank " << r << " from " << s << " call " << k;
+        for (int s = 0; s < p; ++s) {
+          for (int k = 0; k < 4; ++k) {
+            ASSERT_EQ(std::memcmp(out[r][k][s].data(), in[s][r].data(), bytes), 0) << where("all_to_all", r, s, k);
+            ASSERT_EQ(std::memcmp(gout[r][k][s].data(), in[s][s].data(), bytes), 0) << where("allgather", r, s, k);
           }
+          for (int k = 0; k < 2; ++k)
+            ASSERT_EQ(std::memcmp(vout[r][k][s].data(), in[s][r].data(), bytes), 0) << where("all_to_all_v", r, s, k);
+        }
     }
   }
 }
 
-TEST(CollectivesLarge, AllToAllRowsInBothCopyOrdersFp32) { all_to_all_large_rows<float>(); }
-TEST(CollectivesLarge, AllToAllRowsInBothCopyOrdersInt8) { all_to_all_large_rows<std::int8_t>(); }
+TEST(CollectivesLarge, PushCollectivesLargeRowsFp32) { push_large_rows<float>(); }
+TEST(CollectivesLarge, PushCollectivesLargeRowsInt8) { push_large_rows<std::int8_t>(); }
 
 }  // namespace
 }  // namespace pld::test

@@ -16,12 +16,29 @@ namespace {
 constexpr std::size_t kGuard = 192;
 constexpr std::byte kPoison{0xA5};
 
-const std::size_t kSizes[] = {0,  1,  63, 64, 511, 513, kCopyBlockBytes - 1, kCopyBlockBytes, kCopyBlockBytes + 1,
-                              3 * kCopyBlockBytes + 13, (1u << 20) + 4097};
+const std::size_t kSizes[] = {0,
+                              1,
+                              63,
+                              64,
+                              511,
+                              513,
+                              kCopyBlockBytes - 1,
+                              kCopyBlockBytes,
+                              kCopyBlockBytes + 1,
+                              2 * kCopyBlockBytes,
+                              3 * kCopyBlockBytes + 13,
+                              1u << 20,
+                              (1u << 20) + 4097};
 
+// Bytes that do not repeat with any period a misplaced block could hide behind (a hash of i).
 std::vector<std::byte> pattern(std::size_t n, unsigned seed) {
   std::vector<std::byte> v(n);
-  for (std::size_t i = 0; i < n; ++i) v[i] = static_cast<std::byte>((i * 131 + seed * 17 + (i >> 9)) & 0xFF);
+  for (std::size_t i = 0; i < n; ++i) {
+    std::uint64_t x = (i + 1) * 0x9E3779B97F4A7C15ull ^ seed;
+    x ^= x >> 29;
+    x *= 0xBF58476D1CE4E5B9ull;
+    v[i] = static_cast<std::byte>(x >> 56);
+  }
   return v;
 }
 
