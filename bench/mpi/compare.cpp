@@ -38,10 +38,14 @@ struct Sample {
 // rounds (or the minimum with --stat min) of the best configuration.
 struct Best {
   std::map<std::string, std::vector<Sample>> by_config;
+  std::map<std::string, std::vector<double>> times_by_round;  // per configuration, in round order
   bool valid = false;
   Sample s;       // the chosen statistic
   int samples = 0;  // rounds of the chosen configuration
-  void add(const Sample& x) { by_config[x.config].push_back(x); }
+  void add(const Sample& x) {
+    by_config[x.config].push_back(x);
+    times_by_round[x.config].push_back(x.time_us);
+  }
   void finish(bool use_min) {
     for (auto& [cfg, v] : by_config) {
       std::sort(v.begin(), v.end(), [](const Sample& a, const Sample& b) { return a.time_us < b.time_us; });
@@ -273,6 +277,18 @@ int main(int argc, char** argv) {
       char buf[96];
       std::snprintf(buf, sizeof buf, "min %.2fx (at %s)", worst, human(at).c_str());
       t.value = buf;
+      // The same row round by round (pld and Open MPI's chosen configuration ran back to back in
+      // each round): how far the noise moves a ratio near its target.
+      const Key k{c, at};
+      const auto& p = pld[k].times_by_round["pld"];
+      const auto& m = mpi[k].times_by_round[mpi[k].s.config];
+      if (p.size() > 1 && p.size() == m.size()) {
+        t.value += "; per round";
+        for (std::size_t i = 0; i < p.size(); ++i) {
+          std::snprintf(buf, sizeof buf, " %.2f", p[i] > 0 ? m[i] / p[i] : 0.0);
+          t.value += buf;
+        }
+      }
     }
     targets.push_back(t);
   }
