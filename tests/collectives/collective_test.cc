@@ -415,6 +415,9 @@ void push_large_rows() {
   for (int p : {2, 3}) {
     if (!runs_here(p)) continue;
     for (std::size_t row_bytes : {std::size_t{3 * 65536 + 13}, std::size_t{(1u << 20) + 4097}}) {
+      // Under mpirun the rows travel as puts, in one order; the streaming-size row would only add
+      // seconds over TCP.
+      if (row_bytes > (1u << 20) && launcher_world_size() > 0) continue;
       const Index n = static_cast<Index>(row_bytes / sizeof(T));
       auto in = HostTensor<T>::zeros({p, p, n});
       for (int r = 0; r < p; ++r)
