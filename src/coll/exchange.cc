@@ -19,7 +19,6 @@
 
 #include <fmt/format.h>
 
-#include <algorithm>
 #include <cstring>
 
 namespace pld::detail {
@@ -44,9 +43,6 @@ CopyOrder next_order(const DomainState& d, const WindowDesc& target) {
   return order;
 }
 
-// The k-th destination of a rank's pushes in `order`: k-th of 0, 1, ..., n - 1, or of n - 1, ..., 0.
-int nth(int k, int n, CopyOrder order) { return order == CopyOrder::Forward ? k : n - 1 - k; }
-
 std::string name_of(const WindowDesc& w) { return w.state ? w.state->buffer_name(w.ref.buffer) : std::string("?"); }
 
 void check_same_dtype(const char* op, DType a, DType b) {
@@ -67,12 +63,7 @@ void push_rows(const char* op, const DomainState& d, const WindowDesc& target, c
   const int n = d.nranks(), me = d.rank;
   const std::size_t esz = dtype_size(target.dtype);
   const bool direct = direct_peers(d);
-  // The fused push (allgather, from kPushStreamingBytes per lane) reads its one source row once
-  // per call and keeps it cached either way; it stays forward, where its 64 KiB blocks would
-  // cost ~3 %.
-  const Index lanes = std::min<Index>(core_num, size);
-  const bool fused = rows == Rows::Same && static_cast<std::size_t>(size / lanes) * esz >= kPushStreamingBytes;
-  const CopyOrder order = direct && !fused ? next_order(d, target) : CopyOrder::Forward;
+  const CopyOrder order = direct ? next_order(d, target) : CopyOrder::Forward;
   fenced_lanes(op, d, signal, stride, core_num, size, [&](Range r) {
     const std::uint64_t dst = (static_cast<std::uint64_t>(me) * static_cast<std::uint64_t>(size) +
                                static_cast<std::uint64_t>(r.begin)) * esz;
@@ -88,7 +79,7 @@ void push_rows(const char* op, const DomainState& d, const WindowDesc& target, c
     for (int k = 0; k < n; ++k) dsts[k] = window_at(op, d, (me + k) % n, target, dst);  // staggered, myself first
     if (rows == Rows::Same) return bulk_copy_multi(dsts, n, row_for(me) + from, bytes, kPushStreamingBytes, order);
     for (int i = 0; i < n; ++i) {
-      const int k = nth(i, n, order);
+      const int k = nth_in_order(i, n, order);
       bulk_copy(dsts[k], row_for((me + k) % n) + from, bytes, kPushStreamingBytes, order);
     }
   });
@@ -224,7 +215,7 @@ void coll_all_to_all_v(const LocalDesc& input, const WindowDesc* input_window, c
       std::memcpy(window_at(op, d, p, recv_counts, static_cast<std::uint64_t>(me) * 4), &counts[p], 4);
     }
     for (int i = 0; i < n; ++i) {
-      const int p = (me + nth(i, n, order)) % n;
+      const int p = (me + nth_in_order(i, n, order)) % n;
       const Index rows = counts[p];
       if (rows == 0 || size == 0) continue;
       const std::size_t src = static_cast<std::size_t>(p) * static_cast<std::size_t>(max_recv * size) * esz;

@@ -19,12 +19,16 @@ inline constexpr std::size_t kStreamingBytes = 8u << 20;
 enum class CopyOrder { Forward, Backward };
 inline constexpr std::size_t kCopyBlockBytes = 64u << 10;
 
+/// Position of the k-th of n items (destinations, peers) visited in `order`.
+inline int nth_in_order(int k, int n, CopyOrder order) { return order == CopyOrder::Forward ? k : n - 1 - k; }
+
 void bulk_copy(std::byte* dst, const std::byte* src, std::size_t bytes, std::size_t streaming_from = kStreamingBytes,
                CopyOrder order = CopyOrder::Forward);
 
 /// bulk_copy of `src` to each of dsts[0, n), in that order (Backward: dsts[n - 1] first). From
 /// `streaming_from` bytes, when the destinations share one alignment and none overlaps src, each
-/// block of src is read once and streamed to all destinations.
+/// block of src is read once and streamed to all destinations; that fused copy always runs
+/// forward (its one source stays cached either way, and 64 KiB blocks would only cost).
 void bulk_copy_multi(std::byte* const* dsts, int n, const std::byte* src, std::size_t bytes,
                      std::size_t streaming_from = kStreamingBytes, CopyOrder order = CopyOrder::Forward);
 
