@@ -57,8 +57,10 @@ namespace detail {
 /// Swimlane span of one collective call (a no-op unless swimlanes are recording).
 class PLD_API CollTrace {
  public:
-  CollTrace(const char* name, const WindowDesc& target, int root = -1, int op = -1) {
-    if (trace_on()) begin(name, target, root, op);
+  /// Describes `target` only while swimlanes are recording (no copy on the untraced path).
+  template <class T>
+  CollTrace(const char* name, const DistributedTensor<T>& target, int root = -1, int op = -1) {
+    if (trace_on()) begin(name, desc(target), root, op);
   }
   ~CollTrace() {
     if (t0_) end();
@@ -91,7 +93,7 @@ namespace tensor {
 
 /// Every rank of the signal's domain waits until all have arrived. One credit per call.
 inline void barrier(const DistributedTensor<std::int32_t>& signal) {
-  detail::CollTrace span("barrier", detail::desc(signal));
+  detail::CollTrace span("barrier", signal);
   detail::coll_barrier(detail::desc(signal));
 }
 
@@ -99,7 +101,7 @@ inline void barrier(const DistributedTensor<std::int32_t>& signal) {
 template <class T>
 const DistributedTensor<T>& allreduce(const DistributedTensor<T>& target, const DistributedTensor<std::int32_t>& signal,
                                       const AllreduceOptions& options = {}) {
-  detail::CollTrace span("allreduce", detail::desc(target), -1, static_cast<int>(options.op));
+  detail::CollTrace span("allreduce", target, -1, static_cast<int>(options.op));
   detail::coll_allreduce(detail::desc(target), detail::desc(signal), options);
   return target;
 }
@@ -108,7 +110,7 @@ const DistributedTensor<T>& allreduce(const DistributedTensor<T>& target, const 
 template <class T>
 const DistributedTensor<T>& broadcast(const DistributedTensor<T>& target, const DistributedTensor<std::int32_t>& signal,
                                       int root, int core_num = 1) {
-  detail::CollTrace span("broadcast", detail::desc(target), root);
+  detail::CollTrace span("broadcast", target, root);
   detail::coll_broadcast(detail::desc(target), detail::desc(signal), root, core_num);
   return target;
 }
@@ -118,7 +120,7 @@ const DistributedTensor<T>& broadcast(const DistributedTensor<T>& target, const 
 template <class T>
 const DistributedTensor<T>& allgather(const Tensor<T>& local, const DistributedTensor<T>& target,
                                       const DistributedTensor<std::int32_t>& signal, int core_num = 1) {
-  detail::CollTrace span("allgather", detail::desc(target));
+  detail::CollTrace span("allgather", target);
   detail::coll_allgather(detail::desc(local), nullptr, detail::desc(target), detail::desc(signal), core_num);
   return target;
 }
@@ -126,7 +128,7 @@ template <class T>
 const DistributedTensor<T>& allgather(const DistributedTensor<T>& local, const DistributedTensor<T>& target,
                                       const DistributedTensor<std::int32_t>& signal, int core_num = 1) {
   const auto w = detail::desc(local);
-  detail::CollTrace span("allgather", detail::desc(target));
+  detail::CollTrace span("allgather", target);
   detail::coll_allgather(detail::window_local("allgather", w), &w, detail::desc(target), detail::desc(signal),
                          core_num);
   return target;
@@ -138,7 +140,7 @@ template <class T>
 const DistributedTensor<T>& reduce_scatter(const DistributedTensor<T>& target,
                                            const DistributedTensor<std::int32_t>& signal, ReduceOp op = ReduceOp::Sum,
                                            int core_num = 1) {
-  detail::CollTrace span("reduce_scatter", detail::desc(target), -1, static_cast<int>(op));
+  detail::CollTrace span("reduce_scatter", target, -1, static_cast<int>(op));
   detail::coll_reduce_scatter(detail::desc(target), detail::desc(signal), op, core_num);
   return target;
 }
@@ -147,7 +149,7 @@ const DistributedTensor<T>& reduce_scatter(const DistributedTensor<T>& target,
 template <class T>
 const DistributedTensor<T>& all_to_all(const Tensor<T>& input, const DistributedTensor<T>& target,
                                        const DistributedTensor<std::int32_t>& signal, int core_num = 1) {
-  detail::CollTrace span("all_to_all", detail::desc(target));
+  detail::CollTrace span("all_to_all", target);
   detail::coll_all_to_all(detail::desc(input), nullptr, detail::desc(target), detail::desc(signal), core_num);
   return target;
 }
@@ -155,7 +157,7 @@ template <class T>
 const DistributedTensor<T>& all_to_all(const DistributedTensor<T>& input, const DistributedTensor<T>& target,
                                        const DistributedTensor<std::int32_t>& signal, int core_num = 1) {
   const auto w = detail::desc(input);
-  detail::CollTrace span("all_to_all", detail::desc(target));
+  detail::CollTrace span("all_to_all", target);
   detail::coll_all_to_all(detail::window_local("all_to_all", w), &w, detail::desc(target), detail::desc(signal),
                           core_num);
   return target;
@@ -171,7 +173,7 @@ const DistributedTensor<T>& all_to_all_v(const Tensor<T>& input, const Distribut
                                          const DistributedTensor<std::int32_t>& signal,
                                          const Tensor<std::int32_t>& send_counts,
                                          const DistributedTensor<std::int32_t>& recv_counts) {
-  detail::CollTrace span("all_to_all_v", detail::desc(target));
+  detail::CollTrace span("all_to_all_v", target);
   detail::coll_all_to_all_v(detail::desc(input), nullptr, detail::desc(target), detail::desc(signal),
                             detail::desc(send_counts), detail::desc(recv_counts));
   return target;
@@ -182,7 +184,7 @@ const DistributedTensor<T>& all_to_all_v(const DistributedTensor<T>& input, cons
                                          const DistributedTensor<std::int32_t>& send_counts,
                                          const DistributedTensor<std::int32_t>& recv_counts) {
   const auto w = detail::desc(input);
-  detail::CollTrace span("all_to_all_v", detail::desc(target));
+  detail::CollTrace span("all_to_all_v", target);
   detail::coll_all_to_all_v(detail::window_local("all_to_all_v", w), &w, detail::desc(target), detail::desc(signal),
                             detail::window_local("all_to_all_v", detail::desc(send_counts)),
                             detail::desc(recv_counts));

@@ -23,7 +23,9 @@ inline constexpr int kMaxDims = 8;
 class PLD_API Dims {
  public:
   constexpr Dims() = default;
-  Dims(std::initializer_list<Index> values);
+  Dims(std::initializer_list<Index> values) {
+    for (Index v : values) push_back(v);
+  }
   template <class It>
   Dims(It first, It last) {
     for (; first != last; ++first) push_back(static_cast<Index>(*first));
@@ -36,7 +38,10 @@ class PLD_API Dims {
   constexpr const Index* begin() const { return v_; }
   constexpr const Index* end() const { return v_ + size_; }
   constexpr Index back() const { return v_[size_ - 1]; }
-  void push_back(Index value);
+  void push_back(Index value) {
+    if (size_ == kMaxDims) too_many();
+    v_[size_++] = value;
+  }
 
   /// Product of the extents (1 for an empty Dims).
   constexpr Index numel() const {
@@ -54,6 +59,7 @@ class PLD_API Dims {
   }
 
  private:
+  [[noreturn]] static void too_many();
   Index v_[kMaxDims] = {};
   int size_ = 0;
 };

@@ -20,6 +20,8 @@
 #include "core/copy.h"
 #include "rank/runtime.h"
 
+#include <pld/kernel.hpp>
+
 #include <pld/types.hpp>
 
 #include <algorithm>
@@ -35,12 +37,7 @@ bool coll_rma_forced();
 
 /// Whether the collectives on `d` may run their direct schedules: every member's window is
 /// addressable from this process and PLD_COLL_RMA is off.
-inline bool direct_peers(const DomainState& d) {
-  if (coll_rma_forced()) return false;
-  for (std::byte* base : d.windows_in)
-    if (!base) return false;
-  return true;
-}
+inline bool direct_peers(const DomainState& d) { return d.direct; }
 
 /// Local address of the calling rank's own copy of `w` at `byte_offset` (always addressable).
 inline std::byte* own_at(const DomainState& d, const WindowDesc& w, std::uint64_t byte_offset) {

@@ -8,15 +8,9 @@
 
 namespace pld {
 
-Dims::Dims(std::initializer_list<Index> values) {
-  for (Index v : values) push_back(v);
-}
-
-void Dims::push_back(Index value) {
-  if (size_ == kMaxDims)
-    throw UsageError(fmt::format("Dims: more than {} dimensions; pld tensors have at most {} dimensions", kMaxDims,
-                                 kMaxDims));
-  v_[size_++] = value;
+void Dims::too_many() {
+  throw UsageError(fmt::format("Dims: more than {} dimensions; pld tensors have at most {} dimensions", kMaxDims,
+                               kMaxDims));
 }
 
 Dims Dims::drop_front() const { return size_ ? Dims(begin() + 1, end()) : Dims(); }

@@ -186,8 +186,6 @@ std::string signal_site(const char* op, const WindowDesc& s, const Dims& offsets
 
 }  // namespace
 
-bool collective_logging() { return log_enabled(LogLevel::Info, LogSys::Coll); }
-
 void collective_check(const DomainState& d, const CollCall& call) {
   if (log_enabled(LogLevel::Info, LogSys::Coll))
     log(LogLevel::Info, LogSys::Coll, "{} on comm domain {} (domain rank {} of {})", describe(call, d), d.label, d.rank,

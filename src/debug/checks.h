@@ -11,6 +11,7 @@
 //     kernel) fails before any remote access.
 #pragma once
 
+#include "core/log.h"
 #include "debug/oplog.h"
 #include "rank/runtime.h"
 
@@ -25,8 +26,12 @@ namespace pld::detail {
 /// Set on the host before the rank processes are forked (worker/run.cc), so ranks inherit it.
 extern bool g_debug_checks;
 inline bool debug_checks() { return __builtin_expect(g_debug_checks, false); }
-/// PLD_LOG=info or debug with the coll subsystem (one line per collective call).
-bool collective_logging();
+/// PLD_LOG=info or debug with the coll subsystem (one line per collective call). Read once per
+/// process.
+inline bool collective_logging() {
+  static const bool on = log_enabled(LogLevel::Info, LogSys::Coll);
+  return on;
+}
 
 inline constexpr int kCollHistory = 8;   // descriptors kept per rank
 inline constexpr int kRearmSlots = 256;  // cells per rank whose resets are counted

@@ -49,6 +49,9 @@ struct DomainState {
   std::vector<BufferInfo> buffers;   // by buffer id
   std::string label;                 // "world" or "{1, 2}"
   Backend* backend = nullptr;
+  // Every member's heap is load/store addressable here and PLD_COLL_RMA does not force RMA
+  // (coll/peer.h: direct_peers). Set by domain_define.
+  bool direct = false;
   // The LL staging window (kCollStagingName): its buffer id or -1, and this rank's epochs per
   // channel (one channel per buffer id that may serve as a signal), one sequence for LL
   // allreduce calls and one for LL barriers. Set by domain_define; each advances with every call
