@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <numeric>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -42,6 +43,28 @@ inline bool runs_here(int p) {
 
 /// Whether the ranks run the collectives' RMA schedules (under mpirun, or PLD_COLL_RMA set and not 0, as the
 /// CTest entries collective_tests.rma.* do): LL is off then.
+/// Sets an environment variable for the ranks of the runs in its scope (each pld::run forks them,
+/// and they read pld's settings afresh); restores the previous value.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old;
+    setenv(name, value, 1);
+  }
+  ~ScopedEnv() {
+    if (old_)
+      setenv(name_, old_->c_str(), 1);
+    else
+      unsetenv(name_);
+  }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  const char* name_;
+  std::optional<std::string> old_;
+};
+
 inline bool coll_rma() {
   if (launcher_world_size() > 0) return true;  // the mpi backend: peers are never addressable
   const char* v = std::getenv("PLD_COLL_RMA");

@@ -1,4 +1,5 @@
-// broadcast: barrier (the root's data is staged); every rank copies its 1/P share of the root's
+// broadcast: targets of at most PLD_COLL_LL_MAX bytes take the LL one-hop exchange (coll/ll.cc).
+// Larger: barrier (the root's data is staged); every rank copies its 1/P share of the root's
 // window into every other non-root rank's window; barrier (the root may reuse its window, and
 // every share has landed). Two credits.
 //
@@ -11,6 +12,7 @@
 #include "debug/checks.h"
 #include "core/copy.h"
 #include "coll/lanes.h"
+#include "coll/ll.h"
 #include "coll/peer.h"
 
 #include <pld/error.hpp>
@@ -44,6 +46,7 @@ void coll_broadcast(const WindowDesc& target, const WindowDesc& signal, int root
   });
   if (d.nranks() == 1 || count == 0) return;
   const std::size_t esz = dtype_size(target.dtype);
+  if (ll_rows_fit(d, signal, static_cast<std::uint64_t>(count) * esz)) return ll_broadcast(op, d, target, signal, root);
   // Every rank copies its 1/P share of the root's vector into every non-root rank, so all
   // cores copy at once instead of each non-root copying the whole vector alone.
   const bool direct = direct_peers(d);

@@ -3,7 +3,9 @@
 // target is free (no rank still reads the previous call's result), the second that every block
 // has landed. Two credits per call. On the direct path a rank's copies into a target run backward
 // on every other call (next_order): a call repeated on the same buffers then starts on the lines
-// the previous one touched last.
+// the previous one touched last. allgather and all_to_all rows of at most PLD_COLL_LL_MAX bytes
+// (all_to_all_v: blocks of at most that, with their 4-byte count) take the LL one-hop exchange
+// instead (coll/ll.cc): no barriers, each rank writes only its own target.
 //
 // RMA form (peers reachable only through Backend::put, coll/peer.h): the same pushes, each a put
 // (a store for the calling rank's own row); the closing barrier's notifies publish them. The
@@ -13,6 +15,7 @@
 #include "debug/checks.h"
 #include "core/copy.h"
 #include "coll/lanes.h"
+#include "coll/ll.h"
 #include "coll/peer.h"
 
 #include <pld/error.hpp>
@@ -42,6 +45,9 @@ CopyOrder next_order(const DomainState& d, const WindowDesc& target) {
   backward ^= 1;
   return order;
 }
+
+// Bytes of one row of a [P, SIZE] window.
+std::size_t row_bytes_of(const WindowDesc& w) { return static_cast<std::size_t>(w.shape[1]) * dtype_size(w.dtype); }
 
 std::string name_of(const WindowDesc& w) { return w.state ? w.state->buffer_name(w.ref.buffer) : std::string("?"); }
 
@@ -109,8 +115,11 @@ void coll_allgather(const LocalDesc& local, const WindowDesc* local_window, cons
                     const WindowDesc& signal, int core_num) {
   const char* op = "allgather";
   const int stride = check_allgather(local, local_window, target, signal, core_num);
-  collective_enter(*signal.state, signal, CollKind::Allgather, target.shape.numel(),
+  const DomainState& d = *signal.state;
+  collective_enter(d, signal, CollKind::Allgather, target.shape.numel(),
                    [&] { return coll_call(CollKind::Allgather, target, signal, core_num); });
+  if (d.nranks() > 1 && ll_rows_fit(d, signal, row_bytes_of(target)))
+    return ll_rows(op, LLRows::Allgather, d, local.data, target, signal);
   push_rows(op, *signal.state, target, signal, stride, core_num, Rows::Same, [&](int) { return local.data; });
 }
 
@@ -132,9 +141,12 @@ void coll_all_to_all(const LocalDesc& input, const WindowDesc* input_window, con
                      const WindowDesc& signal, int core_num) {
   const char* op = "all_to_all";
   const int stride = check_all_to_all(input, input_window, target, signal, core_num);
-  collective_enter(*signal.state, signal, CollKind::AllToAll, target.shape.numel(),
+  const DomainState& d = *signal.state;
+  collective_enter(d, signal, CollKind::AllToAll, target.shape.numel(),
                    [&] { return coll_call(CollKind::AllToAll, target, signal, core_num); });
-  const std::size_t row_bytes = static_cast<std::size_t>(target.shape[1]) * dtype_size(target.dtype);
+  const std::size_t row_bytes = row_bytes_of(target);
+  if (d.nranks() > 1 && ll_rows_fit(d, signal, row_bytes))
+    return ll_rows(op, LLRows::AllToAll, d, input.data, target, signal);
   push_rows(op, *signal.state, target, signal, stride, core_num, Rows::PerPeer,
             [&](int p) { return input.data + static_cast<std::size_t>(p) * row_bytes; });
 }
@@ -189,6 +201,8 @@ void coll_all_to_all_v(const LocalDesc& input, const WindowDesc* input_window, c
                                    "number of rows sent to that rank and must fit its block",
                                    p, counts[p], max_recv));
   const std::size_t esz = dtype_size(target.dtype);
+  if (n > 1 && ll_rows_fit(d, signal, 4 + static_cast<std::uint64_t>(max_recv * size) * esz))
+    return ll_all_to_all_v(op, d, input.data, counts, target, recv_counts, signal);
   const std::uint64_t dst = static_cast<std::uint64_t>(me) * static_cast<std::uint64_t>(max_recv * size) * esz;
   if (!direct_peers(d)) {
     fenced_lanes(op, d, signal, 1, 1, 1, [&](Range) {

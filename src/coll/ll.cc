@@ -1,4 +1,6 @@
-// The LL one-shot allreduce (docs/01-collectives.md, "LL").
+// The LL one-hop exchange (docs/01-collectives.md, "LL") and the collectives built on it:
+// allreduce, allgather, reduce_scatter, all_to_all and broadcast of small rows; and the LL
+// barrier.
 //
 // Staging: pld reserves one window per used comm domain (kCollStagingName, host/session.cc) and
 // cuts it into channels, one per buffer id of the domain; a call uses the channel of its signal's
@@ -9,27 +11,33 @@
 //   [parity 2][source P] flags of the LL barrier       int32 epoch, one 64-byte line each
 //                                                      (at ll_flags_offset(P) = 2 * P * kLLSlotBytes)
 //
-// Every rank numbers its LL calls per channel: epoch e = 1, 2, ... (the same sequence on every
-// member, since all members make the same calls in the same order); the call uses parity e & 1.
+// Every rank numbers its LL data calls per channel, whatever their collective: epoch e = 1, 2, ...
+// (the same sequence on every member, since all members make the same calls in the same order);
+// the call uses parity e & 1.
 //
-// 1. push   Rank `me` cuts its payload into 4-byte pieces (the last one zero-padded) and writes
-//           word (piece | e << 32) into slot [e & 1][me] of every peer's channel, each with one
-//           8-byte store: a reader that sees epoch e in a word sees that word's data with it
-//           (aligned 8-byte accesses are single-copy atomic), so no fence orders data and flag.
-//           Then it rings the peer's doorbell: notify(Set e) on the epoch half of the last word,
-//           i.e. the value already there. That adds nothing but the wake-up: the seq_cst
-//           read-modify-write pairs with the sleeper count of Backend::wait (signal.cc), so a
-//           reader that went to sleep is woken.
+// 1. push   For every peer p, rank `me` cuts the payload for p (the same bytes for every peer in
+//           allreduce and allgather, row p of its operand in reduce_scatter and all_to_all) into
+//           4-byte pieces (the last one zero-padded) and writes word (piece | e << 32) into slot
+//           [e & 1][me] of p's channel, each with one 8-byte store: a reader that sees epoch e in
+//           a word sees that word's data with it (aligned 8-byte accesses are single-copy
+//           atomic), so no fence orders data and flag. Then it rings p's doorbell: notify(Set e)
+//           on the epoch half of the last word, i.e. the value already there. That adds nothing
+//           but the wake-up: the seq_cst read-modify-write pairs with the sleeper count of
+//           Backend::wait (signal.cc), so a reader that went to sleep is woken.
 // 2. gather For every source s != me: wait until the last word of slot [e & 1][s] holds epoch e
 //           (Backend::wait: spin, yield, sleep; deadline report, abort), then read every word,
 //           each checked for epoch e.
-// 3. reduce My window = reduce(source 0, 1, ..., P-1) with my own input read from my window:
-//           ascending rank order, the same bits as Mesh and TwoShot on every rank.
+// 3. finish Each rank writes only its own window: allreduce reduces sources 0, 1, ..., P-1 in
+//           ascending rank order (the same bits as Mesh and TwoShot on every rank), reduce_scatter
+//           does the same for its row, allgather and all_to_all store each source's row, and a
+//           broadcast's non-root ranks store the root's data (the other ranks' pushes carry their
+//           own target's bytes, unused: they only keep the exchange all-to-all, see below).
 //
 // Nothing is ever cleared. Slot [p][s] is rewritten by s with epoch e + 2 only once s finished
 // call e + 1, which needed my payload of call e + 1, which I push only after I read slot [p][s]
-// in call e; and e + 2 != e, also across the 2^32 wrap. A fresh (zeroed) channel holds epoch 0,
-// which no call before the wrap waits for. In place is safe: my window is read by me alone.
+// in call e — whichever collectives calls e, e + 1 and e + 2 are, since each sends to every peer.
+// And e + 2 != e, also across the 2^32 wrap. A fresh (zeroed) channel holds epoch 0, which no call
+// before the wrap waits for. In place is safe: my window is read and written by me alone.
 //
 // The LL barrier is the same exchange without data: barrier call e (its own epoch sequence per
 // channel) sets flag [e & 1][me] of every peer's channel to e (notify Set: one seq_cst exchange,
@@ -65,6 +73,11 @@ std::uint64_t load_word(std::byte* at) {
 
 std::uint64_t ll_max_bytes() {
   static const std::uint64_t max = std::min<std::uint64_t>(setting_bytes(Setting::AllreduceLLMax), kLLMaxBytes);
+  return max;
+}
+
+std::uint64_t ll_row_max_bytes() {
+  static const std::uint64_t max = std::min<std::uint64_t>(setting_bytes(Setting::CollLLMax), kLLMaxBytes);
   return max;
 }
 
@@ -151,62 +164,175 @@ bool ll_fits(const DomainState& d, const WindowDesc& signal, std::uint64_t bytes
   return bytes <= ll_max_bytes() && has_channel(d, signal);
 }
 
+bool ll_rows_fit(const DomainState& d, const WindowDesc& signal, std::uint64_t row_bytes) {
+  return row_bytes > 0 && row_bytes <= ll_row_max_bytes() && has_channel(d, signal);
+}
+
+namespace {
+
+// One LL data call (steps 1 and 2 above): push(p, data) sends `bytes` to peer p, receive(s)
+// returns source s's bytes (in a per-thread buffer that lives until the next call).
+class LLCall {
+ public:
+  LLCall(const char* op, const DomainState& d, const WindowDesc& signal, std::size_t bytes)
+      : op_(op),
+        d_(d),
+        signal_(signal),
+        bytes_(bytes),
+        words_(static_cast<int>((bytes + 3) / 4)),
+        epoch_(++d.ll_epochs[signal.ref.buffer]),
+        parity_(static_cast<int>(epoch_ & 1)),
+        channel_(channel_of(d, signal)) {}
+
+  void push(int peer, const std::byte* data) {
+    for (int i = 0; i < words_; ++i) {
+      std::uint32_t piece = 0;
+      std::memcpy(&piece, data + 4 * i, std::min<std::size_t>(4, bytes_ - 4 * static_cast<std::size_t>(i)));
+      packed_[i] = static_cast<std::uint64_t>(epoch_) << 32 | piece;
+    }
+    const std::uint64_t my_slot = slot(d_.rank), doorbell = my_slot + 8 * static_cast<std::uint64_t>(words_ - 1) + 4;
+    auto* dst = reinterpret_cast<std::uint64_t*>(d_.windows_in[static_cast<std::size_t>(peer)] + my_slot);
+    for (int i = 0; i < words_; ++i) std::atomic_ref<std::uint64_t>(dst[i]).store(packed_[i], std::memory_order_relaxed);
+    d_.backend->notify(d_.members[static_cast<std::size_t>(peer)], doorbell, static_cast<std::int32_t>(epoch_),
+                       NotifyOp::Set);
+  }
+
+  const std::byte* receive(int source) {
+    thread_local std::byte pieces[kMaxRanks][kLLMaxBytes];
+    std::byte* heap = d_.windows_in[static_cast<std::size_t>(d_.rank)];
+    const std::uint64_t at = slot(source);
+    const std::uint64_t last = at + 8 * static_cast<std::uint64_t>(words_ - 1);
+    if (load_word(heap + last) >> 32 != epoch_) await_word(op_, d_, signal_, last, epoch_, parity_, source, words_ - 1);
+    for (int i = 0; i < words_; ++i) {
+      const std::uint64_t w_at = at + 8 * static_cast<std::uint64_t>(i);
+      std::uint64_t w = load_word(heap + w_at);
+      if (w >> 32 != epoch_) {  // never on x86 (stores arrive in order), allowed by the protocol
+        await_word(op_, d_, signal_, w_at, epoch_, parity_, source, i);
+        w = load_word(heap + w_at);
+      }
+      const auto piece = static_cast<std::uint32_t>(w);
+      std::memcpy(pieces[source] + 4 * i, &piece, 4);
+    }
+    return pieces[source];
+  }
+
+ private:
+  std::uint64_t slot(int source) const {
+    return channel_ + (static_cast<std::uint64_t>(parity_) * static_cast<std::uint64_t>(d_.nranks()) +
+                       static_cast<std::uint64_t>(source)) *
+                          kLLSlotBytes;
+  }
+
+  const char* op_;
+  const DomainState& d_;
+  const WindowDesc& signal_;
+  std::size_t bytes_;
+  int words_;
+  std::uint32_t epoch_;
+  int parity_;
+  std::uint64_t channel_;
+  std::uint64_t packed_[kWords] = {};
+};
+
+// Row `row` of my own copy of the [P, SIZE] window `w`.
+std::byte* own_row(const DomainState& d, const WindowDesc& w, int row, std::size_t row_bytes) {
+  return d.windows_in[static_cast<std::size_t>(d.rank)] + w.ref.offset + static_cast<std::size_t>(row) * row_bytes;
+}
+
+}  // namespace
+
 void ll_allreduce(const char* op, const DomainState& d, const WindowDesc& target, const WindowDesc& signal, Index count,
                   ReduceOp rop) {
   const int n = d.nranks(), me = d.rank;
   const std::size_t bytes = static_cast<std::size_t>(count) * dtype_size(target.dtype);
-  const int words = static_cast<int>((bytes + 3) / 4);
-  const std::uint32_t epoch = ++d.ll_epochs[signal.ref.buffer];
-  const int parity = static_cast<int>(epoch & 1);
-  const std::uint64_t channel = channel_of(d, signal);
-  auto slot = [&](int source) {
-    return channel +
-           (static_cast<std::uint64_t>(parity) * static_cast<std::uint64_t>(n) + static_cast<std::uint64_t>(source)) *
-               kLLSlotBytes;
-  };
   std::byte* mine = d.windows_in[static_cast<std::size_t>(me)] + target.ref.offset;
-
-  // 1. push
-  std::uint64_t packed[kWords];
-  for (int i = 0; i < words; ++i) {
-    std::uint32_t piece = 0;
-    std::memcpy(&piece, mine + 4 * i, std::min<std::size_t>(4, bytes - 4 * static_cast<std::size_t>(i)));
-    packed[i] = static_cast<std::uint64_t>(epoch) << 32 | piece;
-  }
-  const std::uint64_t my_slot = slot(me), doorbell = my_slot + 8 * static_cast<std::uint64_t>(words - 1) + 4;
-  for (int k = 1; k < n; ++k) {  // staggered: rank r starts with r + 1
-    const int p = (me + k) % n;
-    auto* dst = reinterpret_cast<std::uint64_t*>(d.windows_in[static_cast<std::size_t>(p)] + my_slot);
-    for (int i = 0; i < words; ++i) std::atomic_ref<std::uint64_t>(dst[i]).store(packed[i], std::memory_order_relaxed);
-    d.backend->notify(d.members[static_cast<std::size_t>(p)], doorbell, static_cast<std::int32_t>(epoch),
-                      NotifyOp::Set);
-  }
-
-  // 2. gather, in staggered order (the peer that pushed to me first is me - 1)
-  thread_local std::byte pieces[kMaxRanks][kLLMaxBytes];
+  LLCall call(op, d, signal, bytes);
+  for (int k = 1; k < n; ++k) call.push((me + k) % n, mine);  // staggered: rank r starts with r + 1
   const void* srcs[kMaxRanks];
   srcs[me] = mine;
-  std::byte* heap = d.windows_in[static_cast<std::size_t>(me)];
+  for (int k = 1; k < n; ++k) {  // the peer that pushed to me first is me - 1
+    const int s = (me + n - k) % n;
+    srcs[s] = call.receive(s);
+  }
+  reduce(mine, srcs, n, static_cast<std::size_t>(count), target.dtype, rop);
+}
+
+void ll_broadcast(const char* op, const DomainState& d, const WindowDesc& target, const WindowDesc& signal, int root) {
+  const int n = d.nranks(), me = d.rank;
+  const std::size_t bytes = static_cast<std::size_t>(target.shape.numel()) * dtype_size(target.dtype);
+  std::byte* mine = d.windows_in[static_cast<std::size_t>(me)] + target.ref.offset;
+  // Every rank pushes (a non-root its own, ignored bytes) and every rank receives: the exchange
+  // stays all-to-all, which is what lets slots be reused without acknowledgements.
+  LLCall call(op, d, signal, bytes);
+  for (int k = 1; k < n; ++k) call.push((me + k) % n, mine);
   for (int k = 1; k < n; ++k) {
     const int s = (me + n - k) % n;
-    const std::uint64_t at = slot(s);
-    const std::uint64_t last = at + 8 * static_cast<std::uint64_t>(words - 1);
-    if (load_word(heap + last) >> 32 != epoch) await_word(op, d, signal, last, epoch, parity, s, words - 1);
-    for (int i = 0; i < words; ++i) {
-      const std::uint64_t w_at = at + 8 * static_cast<std::uint64_t>(i);
-      std::uint64_t w = load_word(heap + w_at);
-      if (w >> 32 != epoch) {  // never on x86 (stores arrive in order), allowed by the protocol
-        await_word(op, d, signal, w_at, epoch, parity, s, i);
-        w = load_word(heap + w_at);
-      }
-      const auto piece = static_cast<std::uint32_t>(w);
-      std::memcpy(pieces[s] + 4 * i, &piece, 4);
-    }
-    srcs[s] = pieces[s];
+    const std::byte* data = call.receive(s);
+    if (s == root) std::memcpy(mine, data, bytes);
   }
+}
 
-  // 3. reduce, ascending rank order
-  reduce(mine, srcs, n, static_cast<std::size_t>(count), target.dtype, rop);
+void ll_all_to_all_v(const char* op, const DomainState& d, const std::byte* input, const std::int32_t* send_counts,
+                     const WindowDesc& target, const WindowDesc& recv_counts, const WindowDesc& signal) {
+  const int n = d.nranks(), me = d.rank;
+  const Index max_recv = target.shape[0] / n;
+  const std::size_t row_bytes = static_cast<std::size_t>(target.shape[1]) * dtype_size(target.dtype);
+  const std::size_t block_bytes = static_cast<std::size_t>(max_recv) * row_bytes;
+  std::byte* heap = d.windows_in[static_cast<std::size_t>(me)];
+  auto deliver = [&](int source, std::int32_t rows, const std::byte* data) {
+    std::memcpy(heap + recv_counts.ref.offset + 4 * static_cast<std::size_t>(source), &rows, 4);
+    std::memcpy(heap + target.ref.offset + static_cast<std::size_t>(source) * block_bytes, data,
+                static_cast<std::size_t>(rows) * row_bytes);
+  };
+  // Each message: the row count, then the rows of the block (zero-padded to MAX_RECV rows).
+  LLCall call(op, d, signal, 4 + block_bytes);
+  std::byte message[kLLMaxBytes] = {};
+  for (int k = 1; k < n; ++k) {
+    const int p = (me + k) % n;
+    const std::size_t bytes = static_cast<std::size_t>(send_counts[p]) * row_bytes;
+    std::memcpy(message, &send_counts[p], 4);
+    std::memcpy(message + 4, input + static_cast<std::size_t>(p) * block_bytes, bytes);
+    std::memset(message + 4 + bytes, 0, block_bytes - bytes);
+    call.push(p, message);
+  }
+  deliver(me, send_counts[me], input + static_cast<std::size_t>(me) * block_bytes);
+  for (int k = 1; k < n; ++k) {
+    const int s = (me + n - k) % n;
+    const std::byte* data = call.receive(s);
+    std::int32_t rows = 0;
+    std::memcpy(&rows, data, 4);
+    deliver(s, rows, data + 4);
+  }
+}
+
+void ll_rows(const char* op, LLRows kind, const DomainState& d, const std::byte* input, const WindowDesc& target,
+             const WindowDesc& signal, ReduceOp rop) {
+  const int n = d.nranks(), me = d.rank;
+  const Index size = target.shape[1];
+  const std::size_t row_bytes = static_cast<std::size_t>(size) * dtype_size(target.dtype);
+  // What goes to peer p: the same row for every peer (allgather), or row p of the operand.
+  auto row_for = [&](int p) {
+    if (kind == LLRows::Allgather) return input;
+    if (kind == LLRows::ReduceScatter) return static_cast<const std::byte*>(own_row(d, target, p, row_bytes));
+    return input + static_cast<std::size_t>(p) * row_bytes;
+  };
+  LLCall call(op, d, signal, row_bytes);
+  for (int k = 1; k < n; ++k) call.push((me + k) % n, row_for((me + k) % n));
+  if (kind == LLRows::ReduceScatter) {
+    std::byte* mine = own_row(d, target, me, row_bytes);
+    const void* srcs[kMaxRanks];
+    srcs[me] = mine;
+    for (int k = 1; k < n; ++k) {
+      const int s = (me + n - k) % n;
+      srcs[s] = call.receive(s);
+    }
+    return reduce(mine, srcs, n, static_cast<std::size_t>(size), target.dtype, rop);
+  }
+  std::memcpy(own_row(d, target, me, row_bytes), row_for(me), row_bytes);
+  for (int k = 1; k < n; ++k) {
+    const int s = (me + n - k) % n;
+    std::memcpy(own_row(d, target, s, row_bytes), call.receive(s), row_bytes);
+  }
 }
 
 }  // namespace pld::detail

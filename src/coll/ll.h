@@ -1,6 +1,8 @@
-// The LL ("low latency", after NCCL's protocol of that name) one-shot allreduce for payloads of
-// at most kLLMaxBytes per rank: one hop instead of the two barriers of Mesh or TwoShot; and the
-// LL barrier: one flag store per peer instead of a credit and its give-back.
+// The LL ("low latency", after NCCL's protocol of that name) one-hop collectives for payloads of
+// at most kLLMaxBytes per peer: allreduce, allgather, reduce_scatter, all_to_all and broadcast
+// in one hop
+// instead of two barriers around the copies; and the LL barrier: one flag store per peer instead
+// of a credit and its give-back.
 #pragma once
 
 #include "rank/runtime.h"
@@ -21,6 +23,31 @@ bool ll_fits(const DomainState& d, const WindowDesc& signal, std::uint64_t bytes
 /// combined in ascending rank order. Operands are already checked; needs ll_fits().
 void ll_allreduce(const char* op, const DomainState& d, const WindowDesc& target, const WindowDesc& signal, Index count,
                   ReduceOp rop);
+
+/// Whether allgather, reduce_scatter or all_to_all of `row_bytes` per [P, SIZE] row can run LL
+/// on domain `d`: 0 < row_bytes <= PLD_COLL_LL_MAX, a staging channel for the signal's buffer,
+/// direct peers. Every member gets the same answer.
+bool ll_rows_fit(const DomainState& d, const WindowDesc& signal, std::uint64_t row_bytes);
+
+enum class LLRows { Allgather, ReduceScatter, AllToAll };
+
+/// The LL form of the row collectives on the [P, SIZE] window `target`, operands already checked
+/// and entered; needs ll_rows_fit(). `input`: allgather's local row, all_to_all's [P, SIZE] input
+/// (unused by reduce_scatter, which works in place; `rop` is its op). Each rank writes only its
+/// own target; reduce_scatter combines ranks in ascending order like its two-barrier form.
+void ll_rows(const char* op, LLRows kind, const DomainState& d, const std::byte* input, const WindowDesc& target,
+             const WindowDesc& signal, ReduceOp rop = ReduceOp::Sum);
+
+/// The LL broadcast of `target` (at most PLD_COLL_LL_MAX bytes; needs ll_rows_fit() for its
+/// size) from domain rank `root`. Every rank pushes to every peer, so it takes one hop like the
+/// others, not the root's push alone.
+void ll_broadcast(const char* op, const DomainState& d, const WindowDesc& target, const WindowDesc& signal, int root);
+
+/// The LL all_to_all_v: each message carries the row count, then the block (4 + MAX_RECV * SIZE
+/// * sizeof(T) bytes, at most PLD_COLL_LL_MAX; needs ll_rows_fit() for that size). Each rank
+/// writes its own recv_counts and target. Counts are already checked.
+void ll_all_to_all_v(const char* op, const DomainState& d, const std::byte* input, const std::int32_t* send_counts,
+                     const WindowDesc& target, const WindowDesc& recv_counts, const WindowDesc& signal);
 
 /// Whether a barrier with `signal` can run as an LL barrier on domain `d`: the domain has a
 /// staging channel for the signal's buffer and its peers' windows are memory. Every member gets

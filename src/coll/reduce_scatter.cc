@@ -1,4 +1,5 @@
-// reduce_scatter on a [P, SIZE] window: barrier; rank r reduces row r of every copy (ranks in
+// reduce_scatter on a [P, SIZE] window. Rows of at most PLD_COLL_LL_MAX bytes take the LL one-hop
+// exchange (coll/ll.cc); larger ones: barrier; rank r reduces row r of every copy (ranks in
 // ascending order) into its own row r — only rank r touches row r, so no second barrier is needed
 // before the store; barrier (peers have read my other rows). Two credits.
 //
@@ -8,6 +9,7 @@
 #include "coll/credit.h"
 #include "debug/checks.h"
 #include "coll/lanes.h"
+#include "coll/ll.h"
 #include "coll/peer.h"
 #include "reduce/reduce.h"
 
@@ -72,6 +74,8 @@ void coll_reduce_scatter(const WindowDesc& target, const WindowDesc& signal, Red
   if (d.nranks() == 1 || size == 0) return;
   const int n = d.nranks(), me = d.rank;
   const std::size_t esz = dtype_size(target.dtype);
+  if (ll_rows_fit(d, signal, static_cast<std::uint64_t>(size) * esz))
+    return ll_rows(op, LLRows::ReduceScatter, d, nullptr, target, signal, rop);
   const bool direct = direct_peers(d);
   fenced_lanes(op, d, signal, stride, core_num, size, [&](Range r) {
     // Only rank `me` touches row `me`, so the result can go straight into it.

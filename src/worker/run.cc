@@ -72,6 +72,7 @@ GroupOptions group_options(const DistributedConfig& config) {
   const BackendKind backend = resolve_backend(config);
   log_check_level();
   setting_bytes(Setting::AllreduceMeshMax);  // malformed collective settings fail here, not in a rank
+  setting_bytes(Setting::CollLLMax);
   setting_int(Setting::Reproducible);
   setting_int(Setting::CollRma);
   // Debug mode is decided here, before any rank is forked, so that every rank inherits it.

@@ -14,28 +14,6 @@
 namespace pld::test {
 namespace {
 
-/// Sets an environment variable for the ranks of the runs in its scope (they are forked by each
-/// pld::run and read PLD_COLL_RMA once); restores the previous value.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    setenv(name, value, 1);
-  }
-  ~ScopedEnv() {
-    if (old_)
-      setenv(name_, old_->c_str(), 1);
-    else
-      unsetenv(name_);
-  }
-  ScopedEnv(const ScopedEnv&) = delete;
-  ScopedEnv& operator=(const ScopedEnv&) = delete;
-
- private:
-  const char* name_;
-  std::optional<std::string> old_;
-};
-
 struct Case {
   AllreduceMode mode;
   ReduceOp op;

@@ -1,0 +1,162 @@
+// The LL form of allgather, reduce_scatter, all_to_all, broadcast and all_to_all_v (rows, targets
+// or messages of at most PLD_COLL_LL_MAX bytes):
+// every LL collective and a two-barrier one back to back on ONE signal (they share its staging
+// channel and its epoch sequence); the same loop with PLD_COLL_LL_MAX=64 (LL rows over two cache
+// lines) and =0 (the two-barrier push for the small rows too); and the wait of a rank whose peer
+// never joins, with and without LL.
+// Every dtype, op, P in {1,2,3,4,5,8} and size (LL and not): collective_test.cc.
+#include "support.hpp"
+
+#include <algorithm>
+#include <string>
+
+namespace pld::test {
+namespace {
+
+constexpr int kIters = 12;
+constexpr Index kGather = 3;   // int32 rows of 12 bytes: LL
+constexpr Index kScatter = 5;  // int16 rows of 10 bytes: LL
+constexpr Index kSmall = 8;    // int32 rows of 32 bytes: LL, at the default threshold
+constexpr Index kLarge = 9;    // int32 rows of 36 bytes: two barriers around the pushes
+constexpr Index kBroadcast = 4;  // int32, 16 bytes: LL
+constexpr Index kMaxRecv = 2, kVCols = 3;  // all_to_all_v: 4 + 2 * 3 * 4 = 28 bytes per message: LL
+
+using I32 = DistributedTensor<std::int32_t>;
+
+// One kernel, kIters rounds of: allreduce, allgather, reduce_scatter (Max), all_to_all of 8 and
+// of 9 columns, broadcast from a root that moves, all_to_all_v, barrier — all on `sig`. Each rank checks every result against its formula and
+// counts what differs. (Windows travel as kernel arguments one by one: that is what binds them.)
+void mixed(I32 ar, I32 ag_in, I32 ag, DistributedTensor<std::int16_t> rs, I32 small_in, I32 small, I32 large_in,
+           I32 large, I32 bc, I32 v_in, I32 v, I32 v_send, I32 v_recv, I32 sig, Tensor<std::int64_t> wrong) {
+  const auto ctx = get_comm_ctx(sig);
+  const int me = rank(ctx), p = nranks(ctx);
+  std::int64_t bad = 0;
+  auto rs_value = [](int r, int row, Index i, int k) { return static_cast<std::int16_t>((r * 13 + row * 5 + i + k) % 97); };
+  auto a2a_value = [](int from, int to, Index i, int k) { return from * 1000 + to * 50 + static_cast<int>(i) + k; };
+  auto v_rows = [](int from, int to, int k) { return static_cast<int>((from + 2 * to + k) % (kMaxRecv + 1)); };
+  for (int k = 0; k < kIters; ++k) {
+    tile::write(ar, {0}, me * 10 + k);
+    for (Index i = 0; i < kGather; ++i) tile::write(ag_in, {0, i}, me * 100 + k * 7 + static_cast<int>(i));
+    for (int row = 0; row < p; ++row) {
+      for (Index i = 0; i < kScatter; ++i) tile::write(rs, {row, i}, rs_value(me, row, i, k));
+      for (Index i = 0; i < kSmall; ++i) tile::write(small_in, {row, i}, a2a_value(me, row, i, k));
+      for (Index i = 0; i < kLarge; ++i) tile::write(large_in, {row, i}, a2a_value(me, row, i, k));
+      tile::write(v_send, {row}, v_rows(me, row, k));
+      for (Index r = 0; r < kMaxRecv; ++r)
+        for (Index i = 0; i < kVCols; ++i) tile::write(v_in, {row * kMaxRecv + r, i}, a2a_value(me, row, r * 10 + i, k));
+    }
+    const int root = k % p;
+    for (Index i = 0; i < kBroadcast; ++i) tile::write(bc, {i}, me == root ? root * 31 + k + static_cast<int>(i) : -1);
+
+    tensor::allreduce(ar, sig);
+    tensor::allgather(ag_in, ag, sig);
+    tensor::reduce_scatter(rs, sig, ReduceOp::Max);
+    tensor::all_to_all(small_in, small, sig);
+    tensor::all_to_all(large_in, large, sig);
+    tensor::broadcast(bc, sig, root);
+    tensor::all_to_all_v(v_in, v, sig, v_send, v_recv);
+    tensor::barrier(sig);
+
+    bad += tile::read(ar, {0}) != 10 * p * (p - 1) / 2 + p * k;
+    for (int s = 0; s < p; ++s) {
+      for (Index i = 0; i < kGather; ++i) bad += tile::read(ag, {s, i}) != s * 100 + k * 7 + static_cast<int>(i);
+      for (Index i = 0; i < kSmall; ++i) bad += tile::read(small, {s, i}) != a2a_value(s, me, i, k);
+      for (Index i = 0; i < kLarge; ++i) bad += tile::read(large, {s, i}) != a2a_value(s, me, i, k);
+    }
+    for (Index i = 0; i < kBroadcast; ++i) bad += tile::read(bc, {i}) != root * 31 + k + static_cast<int>(i);
+    for (int s = 0; s < p; ++s) {
+      const int rows = v_rows(s, me, k);
+      bad += tile::read(v_recv, {s, 0}) != rows;
+      for (Index r = 0; r < rows; ++r)
+        for (Index i = 0; i < kVCols; ++i) bad += tile::read(v, {s * kMaxRecv + r, i}) != a2a_value(s, me, r * 10 + i, k);
+    }
+    for (Index i = 0; i < kScatter; ++i) {
+      std::int16_t want = 0;
+      for (int r = 0; r < p; ++r) want = std::max(want, rs_value(r, me, i, k));
+      bad += tile::read(rs, {me, i}) != want;
+    }
+  }
+  wrong(0) = bad;
+}
+
+void run_mixed(int p) {
+  auto wrong = HostTensor<std::int64_t>::full({p, 1}, -1);
+  run(ranks(p), [&](Host& h) {
+    auto i32 = [&](Index rows, Index cols, const std::string& name) {
+      return h.window<std::int32_t>(h.alloc_window_buffer({rows, cols}, DType::INT32, name), {rows, cols});
+    };
+    auto ar = h.window<std::int32_t>(h.alloc_window_buffer({1}, DType::INT32, "ar"), {1});
+    auto ag_in = i32(1, kGather, "ag_in");
+    auto ag = i32(p, kGather, "ag");
+    auto small_in = i32(p, kSmall, "small_in");
+    auto small = i32(p, kSmall, "small");
+    auto large_in = i32(p, kLarge, "large_in");
+    auto large = i32(p, kLarge, "large");
+    auto bc = h.window<std::int32_t>(h.alloc_window_buffer({kBroadcast}, DType::INT32, "bc"), {kBroadcast});
+    auto v_in = i32(p * kMaxRecv, kVCols, "v_in");
+    auto v = i32(p * kMaxRecv, kVCols, "v");
+    auto v_send = h.window<std::int32_t>(h.alloc_window_buffer({p}, DType::INT32, "v_send"), {p});
+    auto v_recv = i32(p, 1, "v_recv");
+    auto rs = h.window<std::int16_t>(h.alloc_window_buffer({p, kScatter}, DType::INT16, "rs"), {p, kScatter});
+    auto sig = h.window<std::int32_t>(h.alloc_window_buffer({p}, DType::INT32, "sig"), {p});
+    for (int r = 0; r < p; ++r) h.dispatch(r, mixed, ar, ag_in, ag, rs, small_in, small, large_in, large, bc, v_in, v, v_send, v_recv, sig,
+                 wrong[r]);
+  });
+  for (int r = 0; r < p; ++r) EXPECT_EQ(wrong(r, 0), 0) << "P=" << p << " rank " << r;
+}
+
+TEST(LLRows, EveryCollectiveBackToBackOnOneSignal) {
+  for (int p : {2, 3, 5, 8})
+    if (runs_here(p)) run_mixed(p);
+}
+
+TEST(LLRows, RowsUpToTheStagingMaximum) {
+  ScopedEnv max("PLD_COLL_LL_MAX", "64");  // the 36-byte rows too: 9 words, two cache lines
+  for (int p : {2, 3})
+    if (runs_here(p)) run_mixed(p);
+}
+
+TEST(LLRows, SmallRowsWithoutLL) {
+  ScopedEnv off("PLD_COLL_LL_MAX", "0");
+  for (int p : {2, 3})
+    if (runs_here(p)) run_mixed(p);
+}
+
+void a2a_forgotten(DistributedTensor<std::int32_t> in, DistributedTensor<std::int32_t> out,
+                   DistributedTensor<std::int32_t> sig) {
+  if (rank(get_comm_ctx(sig)) == 1) tensor::all_to_all(in, out, sig);  // rank 0 never joins
+}
+
+std::string forgotten_message() {
+  try {
+    run(ranks(2, 0.5), [](Host& h) {
+      auto in = h.window<std::int32_t>(h.alloc_window_buffer({2, 3}, DType::INT32, "in"), {2, 3});
+      auto out = h.window<std::int32_t>(h.alloc_window_buffer({2, 3}, DType::INT32, "out"), {2, 3});
+      auto sig = h.window<std::int32_t>(h.alloc_window_buffer({2}, DType::INT32, "sig"), {2});
+      for (int r = 0; r < 2; ++r) h.dispatch(r, a2a_forgotten, in, out, sig);
+    });
+  } catch (const RankError& e) {
+    EXPECT_EQ(e.rank(), 1);
+    EXPECT_EQ(e.cause(), RankFailure::WaitTimeout);
+    return e.what();
+  }
+  ADD_FAILURE() << "expected a wait timeout";
+  return "";
+}
+
+TEST(LLRows, MissingPeerTimesOutWithTheStagingWordOrTheCredit) {
+  PLD_REQUIRE_RANKS(2);
+  if (coll_rma()) GTEST_SKIP() << "PLD_COLL_RMA=1 turns LL off (the wait is a credit barrier's)";
+  // 3 int32 = 12 bytes per row: 3 words, the doorbell on the last one.
+  const std::string ll = forgotten_message();
+  EXPECT_NE(ll.find("all_to_all: waiting for rank 0's data of LL call 1 (staging 'pld.coll_staging' cell [1, 0, 2], "
+                    "channel of signal 'sig'"),
+            std::string::npos)
+      << ll;
+  ScopedEnv off("PLD_COLL_LL_MAX", "0");
+  const std::string credit = forgotten_message();
+  EXPECT_NE(credit.find("all_to_all: waiting for rank 0's credit 1 on signal 'sig'"), std::string::npos) << credit;
+}
+
+}  // namespace
+}  // namespace pld::test
