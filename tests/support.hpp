@@ -41,8 +41,6 @@ inline bool runs_here(int p) {
 #define PLD_REQUIRE_SHM()                                                                                 \
   if (::pld::launcher_world_size() > 0) GTEST_SKIP() << "forked rank processes only (shm backend)"
 
-/// Whether the ranks run the collectives' RMA schedules (under mpirun, or PLD_COLL_RMA set and not 0, as the
-/// CTest entries collective_tests.rma.* do): LL is off then.
 /// Sets an environment variable for the ranks of the runs in its scope (each pld::run forks them,
 /// and they read pld's settings afresh); restores the previous value.
 class ScopedEnv {
@@ -65,6 +63,8 @@ class ScopedEnv {
   std::optional<std::string> old_;
 };
 
+/// Whether the ranks run the collectives' RMA schedules (under mpirun, or PLD_COLL_RMA set and not 0, as the
+/// CTest entries collective_tests.rma.* do): LL is off then.
 inline bool coll_rma() {
   if (launcher_world_size() > 0) return true;  // the mpi backend: peers are never addressable
   const char* v = std::getenv("PLD_COLL_RMA");

@@ -1,6 +1,6 @@
 // The LL one-hop exchange (docs/01-collectives.md, "LL") and the collectives built on it:
-// allreduce, allgather, reduce_scatter, all_to_all and broadcast of small rows; and the LL
-// barrier.
+// allreduce, allgather, reduce_scatter, all_to_all, all_to_all_v and broadcast of small messages;
+// and the LL barrier.
 //
 // Staging: pld reserves one window per used comm domain (kCollStagingName, host/session.cc) and
 // cuts it into channels, one per buffer id of the domain; a call uses the channel of its signal's
@@ -16,7 +16,8 @@
 // the call uses parity e & 1.
 //
 // 1. push   For every peer p, rank `me` cuts the payload for p (the same bytes for every peer in
-//           allreduce and allgather, row p of its operand in reduce_scatter and all_to_all) into
+//           allreduce, allgather and broadcast, row p of its operand in reduce_scatter and
+//           all_to_all, count and block p in all_to_all_v) into
 //           4-byte pieces (the last one zero-padded) and writes word (piece | e << 32) into slot
 //           [e & 1][me] of p's channel, each with one 8-byte store: a reader that sees epoch e in
 //           a word sees that word's data with it (aligned 8-byte accesses are single-copy
@@ -170,8 +171,9 @@ bool ll_rows_fit(const DomainState& d, const WindowDesc& signal, std::uint64_t r
 
 namespace {
 
-// One LL data call (steps 1 and 2 above): push(p, data) sends `bytes` to peer p, receive(s)
-// returns source s's bytes (in a per-thread buffer that lives until the next call).
+// One LL data call (steps 1 and 2 above): pack(data) cuts `bytes` into epoch-tagged words,
+// send(p) writes them into peer p's slot and rings its doorbell, receive(s) returns source s's
+// bytes (in a per-thread buffer that lives until the next call).
 class LLCall {
  public:
   LLCall(const char* op, const DomainState& d, const WindowDesc& signal, std::size_t bytes)
@@ -184,12 +186,15 @@ class LLCall {
         parity_(static_cast<int>(epoch_ & 1)),
         channel_(channel_of(d, signal)) {}
 
-  void push(int peer, const std::byte* data) {
+  void pack(const std::byte* data) {
     for (int i = 0; i < words_; ++i) {
       std::uint32_t piece = 0;
       std::memcpy(&piece, data + 4 * i, std::min<std::size_t>(4, bytes_ - 4 * static_cast<std::size_t>(i)));
       packed_[i] = static_cast<std::uint64_t>(epoch_) << 32 | piece;
     }
+  }
+
+  void send(int peer) {
     const std::uint64_t my_slot = slot(d_.rank), doorbell = my_slot + 8 * static_cast<std::uint64_t>(words_ - 1) + 4;
     auto* dst = reinterpret_cast<std::uint64_t*>(d_.windows_in[static_cast<std::size_t>(peer)] + my_slot);
     for (int i = 0; i < words_; ++i) std::atomic_ref<std::uint64_t>(dst[i]).store(packed_[i], std::memory_order_relaxed);
@@ -247,7 +252,8 @@ void ll_allreduce(const char* op, const DomainState& d, const WindowDesc& target
   const std::size_t bytes = static_cast<std::size_t>(count) * dtype_size(target.dtype);
   std::byte* mine = d.windows_in[static_cast<std::size_t>(me)] + target.ref.offset;
   LLCall call(op, d, signal, bytes);
-  for (int k = 1; k < n; ++k) call.push((me + k) % n, mine);  // staggered: rank r starts with r + 1
+  call.pack(mine);
+  for (int k = 1; k < n; ++k) call.send((me + k) % n);  // staggered: rank r starts with r + 1
   const void* srcs[kMaxRanks];
   srcs[me] = mine;
   for (int k = 1; k < n; ++k) {  // the peer that pushed to me first is me - 1
@@ -264,7 +270,8 @@ void ll_broadcast(const char* op, const DomainState& d, const WindowDesc& target
   // Every rank pushes (a non-root its own, ignored bytes) and every rank receives: the exchange
   // stays all-to-all, which is what lets slots be reused without acknowledgements.
   LLCall call(op, d, signal, bytes);
-  for (int k = 1; k < n; ++k) call.push((me + k) % n, mine);
+  call.pack(mine);
+  for (int k = 1; k < n; ++k) call.send((me + k) % n);
   for (int k = 1; k < n; ++k) {
     const int s = (me + n - k) % n;
     const std::byte* data = call.receive(s);
@@ -293,7 +300,8 @@ void ll_all_to_all_v(const char* op, const DomainState& d, const std::byte* inpu
     std::memcpy(message, &send_counts[p], 4);
     std::memcpy(message + 4, input + static_cast<std::size_t>(p) * block_bytes, bytes);
     std::memset(message + 4 + bytes, 0, block_bytes - bytes);
-    call.push(p, message);
+    call.pack(message);
+    call.send(p);
   }
   deliver(me, send_counts[me], input + static_cast<std::size_t>(me) * block_bytes);
   for (int k = 1; k < n; ++k) {
@@ -317,7 +325,12 @@ void ll_rows(const char* op, LLRows kind, const DomainState& d, const std::byte*
     return input + static_cast<std::size_t>(p) * row_bytes;
   };
   LLCall call(op, d, signal, row_bytes);
-  for (int k = 1; k < n; ++k) call.push((me + k) % n, row_for((me + k) % n));
+  if (kind == LLRows::Allgather) call.pack(input);  // the same row for every peer: packed once
+  for (int k = 1; k < n; ++k) {
+    const int p = (me + k) % n;
+    if (kind != LLRows::Allgather) call.pack(row_for(p));
+    call.send(p);
+  }
   if (kind == LLRows::ReduceScatter) {
     std::byte* mine = own_row(d, target, me, row_bytes);
     const void* srcs[kMaxRanks];

@@ -1,6 +1,6 @@
 // The LL ("low latency", after NCCL's protocol of that name) one-hop collectives for payloads of
-// at most kLLMaxBytes per peer: allreduce, allgather, reduce_scatter, all_to_all and broadcast
-// in one hop
+// at most kLLMaxBytes per peer: allreduce, allgather, reduce_scatter, all_to_all, all_to_all_v
+// and broadcast in one hop
 // instead of two barriers around the copies; and the LL barrier: one flag store per peer instead
 // of a credit and its give-back.
 #pragma once

@@ -53,8 +53,9 @@ struct DomainState {
   // (coll/peer.h: direct_peers). Set by domain_define.
   bool direct = false;
   // The LL staging window (kCollStagingName): its buffer id or -1, and this rank's epochs per
-  // channel (one channel per buffer id that may serve as a signal), one sequence for LL
-  // allreduce calls and one for LL barriers. Set by domain_define; each advances with every call
+  // channel (one channel per buffer id that may serve as a signal), one sequence for LL data
+  // calls (allreduce and the small calls of the other collectives, coll/ll.cc) and one for LL
+  // barriers. Set by domain_define; each advances with every call
   // of its kind, in the same order on every member.
   std::int64_t ll_staging = -1;
   mutable std::vector<std::uint32_t> ll_epochs;

@@ -1,14 +1,17 @@
-// The LL form of allgather, reduce_scatter, all_to_all, broadcast and all_to_all_v (rows, targets
-// or messages of at most PLD_COLL_LL_MAX bytes):
-// every LL collective and a two-barrier one back to back on ONE signal (they share its staging
-// channel and its epoch sequence); the same loop with PLD_COLL_LL_MAX=64 (LL rows over two cache
-// lines) and =0 (the two-barrier push for the small rows too); and the wait of a rank whose peer
-// never joins, with and without LL.
+// The LL form of allgather, reduce_scatter, all_to_all, broadcast and all_to_all_v (messages of
+// at most PLD_COLL_LL_MAX bytes): every LL collective and a two-barrier one back to back on ONE
+// signal (they share its staging channel and its epoch sequence); the same loop with
+// PLD_COLL_LL_MAX=64 (LL messages over two cache lines) and =0 (the two-barrier copies for the
+// small calls too); which path each collective takes (the wait of a rank whose peer never joins
+// names a staging word or a credit); a broadcast root running ahead of late peers; int8 rows
+// whose last word is partial.
 // Every dtype, op, P in {1,2,3,4,5,8} and size (LL and not): collective_test.cc.
 #include "support.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <string>
+#include <thread>
 
 namespace pld::test {
 namespace {
@@ -122,18 +125,31 @@ TEST(LLRows, SmallRowsWithoutLL) {
     if (runs_here(p)) run_mixed(p);
 }
 
-void a2a_forgotten(DistributedTensor<std::int32_t> in, DistributedTensor<std::int32_t> out,
-                   DistributedTensor<std::int32_t> sig) {
-  if (rank(get_comm_ctx(sig)) == 1) tensor::all_to_all(in, out, sig);  // rank 0 never joins
+// Rank 1 calls collective `which` (small enough for LL), rank 0 never joins.
+enum Which : int { kAllToAll, kAllgather, kReduceScatter, kBroadcastCall, kAllToAllV };
+constexpr const char* kWhichName[] = {"all_to_all", "allgather", "reduce_scatter", "broadcast", "all_to_all_v"};
+
+void forgotten(int which, I32 in, I32 out, I32 row, I32 counts, I32 recv, I32 sig) {
+  if (rank(get_comm_ctx(sig)) != 1) return;
+  switch (which) {
+    case kAllToAll: tensor::all_to_all(in, out, sig); break;
+    case kAllgather: tensor::allgather(row, out, sig); break;
+    case kReduceScatter: tensor::reduce_scatter(out, sig); break;
+    case kBroadcastCall: tensor::broadcast(row, sig, 0); break;
+    default: tile::write(counts, {0}, 1), tile::write(counts, {1}, 1), tensor::all_to_all_v(in, out, sig, counts, recv);
+  }
 }
 
-std::string forgotten_message() {
+std::string forgotten_message(int which = kAllToAll) {
   try {
-    run(ranks(2, 0.5), [](Host& h) {
+    run(ranks(2, 0.5), [which](Host& h) {
       auto in = h.window<std::int32_t>(h.alloc_window_buffer({2, 3}, DType::INT32, "in"), {2, 3});
       auto out = h.window<std::int32_t>(h.alloc_window_buffer({2, 3}, DType::INT32, "out"), {2, 3});
+      auto row = h.window<std::int32_t>(h.alloc_window_buffer({1, 3}, DType::INT32, "row"), {1, 3});
+      auto counts = h.window<std::int32_t>(h.alloc_window_buffer({2}, DType::INT32, "counts"), {2});
+      auto recv = h.window<std::int32_t>(h.alloc_window_buffer({2, 1}, DType::INT32, "recv"), {2, 1});
       auto sig = h.window<std::int32_t>(h.alloc_window_buffer({2}, DType::INT32, "sig"), {2});
-      for (int r = 0; r < 2; ++r) h.dispatch(r, a2a_forgotten, in, out, sig);
+      for (int r = 0; r < 2; ++r) h.dispatch(r, forgotten, which, in, out, row, counts, recv, sig);
     });
   } catch (const RankError& e) {
     EXPECT_EQ(e.rank(), 1);
@@ -156,6 +172,86 @@ TEST(LLRows, MissingPeerTimesOutWithTheStagingWordOrTheCredit) {
   ScopedEnv off("PLD_COLL_LL_MAX", "0");
   const std::string credit = forgotten_message();
   EXPECT_NE(credit.find("all_to_all: waiting for rank 0's credit 1 on signal 'sig'"), std::string::npos) << credit;
+}
+
+// Which path ran shows in the wait: every small collective waits for a staging word, not a credit.
+TEST(LLRows, EverySmallCollectiveTakesLL) {
+  PLD_REQUIRE_RANKS(2);
+  if (coll_rma()) GTEST_SKIP() << "PLD_COLL_RMA=1 turns LL off (the wait is a credit barrier's)";
+  for (int which : {kAllgather, kReduceScatter, kBroadcastCall, kAllToAllV}) {
+    const std::string what = forgotten_message(which);
+    EXPECT_NE(what.find(std::string(kWhichName[which]) + ": waiting for rank 0's data of LL call 1 (staging"),
+              std::string::npos)
+        << what;
+  }
+}
+
+// The root of a broadcast runs ahead of peers that arrive late, call after call: it must not
+// overwrite a slot a peer has not read (every rank sends, so the root waits for the late ones).
+void late_peers(I32 v, I32 sig, Tensor<std::int64_t> wrong) {
+  const int me = rank(get_comm_ctx(sig));
+  std::int64_t bad = 0;
+  for (int k = 0; k < 40; ++k) {
+    if (me == 0) {
+      tile::write(v, {0}, 1000 + k), tile::write(v, {1}, 2000 + k);
+    } else {
+      std::this_thread::sleep_for(std::chrono::microseconds(200 * me));
+    }
+    tensor::broadcast(v, sig, 0);
+    bad += tile::read(v, {0}) != 1000 + k || tile::read(v, {1}) != 2000 + k;
+  }
+  wrong(0) = bad;
+}
+
+TEST(LLRows, BroadcastRootAheadOfLatePeers) {
+  for (int p : {2, 3}) {
+    if (!runs_here(p)) continue;
+    auto wrong = HostTensor<std::int64_t>::full({p, 1}, -1);
+    run(ranks(p), [&](Host& h) {
+      auto v = h.window<std::int32_t>(h.alloc_window_buffer({2}, DType::INT32, "v"), {2});
+      auto sig = h.window<std::int32_t>(h.alloc_window_buffer({p}, DType::INT32, "sig"), {p});
+      for (int r = 0; r < p; ++r) h.dispatch(r, late_peers, v, sig, wrong[r]);
+    });
+    for (int r = 0; r < p; ++r) EXPECT_EQ(wrong(r, 0), 0) << "P=" << p << " rank " << r;
+  }
+}
+
+// int8 rows of 13 and 31 bytes: several words, the last one partial.
+void int8_rows(DistributedTensor<std::int8_t> in13, DistributedTensor<std::int8_t> out13,
+               DistributedTensor<std::int8_t> in31, DistributedTensor<std::int8_t> out31, Tensor<std::int64_t> wrong,
+               I32 sig) {
+  const auto ctx = get_comm_ctx(sig);
+  const int me = rank(ctx), p = nranks(ctx);
+  auto value = [](int from, int to, Index i) { return static_cast<std::int8_t>((from * 37 + to * 11 + i) % 127); };
+  std::int64_t bad = 0;
+  for (int s = 0; s < p; ++s) {
+    for (Index i = 0; i < 13; ++i) tile::write(in13, {s, i}, value(me, s, i));
+    for (Index i = 0; i < 31; ++i) tile::write(in31, {s, i}, value(me, s, i));
+  }
+  tensor::all_to_all(in13, out13, sig);
+  tensor::all_to_all(in31, out31, sig);
+  for (int s = 0; s < p; ++s) {
+    for (Index i = 0; i < 13; ++i) bad += tile::read(out13, {s, i}) != value(s, me, i);
+    for (Index i = 0; i < 31; ++i) bad += tile::read(out31, {s, i}) != value(s, me, i);
+  }
+  wrong(0) = bad;
+}
+
+TEST(LLRows, Int8RowsEndingInAPartialWord) {
+  ScopedEnv max("PLD_COLL_LL_MAX", "64");
+  for (int p : {2, 3}) {
+    if (!runs_here(p)) continue;
+    auto wrong = HostTensor<std::int64_t>::full({p, 1}, -1);
+    run(ranks(p), [&](Host& h) {
+      auto w = [&](Index cols, const std::string& name) {
+        return h.window<std::int8_t>(h.alloc_window_buffer({p, cols}, DType::INT8, name), {p, cols});
+      };
+      auto sig = h.window<std::int32_t>(h.alloc_window_buffer({p}, DType::INT32, "sig"), {p});
+      auto in13 = w(13, "in13"), out13 = w(13, "out13"), in31 = w(31, "in31"), out31 = w(31, "out31");
+      for (int r = 0; r < p; ++r) h.dispatch(r, int8_rows, in13, out13, in31, out31, wrong[r], sig);
+    });
+    for (int r = 0; r < p; ++r) EXPECT_EQ(wrong(r, 0), 0) << "P=" << p << " rank " << r;
+  }
 }
 
 }  // namespace
