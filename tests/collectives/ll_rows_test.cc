@@ -84,7 +84,11 @@ void mixed(I32 ar, I32 ag_in, I32 ag, DistributedTensor<std::int16_t> rs, I32 sm
 
 void run_mixed(int p) {
   auto wrong = HostTensor<std::int64_t>::full({p, 1}, -1);
-  run(ranks(p), [&](Host& h) {
+  auto cfg = ranks(p);
+  if (p > 8) cfg.heap_bytes = 1 << 20;
+  run(cfg, [&](Host& h) {
+    // The signal first: staging channels go to the first buffer ids (8 of them at P = 64).
+    auto sig = h.window<std::int32_t>(h.alloc_window_buffer({p}, DType::INT32, "sig"), {p});
     auto i32 = [&](Index rows, Index cols, const std::string& name) {
       return h.window<std::int32_t>(h.alloc_window_buffer({rows, cols}, DType::INT32, name), {rows, cols});
     };
@@ -101,7 +105,6 @@ void run_mixed(int p) {
     auto v_send = h.window<std::int32_t>(h.alloc_window_buffer({p}, DType::INT32, "v_send"), {p});
     auto v_recv = i32(p, 1, "v_recv");
     auto rs = h.window<std::int16_t>(h.alloc_window_buffer({p, kScatter}, DType::INT16, "rs"), {p, kScatter});
-    auto sig = h.window<std::int32_t>(h.alloc_window_buffer({p}, DType::INT32, "sig"), {p});
     for (int r = 0; r < p; ++r) h.dispatch(r, mixed, ar, ag_in, ag, rs, small_in, small, large_in, large, bc, v_in, v, v_send, v_recv, sig,
                  wrong[r]);
   });
@@ -111,6 +114,11 @@ void run_mixed(int p) {
 TEST(LLRows, EveryCollectiveBackToBackOnOneSignal) {
   for (int p : {2, 3, 5, 8})
     if (runs_here(p)) run_mixed(p);
+}
+
+TEST(LLRows, SixtyFourRanks) {
+  PLD_REQUIRE_RANKS(64);
+  run_mixed(64);
 }
 
 TEST(LLRows, RowsUpToTheStagingMaximum) {
