@@ -20,7 +20,7 @@
 //
 // Concepts introduced:
 //   - pld::tensor::allreduce(target, signal, AllreduceOptions) — in place, returns target
-//   - AllreduceMode: Auto (Mesh up to PLD_ALLREDUCE_MESH_MAX bytes, TwoShot above), Mesh,
+//   - AllreduceMode: Auto (LL up to 64 bytes, Mesh up to PLD_ALLREDUCE_MESH_MAX bytes, TwoShot above), Mesh,
 //     TwoShot, Ring; ReduceOp: Sum, Max, Min, Prod; core_num lanes per rank
 //   - h.allreduce(...) between ordinary dispatches: stage, all-reduce, collect
 //   - one signal serves any number of back-to-back calls (self-clearing)
