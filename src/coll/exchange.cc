@@ -118,7 +118,7 @@ void coll_allgather(const LocalDesc& local, const WindowDesc* local_window, cons
   const DomainState& d = *signal.state;
   collective_enter(d, signal, CollKind::Allgather, target.shape.numel(),
                    [&] { return coll_call(CollKind::Allgather, target, signal, core_num); });
-  if (d.nranks() > 1 && ll_rows_fit(d, signal, row_bytes_of(target)))
+  if (ll_rows_fit(d, signal, row_bytes_of(target)))
     return ll_rows(op, LLRows::Allgather, d, local.data, target, signal);
   push_rows(op, *signal.state, target, signal, stride, core_num, Rows::Same, [&](int) { return local.data; });
 }
@@ -145,7 +145,7 @@ void coll_all_to_all(const LocalDesc& input, const WindowDesc* input_window, con
   collective_enter(d, signal, CollKind::AllToAll, target.shape.numel(),
                    [&] { return coll_call(CollKind::AllToAll, target, signal, core_num); });
   const std::size_t row_bytes = row_bytes_of(target);
-  if (d.nranks() > 1 && ll_rows_fit(d, signal, row_bytes))
+  if (ll_rows_fit(d, signal, row_bytes))
     return ll_rows(op, LLRows::AllToAll, d, input.data, target, signal);
   push_rows(op, *signal.state, target, signal, stride, core_num, Rows::PerPeer,
             [&](int p) { return input.data + static_cast<std::size_t>(p) * row_bytes; });
@@ -201,7 +201,7 @@ void coll_all_to_all_v(const LocalDesc& input, const WindowDesc* input_window, c
                                    "number of rows sent to that rank and must fit its block",
                                    p, counts[p], max_recv));
   const std::size_t esz = dtype_size(target.dtype);
-  if (n > 1 && ll_rows_fit(d, signal, 4 + static_cast<std::uint64_t>(max_recv * size) * esz))
+  if (ll_rows_fit(d, signal, 4 + static_cast<std::uint64_t>(max_recv * size) * esz))
     return ll_all_to_all_v(op, d, input.data, counts, target, recv_counts, signal);
   const std::uint64_t dst = static_cast<std::uint64_t>(me) * static_cast<std::uint64_t>(max_recv * size) * esz;
   if (!direct_peers(d)) {

@@ -166,14 +166,16 @@ bool ll_fits(const DomainState& d, const WindowDesc& signal, std::uint64_t bytes
 }
 
 bool ll_rows_fit(const DomainState& d, const WindowDesc& signal, std::uint64_t row_bytes) {
-  return row_bytes > 0 && row_bytes <= ll_row_max_bytes() && has_channel(d, signal);
+  return d.nranks() > 1 && row_bytes > 0 && row_bytes <= ll_row_max_bytes() && has_channel(d, signal);
 }
 
 namespace {
 
 // One LL data call (steps 1 and 2 above): pack(data) cuts `bytes` into epoch-tagged words,
 // send(p) writes them into peer p's slot and rings its doorbell, receive(s) returns source s's
-// bytes (in a per-thread buffer that lives until the next call).
+// bytes (in a per-thread buffer that lives until the next call). send_all, send_each and
+// receive_all visit the peers staggered: rank r sends to r + 1 first and receives from r - 1
+// (the peer that sent to it first) first.
 class LLCall {
  public:
   LLCall(const char* op, const DomainState& d, const WindowDesc& signal, std::size_t bytes)
@@ -200,6 +202,29 @@ class LLCall {
     for (int i = 0; i < words_; ++i) std::atomic_ref<std::uint64_t>(dst[i]).store(packed_[i], std::memory_order_relaxed);
     d_.backend->notify(d_.members[static_cast<std::size_t>(peer)], doorbell, static_cast<std::int32_t>(epoch_),
                        NotifyOp::Set);
+  }
+
+  void send_all() {
+    for (int k = 1; k < d_.nranks(); ++k) send((d_.rank + k) % d_.nranks());
+  }
+
+  // Packs and sends payload(p) to every peer p.
+  template <class Payload>
+  void send_each(Payload&& payload) {
+    for (int k = 1; k < d_.nranks(); ++k) {
+      const int p = (d_.rank + k) % d_.nranks();
+      pack(payload(p));
+      send(p);
+    }
+  }
+
+  // Calls f(s, bytes of source s) for every source s != me.
+  template <class F>
+  void receive_all(F&& f) {
+    for (int k = 1; k < d_.nranks(); ++k) {
+      const int s = (d_.rank + d_.nranks() - k) % d_.nranks();
+      f(s, receive(s));
+    }
   }
 
   const std::byte* receive(int source) {
@@ -239,113 +264,88 @@ class LLCall {
   std::uint64_t packed_[kWords] = {};
 };
 
-// Row `row` of my own copy of the [P, SIZE] window `w`.
-std::byte* own_row(const DomainState& d, const WindowDesc& w, int row, std::size_t row_bytes) {
-  return d.windows_in[static_cast<std::size_t>(d.rank)] + w.ref.offset + static_cast<std::size_t>(row) * row_bytes;
+// mine = op(source 0, ..., source P-1) in ascending rank order, my own source being `mine`, the
+// others this call's messages (after its sends).
+void reduce_received(LLCall& call, const DomainState& d, std::byte* mine, Index count, DType dtype, ReduceOp rop) {
+  const void* srcs[kMaxRanks];
+  srcs[d.rank] = mine;
+  call.receive_all([&](int s, const std::byte* data) { srcs[s] = data; });
+  reduce(mine, srcs, d.nranks(), static_cast<std::size_t>(count), dtype, rop);
 }
 
 }  // namespace
 
 void ll_allreduce(const char* op, const DomainState& d, const WindowDesc& target, const WindowDesc& signal, Index count,
                   ReduceOp rop) {
-  const int n = d.nranks(), me = d.rank;
-  const std::size_t bytes = static_cast<std::size_t>(count) * dtype_size(target.dtype);
-  std::byte* mine = d.windows_in[static_cast<std::size_t>(me)] + target.ref.offset;
-  LLCall call(op, d, signal, bytes);
+  std::byte* mine = own_at(d, target, 0);
+  LLCall call(op, d, signal, static_cast<std::size_t>(count) * dtype_size(target.dtype));
   call.pack(mine);
-  for (int k = 1; k < n; ++k) call.send((me + k) % n);  // staggered: rank r starts with r + 1
-  const void* srcs[kMaxRanks];
-  srcs[me] = mine;
-  for (int k = 1; k < n; ++k) {  // the peer that pushed to me first is me - 1
-    const int s = (me + n - k) % n;
-    srcs[s] = call.receive(s);
-  }
-  reduce(mine, srcs, n, static_cast<std::size_t>(count), target.dtype, rop);
+  call.send_all();
+  reduce_received(call, d, mine, count, target.dtype, rop);
 }
 
 void ll_broadcast(const char* op, const DomainState& d, const WindowDesc& target, const WindowDesc& signal, int root) {
-  const int n = d.nranks(), me = d.rank;
   const std::size_t bytes = static_cast<std::size_t>(target.shape.numel()) * dtype_size(target.dtype);
-  std::byte* mine = d.windows_in[static_cast<std::size_t>(me)] + target.ref.offset;
-  // Every rank pushes (a non-root its own, ignored bytes) and every rank receives: the exchange
+  std::byte* mine = own_at(d, target, 0);
+  // Every rank sends (a non-root its own, ignored bytes) and every rank receives: the exchange
   // stays all-to-all, which is what lets slots be reused without acknowledgements.
   LLCall call(op, d, signal, bytes);
   call.pack(mine);
-  for (int k = 1; k < n; ++k) call.send((me + k) % n);
-  for (int k = 1; k < n; ++k) {
-    const int s = (me + n - k) % n;
-    const std::byte* data = call.receive(s);
+  call.send_all();
+  call.receive_all([&](int s, const std::byte* data) {
     if (s == root) std::memcpy(mine, data, bytes);
-  }
+  });
 }
 
 void ll_all_to_all_v(const char* op, const DomainState& d, const std::byte* input, const std::int32_t* send_counts,
                      const WindowDesc& target, const WindowDesc& recv_counts, const WindowDesc& signal) {
-  const int n = d.nranks(), me = d.rank;
-  const Index max_recv = target.shape[0] / n;
+  const Index max_recv = target.shape[0] / d.nranks();
   const std::size_t row_bytes = static_cast<std::size_t>(target.shape[1]) * dtype_size(target.dtype);
   const std::size_t block_bytes = static_cast<std::size_t>(max_recv) * row_bytes;
-  std::byte* heap = d.windows_in[static_cast<std::size_t>(me)];
   auto deliver = [&](int source, std::int32_t rows, const std::byte* data) {
-    std::memcpy(heap + recv_counts.ref.offset + 4 * static_cast<std::size_t>(source), &rows, 4);
-    std::memcpy(heap + target.ref.offset + static_cast<std::size_t>(source) * block_bytes, data,
+    std::memcpy(own_at(d, recv_counts, 4 * static_cast<std::uint64_t>(source)), &rows, 4);
+    std::memcpy(own_at(d, target, static_cast<std::uint64_t>(source) * block_bytes), data,
                 static_cast<std::size_t>(rows) * row_bytes);
   };
   // Each message: the row count, then the rows of the block (zero-padded to MAX_RECV rows).
   LLCall call(op, d, signal, 4 + block_bytes);
   std::byte message[kLLMaxBytes] = {};
-  for (int k = 1; k < n; ++k) {
-    const int p = (me + k) % n;
+  call.send_each([&](int p) {
     const std::size_t bytes = static_cast<std::size_t>(send_counts[p]) * row_bytes;
     std::memcpy(message, &send_counts[p], 4);
     std::memcpy(message + 4, input + static_cast<std::size_t>(p) * block_bytes, bytes);
     std::memset(message + 4 + bytes, 0, block_bytes - bytes);
-    call.pack(message);
-    call.send(p);
-  }
-  deliver(me, send_counts[me], input + static_cast<std::size_t>(me) * block_bytes);
-  for (int k = 1; k < n; ++k) {
-    const int s = (me + n - k) % n;
-    const std::byte* data = call.receive(s);
+    return static_cast<const std::byte*>(message);
+  });
+  deliver(d.rank, send_counts[d.rank], input + static_cast<std::size_t>(d.rank) * block_bytes);
+  call.receive_all([&](int s, const std::byte* data) {
     std::int32_t rows = 0;
     std::memcpy(&rows, data, 4);
     deliver(s, rows, data + 4);
-  }
+  });
 }
 
 void ll_rows(const char* op, LLRows kind, const DomainState& d, const std::byte* input, const WindowDesc& target,
              const WindowDesc& signal, ReduceOp rop) {
-  const int n = d.nranks(), me = d.rank;
   const Index size = target.shape[1];
   const std::size_t row_bytes = static_cast<std::size_t>(size) * dtype_size(target.dtype);
-  // What goes to peer p: the same row for every peer (allgather), or row p of the operand.
-  auto row_for = [&](int p) {
-    if (kind == LLRows::Allgather) return input;
-    if (kind == LLRows::ReduceScatter) return static_cast<const std::byte*>(own_row(d, target, p, row_bytes));
-    return input + static_cast<std::size_t>(p) * row_bytes;
-  };
+  auto own_row = [&](int row) { return own_at(d, target, static_cast<std::uint64_t>(row) * row_bytes); };
   LLCall call(op, d, signal, row_bytes);
-  if (kind == LLRows::Allgather) call.pack(input);  // the same row for every peer: packed once
-  for (int k = 1; k < n; ++k) {
-    const int p = (me + k) % n;
-    if (kind != LLRows::Allgather) call.pack(row_for(p));
-    call.send(p);
+  switch (kind) {
+    case LLRows::ReduceScatter:
+      call.send_each([&](int p) { return static_cast<const std::byte*>(own_row(p)); });
+      return reduce_received(call, d, own_row(d.rank), size, target.dtype, rop);
+    case LLRows::Allgather:
+      call.pack(input);  // the same row for every peer
+      call.send_all();
+      std::memcpy(own_row(d.rank), input, row_bytes);
+      break;
+    case LLRows::AllToAll:
+      call.send_each([&](int p) { return input + static_cast<std::size_t>(p) * row_bytes; });
+      std::memcpy(own_row(d.rank), input + static_cast<std::size_t>(d.rank) * row_bytes, row_bytes);
+      break;
   }
-  if (kind == LLRows::ReduceScatter) {
-    std::byte* mine = own_row(d, target, me, row_bytes);
-    const void* srcs[kMaxRanks];
-    srcs[me] = mine;
-    for (int k = 1; k < n; ++k) {
-      const int s = (me + n - k) % n;
-      srcs[s] = call.receive(s);
-    }
-    return reduce(mine, srcs, n, static_cast<std::size_t>(size), target.dtype, rop);
-  }
-  std::memcpy(own_row(d, target, me, row_bytes), row_for(me), row_bytes);
-  for (int k = 1; k < n; ++k) {
-    const int s = (me + n - k) % n;
-    std::memcpy(own_row(d, target, s, row_bytes), call.receive(s), row_bytes);
-  }
+  call.receive_all([&](int s, const std::byte* data) { std::memcpy(own_row(s), data, row_bytes); });
 }
 
 }  // namespace pld::detail

@@ -25,8 +25,9 @@ void ll_allreduce(const char* op, const DomainState& d, const WindowDesc& target
                   ReduceOp rop);
 
 /// Whether allgather, reduce_scatter or all_to_all of `row_bytes` per [P, SIZE] row can run LL
-/// on domain `d`: 0 < row_bytes <= PLD_COLL_LL_MAX, a staging channel for the signal's buffer,
-/// direct peers. Every member gets the same answer.
+/// on domain `d` (also all_to_all_v and broadcast, with their message size): more than one rank,
+/// 0 < row_bytes <= PLD_COLL_LL_MAX, a staging channel for the signal's buffer, direct peers.
+/// Every member gets the same answer.
 bool ll_rows_fit(const DomainState& d, const WindowDesc& signal, std::uint64_t row_bytes);
 
 enum class LLRows { Allgather, ReduceScatter, AllToAll };

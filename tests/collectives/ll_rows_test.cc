@@ -144,7 +144,10 @@ void forgotten(int which, I32 in, I32 out, I32 row, I32 counts, I32 recv, I32 si
     case kAllgather: tensor::allgather(row, out, sig); break;
     case kReduceScatter: tensor::reduce_scatter(out, sig); break;
     case kBroadcastCall: tensor::broadcast(row, sig, 0); break;
-    default: tile::write(counts, {0}, 1), tile::write(counts, {1}, 1), tensor::all_to_all_v(in, out, sig, counts, recv);
+    default:
+      tile::write(counts, {0}, 1);
+      tile::write(counts, {1}, 1);
+      tensor::all_to_all_v(in, out, sig, counts, recv);
   }
 }
 
