@@ -12,6 +12,7 @@
 #   2. measures the streaming copy bandwidth of 2 threads (the memory-bandwidth ceiling);
 #   3. for every round and collective: pld-bench, then mpi_bench under each Open MPI configuration,
 #      on the same sizes (4 B .. 64 MiB, x4), fp32, P=2 — interleaved, so drifts hit both sides;
+#      before all_to_all, the bare copy of the same bytes (bench/mpi/exchange_ceiling.cpp, P=2);
 #   4. the barrier at P=4 (4 ranks on 2 cores, oversubscribed) the same way;
 #   5. prints the ratio table (median over the rounds, both sides alike; --stat min for the lowest)
 #      and the targets, writes OUT/compare.txt, OUT/summary.json and the plot
@@ -59,6 +60,10 @@ MPI_FLAGS=(-O3 -std=c++20 -DOMPI_SKIP_MPICXX)
 mpicxx "${MPI_FLAGS[@]}" "$ROOT/bench/mpi/mpi_bench.cpp" -o "$OUT/mpi_bench"
 g++ -O2 -std=c++20 -pthread "$ROOT/bench/mpi/stream.cpp" -o "$OUT/stream"
 g++ -O2 -std=c++20 "$ROOT/bench/mpi/compare.cpp" -o "$OUT/compare"
+EXCHANGE=0  # all_to_all's copy ceiling: two threads, x86 intrinsics, the P=2 pattern
+if [ "$NP" -eq 2 ] && [ "$(uname -m)" = x86_64 ]; then
+  g++ -O2 -std=c++20 -pthread "$ROOT/bench/mpi/exchange_ceiling.cpp" -o "$OUT/exchange_ceiling" && EXCHANGE=1
+fi
 
 # ----- settings ------------------------------------------------------------------------------------
 COLLS=(barrier allreduce broadcast allgather reduce_scatter all_to_all all_to_all_v)
@@ -113,10 +118,15 @@ echo "== stream ceiling" >&2
 "$OUT/stream" --threads 2 --bytes 32M --reps 20 -J "$OUT/runs/stream_footprint.json" | tee -a "$LOG"
 
 # ----- 3. P=2, interleaved rounds --------------------------------------------------------------------
-PLD_JSON=(); MPI_JSON=()
+PLD_JSON=(); MPI_JSON=(); EXCHANGE_JSON=()
 for ((r = 1; r <= ROUNDS; r++)); do
   for coll in "${COLLS[@]}"; do
     echo "== round $r/$ROUNDS: $coll" >&2
+    if [ "$coll" = all_to_all ] && ((EXCHANGE)); then
+      f="$OUT/runs/exchange.r$r.json"
+      run "exchange_ceiling" "$OUT/exchange_ceiling" --mib 1,4,16,64 --kinds memcpy-alt,stream-64B-alt -J "$f"
+      [ -f "$f" ] && EXCHANGE_JSON+=("$f")
+    fi
     f="$OUT/runs/pld.$coll.r$r.json"
     run "pld-bench $coll" "$PLD_BENCH" --op "$coll" -g "$NP" "${SIZES[@]}" "${ITERS[@]}" -d fp32 -o sum \
       --path "$PLD_PATH" --progress never -J "$f"
@@ -154,7 +164,7 @@ done
 say ""
 "$OUT/compare" --nranks "$NP" --stat "$STAT" --pld "${PLD_JSON[@]}" --mpi "${MPI_JSON[@]}" --pld4 "${PLD4_JSON[@]}" \
   --mpi4 "${MPI4_JSON[@]}" --stream "$OUT/runs/stream.json" --stream-cache "$OUT/runs/stream_footprint.json" \
-  --plot "$OUT/busbw" --summary "$OUT/summary.json" | tee -a "$LOG" || FAILED=1
+  ${EXCHANGE_JSON[@]+--exchange "${EXCHANGE_JSON[@]}"} --plot "$OUT/busbw" --summary "$OUT/summary.json" | tee -a "$LOG" || FAILED=1
 if command -v gnuplot >/dev/null; then
   gnuplot "$OUT/busbw.gp" && say "# plot: $OUT/busbw.png and $OUT/busbw.svg"
 else

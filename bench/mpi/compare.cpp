@@ -4,6 +4,8 @@
 //   * one row per (collective, size): pld time (composite; builtin for information), Open MPI
 //     time, pld/MPI time ratio, both bus bandwidths and their ratio, the MPI configuration that won;
 //   * the memory-traffic floor of allreduce 64 MiB fp32 (4 x 64 MiB at the streaming copy rate);
+//   * all_to_all's bare copy (exchange_ceiling: two threads copying the same bytes, no runtime),
+//     with pld's and Open MPI's all_to_all and all_to_all_v times as multiples of it;
 //   * the targets, PASS / FAIL with the measured value;
 //
 // and writes a gnuplot script + data (busbw vs size, pld vs Open MPI, one panel per collective;
@@ -108,6 +110,7 @@ struct Target {
 
 int main(int argc, char** argv) {
   std::vector<std::string> pld_files, mpi_files, pld4_files, mpi4_files;
+  std::vector<std::string> exchange_files;
   std::string stream_file, stream_cache_file, plot_prefix, summary, stat = "median";
   int nranks = 2;
   CLI::App app{"compare: pld-bench vs Open MPI report for bench/compare_mpi.sh"};
@@ -117,6 +120,7 @@ int main(int argc, char** argv) {
   app.add_option("--mpi4", mpi4_files, "mpi_bench JSON files of the P=4 barrier as CONFIG=PATH");
   app.add_option("--stream", stream_file, "stream JSON: DRAM ceiling (arrays far above the LLC)");
   app.add_option("--stream-cache", stream_cache_file, "stream JSON at the allreduce's own footprint");
+  app.add_option("--exchange", exchange_files, "exchange_ceiling JSON files (one per round)");
   app.add_option("--plot", plot_prefix, "write PREFIX.gp and PREFIX.dat (gnuplot, busbw vs size)");
   app.add_option("--summary", summary, "write the table and targets as JSON");
   app.add_option("--nranks", nranks);
@@ -260,6 +264,52 @@ int main(int argc, char** argv) {
     targets.push_back(t);
   }
 
+  // ----- all_to_all's bare copy ----------------------------------------------------------------
+  // Per size: the median over the rounds of each store kind's mean iteration time (the statistic
+  // pld-bench and mpi_bench report), then the fastest kind.
+  std::map<std::uint64_t, double> exchange_us;
+  {
+    std::map<std::pair<std::uint64_t, std::string>, std::vector<double>> by_kind;
+    for (const auto& f : exchange_files) {
+      const json j = load(f);
+      for (const auto& r : j.at("rows"))
+        by_kind[{r.at("size").get<std::uint64_t>(), r.at("kind").get<std::string>()}].push_back(
+            r.at("mean_us").get<double>());
+    }
+    for (auto& [k, v] : by_kind) {
+      std::sort(v.begin(), v.end());
+      const double m = stat == "min" ? v.front() : v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
+      auto [it, fresh] = exchange_us.try_emplace(k.first, m);
+      if (!fresh) it->second = std::min(it->second, m);
+    }
+  }
+  if (!exchange_us.empty()) {
+    std::printf("\nall_to_all against its bare copy (bench/mpi/exchange_ceiling: 2 threads copy the bytes all_to_all\n"
+                "moves, no runtime, fastest store kind, same rounds; each side's time over it, 1.00x = no overhead;\n"
+                "noise moves it by ~10%%):\n");
+    std::printf("  %-9s %12s %16s %16s %16s %16s\n", "size", "bare copy us", "pld all_to_all", "MPI all_to_all",
+                "pld a2a_v", "MPI a2a_v");
+    json jx = json::array();
+    for (const auto& [size, ceil_us] : exchange_us) {
+      std::printf("  %-9s %12.1f", human(size).c_str(), ceil_us);
+      json row{{"size", size}, {"ceiling_us", ceil_us}};
+      for (const char* c : {"all_to_all", "all_to_all_v"})
+        for (auto* side : {&pld, &mpi}) {
+          const Key k{c, size};
+          if (!side->count(k)) {
+            std::printf(" %16s", "-");
+            continue;
+          }
+          const double t = (*side)[k].s.time_us;
+          std::printf(" %9.1f %5.2fx", t, t / ceil_us);
+          row[std::string(side == &pld ? "pld_" : "mpi_") + c + "_us"] = t;
+        }
+      std::printf("\n");
+      jx.push_back(row);
+    }
+    ceiling["exchange"] = jx;
+  }
+
   // ----- every collective >= 1.5x MPI busbw from 1 MiB up -------------------------------------
   for (const std::string& c : kOrder) {
     if (c == "barrier") continue;
@@ -277,6 +327,13 @@ int main(int argc, char** argv) {
       char buf[96];
       std::snprintf(buf, sizeof buf, "min %.2fx (at %s)", worst, human(at).c_str());
       t.value = buf;
+      // all_to_all(_v) moves what exchange_ceiling copies: the largest ratio any runtime could
+      // reach at that size here is Open MPI's time over the bare copy's.
+      if ((c == "all_to_all" || c == "all_to_all_v") && exchange_us.count(at)) {
+        std::snprintf(buf, sizeof buf, "; time over the bare copy: pld %.2fx, Open MPI %.2fx (no runtime can beat Open MPI by more)",
+                      pld[{c, at}].s.time_us / exchange_us[at], mpi[{c, at}].s.time_us / exchange_us[at]);
+        t.value += buf;
+      }
       // The same row round by round (pld and Open MPI's chosen configuration ran back to back in
       // each round): how far the noise moves a ratio near its target.
       const Key k{c, at};

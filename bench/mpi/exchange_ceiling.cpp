@@ -6,9 +6,14 @@
 // read + write, STREAM's convention). bench/README.md uses it to show where all_to_all's
 // busbw target lies relative to what the machine can do.
 //
+// bench/compare_mpi.sh runs it in every round, next to pld-bench and mpi_bench, with the kind pld
+// uses (`--kinds stream-64B-alt -J FILE`), and reports each side's all_to_all time as a multiple of
+// this ceiling.
+//
 //   g++ -O2 -std=c++20 -pthread bench/mpi/exchange_ceiling.cpp -o /tmp/exchange_ceiling
 //   /tmp/exchange_ceiling --mib 1,4,16,64
 #include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
 
 #include <immintrin.h>
 #include <sys/mman.h>
@@ -18,6 +23,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <fstream>
 #include <stdexcept>
 #include <thread>
 #include <vector>
@@ -149,15 +155,30 @@ Times run(std::size_t s, Kind kind, int iters) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  const std::vector<Kind> all = {Kind::Memcpy,    Kind::Stream,    Kind::Stream64,
+                                 Kind::StreamChunked, Kind::MemcpyAlt, Kind::Stream64Alt};
   std::vector<int> mib = {1, 4, 16, 64};
+  std::vector<std::string> kind_names;
+  std::string json_path;
   CLI::App app{"exchange_ceiling: the all_to_all copy pattern at P=2 with two threads, no runtime"};
   app.add_option("--mib", mib, "input bytes per rank, in MiB (the pld-bench size)")->delimiter(',');
+  std::vector<std::string> names;
+  for (Kind k : all) names.push_back(name(k));
+  app.add_option("--kinds", kind_names, "store kinds to run (default: all)")
+      ->delimiter(',')
+      ->check(CLI::IsMember(names));
+  app.add_option("-J,--json", json_path, "also write the results as JSON to this file");
   CLI11_PARSE(app, argc, argv);
+  std::vector<Kind> kinds;
+  for (Kind k : all)
+    if (kind_names.empty() || std::find(kind_names.begin(), kind_names.end(), name(k)) != kind_names.end())
+      kinds.push_back(k);
+  nlohmann::json rows = nlohmann::json::array();
   std::printf("%8s  %-15s %10s %10s %10s %8s\n", "size", "stores", "median us", "mean us", "min us", "GB/s");
   for (int m : mib) {
     const std::size_t s = static_cast<std::size_t>(m) << 20;
     const int iters = std::max(20, static_cast<int>((2048ull << 20) / s));
-    for (Kind k : {Kind::Memcpy, Kind::Stream, Kind::Stream64, Kind::StreamChunked, Kind::MemcpyAlt, Kind::Stream64Alt}) {
+    for (Kind k : kinds) {
       if ((k == Kind::Stream64 || k == Kind::Stream64Alt) && !__builtin_cpu_supports("avx512f")) {
         std::printf("%5d MiB  %-15s (no AVX-512 on this CPU)\n", m, name(k));
         continue;
@@ -165,6 +186,16 @@ int main(int argc, char** argv) {
       const Times t = run(s, k, iters);  // GB/s: 4S bytes (both threads, read + write) per median
       std::printf("%5d MiB  %-15s %10.1f %10.1f %10.1f %8.1f\n", m, name(k), t.median * 1e6, t.mean * 1e6, t.min * 1e6,
                   4.0 * static_cast<double>(s) / t.median / 1e9);
+      rows.push_back({{"size", s}, {"kind", name(k)}, {"iters", iters}, {"median_us", t.median * 1e6},
+                      {"mean_us", t.mean * 1e6}, {"min_us", t.min * 1e6}});
+    }
+  }
+  if (!json_path.empty()) {
+    std::ofstream out(json_path);
+    out << nlohmann::json{{"tool", "exchange_ceiling"}, {"nranks", 2}, {"rows", rows}}.dump(2) << "\n";
+    if (!out) {
+      std::fprintf(stderr, "exchange_ceiling: cannot write %s\n", json_path.c_str());
+      return 2;
     }
   }
   return 0;
