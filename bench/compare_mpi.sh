@@ -98,6 +98,9 @@ say "# $(mpirun --version 2>/dev/null | head -1); pld $("$PLD_BENCH" --help >/de
 say "# P=$NP, rounds $ROUNDS, sizes ${SIZES[*]}, iterations ${ITERS[*]} (same for both sides), pld path $PLD_PATH"
 for i in "${!MPI_CONFIG_NAMES[@]}"; do say "# Open MPI config ${MPI_CONFIG_NAMES[$i]}: ${MPIRUN[*]} -np $NP ${MPI_CONFIG_ARGS[$i]}"; done
 for i in "${!MPI4_CONFIG_NAMES[@]}"; do say "# Open MPI config ${MPI4_CONFIG_NAMES[$i]} (P=4): ${MPIRUN[*]} -np 4 ${MPI4_CONFIG_ARGS[$i]}"; done
+thp() { local f=/sys/kernel/mm/transparent_hugepage/$1; [ -r "$f" ] && sed 's/.*\[\(.*\)\].*/\1/' "$f" || echo n/a; }
+say "# transparent huge pages: enabled=$(thp enabled) shmem_enabled=$(thp shmem_enabled) (pld's heaps get 2 MiB pages" \
+  "only when shmem_enabled is advise, within_size or always: PLD_HUGE_PAGES)"
 say "# load average: $(cut -d' ' -f1-3 /proc/loadavg)"
 busy=$(ps -eo pcpu=,comm= --sort=-pcpu | awk '$1 > 20 {print $2"("$1"%)"}' | head -5 | tr '\n' ' ')
 [ -z "$busy" ] || say "# WARNING: other busy processes: $busy— timings will be noisy (more --rounds help the medians)"

@@ -66,7 +66,8 @@ RankGroup::RankGroup(const GroupOptions& options) : options_(options) {
     return;
   }
 #endif
-  backend_ = std::make_unique<ShmBackend>(world, options.heap_bytes, options.wait_timeout, options.wait_spin);
+  backend_ = std::make_unique<ShmBackend>(world, options.heap_bytes, options.huge_pages, options.wait_timeout,
+                                          options.wait_spin);
   dirty_.assign(static_cast<std::size_t>(world), 0);
   ranks_.resize(static_cast<std::size_t>(world));
   // Swimlanes: the ranks inherit the configuration at fork; stale outputs go first.

@@ -24,6 +24,7 @@ struct GroupOptions {
   BackendKind backend = BackendKind::Shm;
   std::vector<int> device_ids;
   std::uint64_t heap_bytes = 0;
+  bool huge_pages = true;  // PLD_HUGE_PAGES: madvise the shm heaps for transparent huge pages
   double wait_timeout = 0;
   std::int64_t wait_spin = 0;
   double startup_timeout = 30;

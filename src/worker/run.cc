@@ -84,6 +84,7 @@ GroupOptions group_options(const DistributedConfig& config) {
   if (o.heap_bytes == 0)
     throw UsageError("PLD_HEAP_BYTES=0: the window heap must have at least one page; write e.g. 256M");
   o.heap_bytes = (o.heap_bytes + 4095) / 4096 * 4096;
+  o.huge_pages = setting_int(Setting::HugePages) != 0;
   o.wait_timeout = config.wait_timeout > 0 ? config.wait_timeout : setting_seconds(Setting::WaitTimeout);
   o.wait_spin = setting_int(Setting::WaitSpin);
   o.startup_timeout = setting_seconds(Setting::StartupTimeout);

@@ -1,6 +1,7 @@
 // shm backend: construction and teardown. Heaps are mapped in window.cc, notify/wait live in
 // signal.cc, put/get/atomic add in rma.cc.
 #include "backend/shm/backend.h"
+#include "core/log.h"
 #include "debug/checks.h"
 
 #include <fmt/format.h>
@@ -10,7 +11,8 @@
 
 namespace pld::detail {
 
-ShmBackend::ShmBackend(int world_size, std::uint64_t heap_bytes, double wait_timeout, std::int64_t wait_spin)
+ShmBackend::ShmBackend(int world_size, std::uint64_t heap_bytes, bool huge_pages, double wait_timeout,
+                       std::int64_t wait_spin)
     : world_size_(world_size), heap_bytes_(heap_bytes), wait_timeout_(wait_timeout), wait_spin_(wait_spin) {
   try {
     control_ = new (map_memfd("pld-control", sizeof(ControlBlock))) ControlBlock();
@@ -21,7 +23,12 @@ ShmBackend::ShmBackend(int world_size, std::uint64_t heap_bytes, double wait_tim
       debug_shared = debug_;
     }
     for (int r = 0; r < world_size; ++r)
-      bases_.push_back(map_memfd(fmt::format("pld-window-rank{}", r).c_str(), heap_bytes));
+      bases_.push_back(map_memfd(fmt::format("pld-window-rank{}", r).c_str(), heap_bytes, huge_pages));
+    log(LogLevel::Info, LogSys::Init, "heaps: {} x {} bytes, {}", world_size, heap_bytes,
+        huge_pages ? fmt::format("2 MiB pages requested (kernel shmem THP mode: {}; advise, within_size or always "
+                                 "grant them)",
+                                 shmem_thp_mode())
+                   : std::string("4 KiB pages (PLD_HUGE_PAGES=0)"));
   } catch (...) {
     this->~ShmBackend();
     throw;

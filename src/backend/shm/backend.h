@@ -10,6 +10,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 namespace pld::detail {
@@ -50,14 +51,20 @@ struct ControlBlock {
   OpRing history[kMaxRanks];  // each rank's last operations (debug/oplog.h)
 };
 
-/// Creates a memfd of `bytes`, maps it shared and closes the descriptor (window.cc).
-std::byte* map_memfd(const char* label, std::uint64_t bytes);
+/// Creates a memfd of `bytes`, maps it shared and closes the descriptor (window.cc). `huge`:
+/// asks for transparent huge pages on the mapping (before any page exists), which the kernel
+/// grants or not by its shmem_enabled mode (shmem_thp_mode()).
+std::byte* map_memfd(const char* label, std::uint64_t bytes, bool huge = false);
+
+/// The kernel's transparent-huge-page mode for shared memory: the selected word of
+/// /sys/kernel/mm/transparent_hugepage/shmem_enabled ("never", "advise", ...), or "unavailable".
+std::string shmem_thp_mode();
 
 /// Shared-memory windows. Built by the host before it forks; the rank processes inherit the
 /// object and every mapping, so the same instance works on both sides.
 class ShmBackend final : public Backend {
  public:
-  ShmBackend(int world_size, std::uint64_t heap_bytes, double wait_timeout, std::int64_t wait_spin);
+  ShmBackend(int world_size, std::uint64_t heap_bytes, bool huge_pages, double wait_timeout, std::int64_t wait_spin);
   ~ShmBackend() override;
   ShmBackend(const ShmBackend&) = delete;
   ShmBackend& operator=(const ShmBackend&) = delete;

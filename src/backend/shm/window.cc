@@ -1,7 +1,9 @@
-// Window heaps of the shm backend: one memfd per rank, mapped MAP_SHARED by every process.
+// Window heaps of the shm backend: one memfd per rank, mapped MAP_SHARED by every process and
+// advised for transparent huge pages (PLD_HUGE_PAGES).
 // memfd objects never appear in /dev/shm and vanish with their last mapping, so nothing is left
 // behind however the processes end.
 #include "backend/shm/backend.h"
+#include "core/log.h"
 
 #include <pld/error.hpp>
 
@@ -11,12 +13,13 @@
 
 #include <cerrno>
 #include <cstring>
+#include <fstream>
 
 namespace pld::detail {
 
 // The descriptor is closed once mapped: the mapping keeps the memory alive, and forked ranks
 // inherit the mapping itself.
-std::byte* map_memfd(const char* label, std::uint64_t bytes) {
+std::byte* map_memfd(const char* label, std::uint64_t bytes, bool huge) {
   const int fd = memfd_create(label, MFD_CLOEXEC);
   if (fd < 0) throw Error(fmt::format("pld: memfd_create({}) failed: {}", label, std::strerror(errno)));
   if (ftruncate(fd, static_cast<off_t>(bytes)) != 0) {
@@ -33,7 +36,19 @@ std::byte* map_memfd(const char* label, std::uint64_t bytes) {
                             std::strerror(e)));
   }
   close(fd);
+  // A hint: no THP in the kernel (EINVAL) or shmem_enabled = never leaves 4 KiB pages, and the
+  // heap works the same. Asked before any page exists, so every fault can take a huge page.
+  if (huge && madvise(p, bytes, MADV_HUGEPAGE) != 0)
+    log(LogLevel::Debug, LogSys::Init, "madvise(MADV_HUGEPAGE) on {}: {}; 4 KiB pages", label, std::strerror(errno));
   return static_cast<std::byte*>(p);
+}
+
+std::string shmem_thp_mode() {
+  std::ifstream f("/sys/kernel/mm/transparent_hugepage/shmem_enabled");
+  std::string line;
+  if (!std::getline(f, line)) return "unavailable";
+  const auto open = line.find('['), close = line.find(']');
+  return open != std::string::npos && close > open ? line.substr(open + 1, close - open - 1) : line;
 }
 
 void ShmBackend::zero(int rank, std::uint64_t offset, std::size_t bytes) {
