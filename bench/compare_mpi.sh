@@ -62,7 +62,11 @@ g++ -O2 -std=c++20 -pthread "$ROOT/bench/mpi/stream.cpp" -o "$OUT/stream"
 g++ -O2 -std=c++20 "$ROOT/bench/mpi/compare.cpp" -o "$OUT/compare"
 EXCHANGE=0  # all_to_all's copy ceiling: two threads, x86 intrinsics, the P=2 pattern
 if [ "$NP" -eq 2 ] && [ "$(uname -m)" = x86_64 ]; then
-  g++ -O2 -std=c++20 -pthread "$ROOT/bench/mpi/exchange_ceiling.cpp" -o "$OUT/exchange_ceiling" && EXCHANGE=1
+  if g++ -O2 -std=c++20 -pthread "$ROOT/bench/mpi/exchange_ceiling.cpp" -o "$OUT/exchange_ceiling" 2>>"$OUT/build.log"; then
+    EXCHANGE=1
+  else
+    echo "compare_mpi.sh: exchange_ceiling did not build (see $OUT/build.log); no bare-copy rows" >&2
+  fi
 fi
 
 # ----- settings ------------------------------------------------------------------------------------
@@ -99,8 +103,8 @@ say "# P=$NP, rounds $ROUNDS, sizes ${SIZES[*]}, iterations ${ITERS[*]} (same fo
 for i in "${!MPI_CONFIG_NAMES[@]}"; do say "# Open MPI config ${MPI_CONFIG_NAMES[$i]}: ${MPIRUN[*]} -np $NP ${MPI_CONFIG_ARGS[$i]}"; done
 for i in "${!MPI4_CONFIG_NAMES[@]}"; do say "# Open MPI config ${MPI4_CONFIG_NAMES[$i]} (P=4): ${MPIRUN[*]} -np 4 ${MPI4_CONFIG_ARGS[$i]}"; done
 thp() { local f=/sys/kernel/mm/transparent_hugepage/$1; [ -r "$f" ] && sed 's/.*\[\(.*\)\].*/\1/' "$f" || echo n/a; }
-say "# transparent huge pages: enabled=$(thp enabled) shmem_enabled=$(thp shmem_enabled) (pld's heaps get 2 MiB pages" \
-  "only when shmem_enabled is advise, within_size or always: PLD_HUGE_PAGES)"
+say "# transparent huge pages: enabled=$(thp enabled) shmem_enabled=$(thp shmem_enabled), PLD_HUGE_PAGES=${PLD_HUGE_PAGES:-1}" \
+  "(pld's heaps get 2 MiB pages only when shmem_enabled is advise, within_size, always or force)"
 say "# load average: $(cut -d' ' -f1-3 /proc/loadavg)"
 busy=$(ps -eo pcpu=,comm= --sort=-pcpu | awk '$1 > 20 {print $2"("$1"%)"}' | head -5 | tr '\n' ' ')
 [ -z "$busy" ] || say "# WARNING: other busy processes: $busy— timings will be noisy (more --rounds help the medians)"
@@ -127,16 +131,20 @@ for ((r = 1; r <= ROUNDS; r++)); do
     echo "== round $r/$ROUNDS: $coll" >&2
     if [ "$coll" = all_to_all ] && ((EXCHANGE)); then
       f="$OUT/runs/exchange.r$r.json"
-      run "exchange_ceiling" "$OUT/exchange_ceiling" --mib 1,4,16,64 --kinds memcpy-alt,stream-64B-alt -J "$f"
+      rm -f "$f"
+      run "exchange_ceiling" "$OUT/exchange_ceiling" --mib 1,4,16,64 --kinds memcpy-alt,stream-64B-alt,stream \
+        --huge-pages "$( [ "${PLD_HUGE_PAGES:-1}" = 0 ] && echo 0 || echo 1)" -J "$f"
       [ -f "$f" ] && EXCHANGE_JSON+=("$f")
     fi
     f="$OUT/runs/pld.$coll.r$r.json"
+    rm -f "$f"  # a failed run must not leave an older run's file to be read
     run "pld-bench $coll" "$PLD_BENCH" --op "$coll" -g "$NP" "${SIZES[@]}" "${ITERS[@]}" -d fp32 -o sum \
       --path "$PLD_PATH" --progress never -J "$f"
     [ -f "$f" ] && PLD_JSON+=("$f")
     for i in "${!MPI_CONFIG_NAMES[@]}"; do
       name=${MPI_CONFIG_NAMES[$i]}
       f="$OUT/runs/mpi.$name.$coll.r$r.json"
+      rm -f "$f"
       # shellcheck disable=SC2206
       args=(${MPI_CONFIG_ARGS[$i]})
       run "mpi_bench $coll ($name)" "${MPIRUN[@]}" -np "$NP" "${args[@]}" "$OUT/mpi_bench" --op "$coll" "${SIZES[@]}" \
@@ -151,11 +159,13 @@ PLD4_JSON=(); MPI4_JSON=()
 for ((r = 1; r <= ROUNDS; r++)); do
   echo "== round $r/$ROUNDS: barrier at P=4" >&2
   f="$OUT/runs/pld4.barrier.r$r.json"
+  rm -f "$f"
   run "pld-bench barrier P=4" "$PLD_BENCH" --op barrier -g 4 "${ITERS[@]}" --progress never -J "$f"
   [ -f "$f" ] && PLD4_JSON+=("$f")
   for i in "${!MPI4_CONFIG_NAMES[@]}"; do
     name=${MPI4_CONFIG_NAMES[$i]}
     f="$OUT/runs/mpi4.$name.barrier.r$r.json"
+    rm -f "$f"
     # shellcheck disable=SC2206
     args=(${MPI4_CONFIG_ARGS[$i]})
     run "mpi_bench barrier P=4 ($name)" "${MPIRUN[@]}" -np 4 "${args[@]}" "$OUT/mpi_bench" --op barrier "${ITERS[@]}" -J "$f"

@@ -6,6 +6,7 @@
 
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdio>
 #include <mutex>
 
@@ -17,8 +18,10 @@ constexpr int kSysCount = 5;
 
 struct LogState {
   int rank = -1;
-  int level = -1;  // resolved lazily from PLD_LOG
-  int subsys = -1;  // bit mask, resolved lazily from PLD_LOG_SUBSYS
+  // Resolved lazily from PLD_LOG / PLD_LOG_SUBSYS (a bit mask), and again whenever a run starts
+  // (log_check_level), so each pld::run and DistributedWorker logs as its environment says.
+  std::atomic<int> level{-1};
+  std::atomic<int> subsys{-1};
   std::FILE* file = nullptr;
   std::mutex mutex;
 };
@@ -100,15 +103,26 @@ void log_check_level() {
     throw UsageError(fmt::format("PLD_LOG_SUBSYS='{}': '{}' is not a subsystem; use a comma-separated list of init, "
                                  "worker, rank, coll, debug, or all",
                                  setting_string(Setting::LogSubsys), bad));
+  LogState& s = state();
+  s.level.store(parse_level(), std::memory_order_relaxed);
+  s.subsys.store(parse_subsys(), std::memory_order_relaxed);
 }
 
 bool log_enabled(LogLevel level, LogSys sys) {
   LogState& s = state();
-  if (s.level < 0) s.level = parse_level() < 0 ? 1 : parse_level();
-  if (static_cast<int>(level) > s.level) return false;
+  int enabled = s.level.load(std::memory_order_relaxed);
+  if (enabled < 0) {
+    enabled = parse_level() < 0 ? 1 : parse_level();
+    s.level.store(enabled, std::memory_order_relaxed);
+  }
+  if (static_cast<int>(level) > enabled) return false;
   if (level <= LogLevel::Warn) return true;
-  if (s.subsys < 0) s.subsys = parse_subsys() < 0 ? (1 << kSysCount) - 1 : parse_subsys();
-  return (s.subsys >> static_cast<int>(sys)) & 1;
+  int mask = s.subsys.load(std::memory_order_relaxed);
+  if (mask < 0) {
+    mask = parse_subsys() < 0 ? (1 << kSysCount) - 1 : parse_subsys();
+    s.subsys.store(mask, std::memory_order_relaxed);
+  }
+  return (mask >> static_cast<int>(sys)) & 1;
 }
 
 void log_line(LogLevel level, LogSys sys, const std::string& text) {

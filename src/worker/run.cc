@@ -71,7 +71,8 @@ GroupOptions group_options(const DistributedConfig& config) {
   config.validate();
   const BackendKind backend = resolve_backend(config);
   log_check_level();
-  setting_bytes(Setting::AllreduceMeshMax);  // malformed collective settings fail here, not in a rank
+  setting_bytes(Setting::AllreduceLLMax);  // malformed collective settings fail here, not in a rank
+  setting_bytes(Setting::AllreduceMeshMax);
   setting_bytes(Setting::CollLLMax);
   setting_int(Setting::Reproducible);
   setting_int(Setting::CollRma);

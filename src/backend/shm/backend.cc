@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <sys/mman.h>
 
+#include <cstring>
 #include <new>
 
 namespace pld::detail {
@@ -22,13 +23,21 @@ ShmBackend::ShmBackend(int world_size, std::uint64_t heap_bytes, bool huge_pages
       debug_->abort = &control_->abort;
       debug_shared = debug_;
     }
-    for (int r = 0; r < world_size; ++r)
-      bases_.push_back(map_memfd(fmt::format("pld-window-rank{}", r).c_str(), heap_bytes, huge_pages));
-    log(LogLevel::Info, LogSys::Init, "heaps: {} x {} bytes, {}", world_size, heap_bytes,
-        huge_pages ? fmt::format("2 MiB pages requested (kernel shmem THP mode: {}; advise, within_size or always "
-                                 "grant them)",
-                                 shmem_thp_mode())
-                   : std::string("4 KiB pages (PLD_HUGE_PAGES=0)"));
+    int refused = 0;  // errno of a refused madvise
+    for (int r = 0; r < world_size; ++r) {
+      bases_.push_back(map_memfd(fmt::format("pld-window-rank{}", r).c_str(), heap_bytes));
+      if (huge_pages && !refused) refused = advise_huge_pages(bases_.back(), heap_bytes);
+    }
+    if (log_enabled(LogLevel::Info, LogSys::Init)) {
+      std::string pages = "4 KiB pages (PLD_HUGE_PAGES=0)";
+      if (huge_pages && refused)
+        pages = fmt::format("4 KiB pages (madvise MADV_HUGEPAGE: {})", std::strerror(refused));
+      else if (huge_pages)
+        pages = fmt::format("2 MiB pages requested (kernel shmem THP mode: {}; advise, within_size, always and force "
+                            "grant them)",
+                            shmem_thp_mode());
+      log(LogLevel::Info, LogSys::Init, "heaps: {} x {} bytes, {}", world_size, heap_bytes, pages);
+    }
   } catch (...) {
     this->~ShmBackend();
     throw;

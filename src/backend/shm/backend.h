@@ -51,13 +51,17 @@ struct ControlBlock {
   OpRing history[kMaxRanks];  // each rank's last operations (debug/oplog.h)
 };
 
-/// Creates a memfd of `bytes`, maps it shared and closes the descriptor (window.cc). `huge`:
-/// asks for transparent huge pages on the mapping (before any page exists), which the kernel
-/// grants or not by its shmem_enabled mode (shmem_thp_mode()).
-std::byte* map_memfd(const char* label, std::uint64_t bytes, bool huge = false);
+/// Creates a memfd of `bytes`, maps it shared and closes the descriptor (window.cc).
+std::byte* map_memfd(const char* label, std::uint64_t bytes);
+
+/// Asks for transparent huge pages on a mapping that has no page yet (madvise MADV_HUGEPAGE); the
+/// kernel grants them or not by its shmem_enabled mode. Returns 0 or the errno of the refusal
+/// (EINVAL: a kernel without THP).
+int advise_huge_pages(std::byte* base, std::uint64_t bytes);
 
 /// The kernel's transparent-huge-page mode for shared memory: the selected word of
-/// /sys/kernel/mm/transparent_hugepage/shmem_enabled ("never", "advise", ...), or "unavailable".
+/// /sys/kernel/mm/transparent_hugepage/shmem_enabled ("never", "advise", ...), or "unknown" when
+/// the file cannot be read (a container without /sys).
 std::string shmem_thp_mode();
 
 /// Shared-memory windows. Built by the host before it forks; the rank processes inherit the

@@ -19,7 +19,7 @@ namespace pld::detail {
 
 // The descriptor is closed once mapped: the mapping keeps the memory alive, and forked ranks
 // inherit the mapping itself.
-std::byte* map_memfd(const char* label, std::uint64_t bytes, bool huge) {
+std::byte* map_memfd(const char* label, std::uint64_t bytes) {
   const int fd = memfd_create(label, MFD_CLOEXEC);
   if (fd < 0) throw Error(fmt::format("pld: memfd_create({}) failed: {}", label, std::strerror(errno)));
   if (ftruncate(fd, static_cast<off_t>(bytes)) != 0) {
@@ -36,19 +36,21 @@ std::byte* map_memfd(const char* label, std::uint64_t bytes, bool huge) {
                             std::strerror(e)));
   }
   close(fd);
-  // A hint: no THP in the kernel (EINVAL) or shmem_enabled = never leaves 4 KiB pages, and the
-  // heap works the same. Asked before any page exists, so every fault can take a huge page.
-  if (huge && madvise(p, bytes, MADV_HUGEPAGE) != 0)
-    log(LogLevel::Debug, LogSys::Init, "madvise(MADV_HUGEPAGE) on {}: {}; 4 KiB pages", label, std::strerror(errno));
   return static_cast<std::byte*>(p);
+}
+
+// A hint: a kernel without THP (EINVAL) or shmem_enabled = never leaves 4 KiB pages, and the heap
+// works the same. Asked before any page exists, so every fault can take a huge page.
+int advise_huge_pages(std::byte* base, std::uint64_t bytes) {
+  return madvise(base, bytes, MADV_HUGEPAGE) == 0 ? 0 : errno;
 }
 
 std::string shmem_thp_mode() {
   std::ifstream f("/sys/kernel/mm/transparent_hugepage/shmem_enabled");
   std::string line;
-  if (!std::getline(f, line)) return "unavailable";
-  const auto open = line.find('['), close = line.find(']');
-  return open != std::string::npos && close > open ? line.substr(open + 1, close - open - 1) : line;
+  if (!std::getline(f, line)) return "unknown";
+  const auto lb = line.find('['), rb = line.find(']');
+  return lb != std::string::npos && rb > lb ? line.substr(lb + 1, rb - lb - 1) : line;
 }
 
 void ShmBackend::zero(int rank, std::uint64_t offset, std::size_t bytes) {
