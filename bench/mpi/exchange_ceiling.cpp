@@ -36,8 +36,10 @@ namespace {
 // bulk_copy does from 1 MiB on an AVX-512 CPU), 16-byte streaming in 256 KiB pieces that
 // alternate between the two rows (a cache-friendlier order), and memcpy / 64-byte streaming with
 // the order alternating per iteration (odd iterations: rows and 64 KiB blocks last to first, as
-// pld's push collectives do since session 6, src/core/copy.h).
-enum class Kind { Memcpy, Stream, Stream64, StreamChunked, MemcpyAlt, Stream64Alt };
+// pld's push collectives do since session 6, src/core/copy.h). Two more that session 8 tried
+// against pld's: 64-byte streaming with `prefetcht0` 1 KiB ahead, and both rows interleaved 256 B
+// at a time (twice the concurrent streams); neither is faster (bench/README.md, "Session 8").
+enum class Kind { Memcpy, Stream, Stream64, StreamChunked, MemcpyAlt, Stream64Alt, Stream64Prefetch, Stream64Pairs };
 const char* name(Kind k) {
   switch (k) {
     case Kind::Memcpy: return "memcpy";
@@ -46,6 +48,8 @@ const char* name(Kind k) {
     case Kind::StreamChunked: return "stream-256K";
     case Kind::MemcpyAlt: return "memcpy-alt";
     case Kind::Stream64Alt: return "stream-64B-alt";
+    case Kind::Stream64Prefetch: return "stream-64B-pf1K";
+    case Kind::Stream64Pairs: return "stream-64B-pairs";
   }
   return "?";
 }
@@ -84,11 +88,43 @@ __attribute__((target("avx512f"))) void stream64_avx512(char* dst, const char* s
   std::memcpy(dst + i, src + i, n - i);
 }
 
+// stream64_avx512 with each 256-byte step prefetching (prefetcht0) the lines 1 KiB ahead.
+__attribute__((target("avx512f"))) void stream64_prefetch_avx512(char* dst, const char* src, std::size_t n) {
+  std::size_t i = 0;
+  for (; i + 256 <= n; i += 256) {
+    for (std::size_t l = 0; l < 256; l += 64) _mm_prefetch(src + i + 1024 + l, _MM_HINT_T0);
+    const __m512i a = _mm512_loadu_si512(src + i);
+    const __m512i b = _mm512_loadu_si512(src + i + 64);
+    const __m512i c = _mm512_loadu_si512(src + i + 128);
+    const __m512i d = _mm512_loadu_si512(src + i + 192);
+    _mm512_stream_si512(reinterpret_cast<__m512i*>(dst + i), a);
+    _mm512_stream_si512(reinterpret_cast<__m512i*>(dst + i + 64), b);
+    _mm512_stream_si512(reinterpret_cast<__m512i*>(dst + i + 128), c);
+    _mm512_stream_si512(reinterpret_cast<__m512i*>(dst + i + 192), d);
+  }
+  _mm_sfence();
+  std::memcpy(dst + i, src + i, n - i);
+}
+
+// Both rows of a rank at once: 256 bytes of one, then 256 of the other (64-byte streaming stores).
+__attribute__((target("avx512f"))) void stream64_pairs_avx512(char* const dst[2], const char* const src[2],
+                                                              std::size_t n) {
+  std::size_t i = 0;
+  for (; i + 256 <= n; i += 256)
+    for (int r = 0; r < 2; ++r)
+      for (std::size_t l = 0; l < 256; l += 64)
+        _mm512_stream_si512(reinterpret_cast<__m512i*>(dst[r] + i + l), _mm512_loadu_si512(src[r] + i + l));
+  _mm_sfence();
+  for (int r = 0; r < 2; ++r) std::memcpy(dst[r] + i, src[r] + i, n - i);
+}
+
 void copy_kind(Kind kind, char* dst, const char* src, std::size_t n) {
   if (kind == Kind::Memcpy || kind == Kind::MemcpyAlt)
     std::memcpy(dst, src, n);
   else if (kind == Kind::Stream64 || kind == Kind::Stream64Alt)
     stream64_avx512(dst, src, n);
+  else if (kind == Kind::Stream64Prefetch)
+    stream64_prefetch_avx512(dst, src, n);
   else
     stream_copy(dst, src, n);
 }
@@ -136,7 +172,12 @@ Times run(std::size_t s, Kind kind, int iters) {
       barrier(2 * it + 1);
       const auto t0 = std::chrono::steady_clock::now();
       const bool backward = alternates(kind) && it % 2 == 1;
-      for (std::size_t at = 0; at < row; at += kind == Kind::StreamChunked ? piece : row)
+      if (kind == Kind::Stream64Pairs) {
+        char* const dst[2] = {tgt[t] + static_cast<std::size_t>(t) * row, tgt[1 - t] + static_cast<std::size_t>(t) * row};
+        const char* const src[2] = {in[t] + static_cast<std::size_t>(t) * row, in[t] + static_cast<std::size_t>(1 - t) * row};
+        stream64_pairs_avx512(dst, src, row);
+      }
+      for (std::size_t at = 0; kind != Kind::Stream64Pairs && at < row; at += kind == Kind::StreamChunked ? piece : row)
         for (int i = 0; i < 2; ++i) {
           const int p = (t + (backward ? 1 - i : i)) % 2;
           const std::size_t n = kind == Kind::StreamChunked ? std::min(piece, row - at) : row;
@@ -161,8 +202,8 @@ Times run(std::size_t s, Kind kind, int iters) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const std::vector<Kind> all = {Kind::Memcpy,    Kind::Stream,    Kind::Stream64,
-                                 Kind::StreamChunked, Kind::MemcpyAlt, Kind::Stream64Alt};
+  const std::vector<Kind> all = {Kind::Memcpy,    Kind::Stream,      Kind::Stream64,         Kind::StreamChunked,
+                                 Kind::MemcpyAlt, Kind::Stream64Alt, Kind::Stream64Prefetch, Kind::Stream64Pairs};
   std::vector<int> mib = {1, 4, 16, 64};
   std::vector<std::string> kind_names;
   std::string json_path;
@@ -187,7 +228,9 @@ int main(int argc, char** argv) {
     const std::size_t s = static_cast<std::size_t>(m) << 20;
     const int iters = std::max(20, static_cast<int>((2048ull << 20) / s));
     for (Kind k : kinds) {
-      if ((k == Kind::Stream64 || k == Kind::Stream64Alt) && !__builtin_cpu_supports("avx512f")) {
+      const bool avx512 = k == Kind::Stream64 || k == Kind::Stream64Alt || k == Kind::Stream64Prefetch ||
+                          k == Kind::Stream64Pairs;
+      if (avx512 && !__builtin_cpu_supports("avx512f")) {
         std::printf("%5d MiB  %-15s (no AVX-512 on this CPU)\n", m, name(k));
         continue;
       }
