@@ -71,28 +71,14 @@ void stream_copy(char* dst, const char* src, std::size_t n) {
   std::memcpy(dst + i, src + i, n - i);
 }
 
-// 64-byte non-temporal stores, one per cache line (main() skips this kind without AVX-512).
+// 64-byte non-temporal stores, one per cache line (main() skips this kind without AVX-512);
+// kPrefetchAhead > 0: each 256-byte step also prefetches (prefetcht0) the lines that far ahead.
+template <std::size_t kPrefetchAhead = 0>
 __attribute__((target("avx512f"))) void stream64_avx512(char* dst, const char* src, std::size_t n) {
   std::size_t i = 0;
   for (; i + 256 <= n; i += 256) {
-    const __m512i a = _mm512_loadu_si512(src + i);
-    const __m512i b = _mm512_loadu_si512(src + i + 64);
-    const __m512i c = _mm512_loadu_si512(src + i + 128);
-    const __m512i d = _mm512_loadu_si512(src + i + 192);
-    _mm512_stream_si512(reinterpret_cast<__m512i*>(dst + i), a);
-    _mm512_stream_si512(reinterpret_cast<__m512i*>(dst + i + 64), b);
-    _mm512_stream_si512(reinterpret_cast<__m512i*>(dst + i + 128), c);
-    _mm512_stream_si512(reinterpret_cast<__m512i*>(dst + i + 192), d);
-  }
-  _mm_sfence();
-  std::memcpy(dst + i, src + i, n - i);
-}
-
-// stream64_avx512 with each 256-byte step prefetching (prefetcht0) the lines 1 KiB ahead.
-__attribute__((target("avx512f"))) void stream64_prefetch_avx512(char* dst, const char* src, std::size_t n) {
-  std::size_t i = 0;
-  for (; i + 256 <= n; i += 256) {
-    for (std::size_t l = 0; l < 256; l += 64) _mm_prefetch(src + i + 1024 + l, _MM_HINT_T0);
+    if constexpr (kPrefetchAhead > 0)
+      for (std::size_t l = 0; l < 256; l += 64) _mm_prefetch(src + i + kPrefetchAhead + l, _MM_HINT_T0);
     const __m512i a = _mm512_loadu_si512(src + i);
     const __m512i b = _mm512_loadu_si512(src + i + 64);
     const __m512i c = _mm512_loadu_si512(src + i + 128);
@@ -124,7 +110,7 @@ void copy_kind(Kind kind, char* dst, const char* src, std::size_t n) {
   else if (kind == Kind::Stream64 || kind == Kind::Stream64Alt)
     stream64_avx512(dst, src, n);
   else if (kind == Kind::Stream64Prefetch)
-    stream64_prefetch_avx512(dst, src, n);
+    stream64_avx512<1024>(dst, src, n);
   else
     stream_copy(dst, src, n);
 }
