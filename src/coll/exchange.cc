@@ -201,7 +201,7 @@ void coll_all_to_all_v(const LocalDesc& input, const WindowDesc* input_window, c
                                    "number of rows sent to that rank and must fit its block",
                                    p, counts[p], max_recv));
   const std::size_t esz = dtype_size(target.dtype);
-  if (ll_rows_fit(d, signal, 4 + static_cast<std::uint64_t>(max_recv * size) * esz))
+  if (ll_all_to_all_v_fits(d, signal, static_cast<std::uint64_t>(max_recv * size) * esz))
     return ll_all_to_all_v(op, d, input.data, counts, target, recv_counts, signal);
   const std::uint64_t dst = static_cast<std::uint64_t>(me) * static_cast<std::uint64_t>(max_recv * size) * esz;
   if (!direct_peers(d)) {

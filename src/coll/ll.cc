@@ -182,6 +182,11 @@ bool ll_rows_fit(const DomainState& d, const WindowDesc& signal, std::uint64_t r
   return d.nranks() > 1 && row_bytes > 0 && row_bytes <= ll_row_max_bytes() && has_channel(d, signal);
 }
 
+bool ll_all_to_all_v_fits(const DomainState& d, const WindowDesc& signal, std::uint64_t block_bytes) {
+  return d.nranks() > 1 && block_bytes <= ll_row_max_bytes() && 4 + block_bytes <= kLLMaxBytes &&
+         has_channel(d, signal);
+}
+
 namespace {
 
 void drain_deferred(const DomainState& d, std::uint32_t channel);

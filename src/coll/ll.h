@@ -50,9 +50,16 @@ void ll_broadcast(const char* op, const DomainState& d, const WindowDesc& target
 /// at the deadline). Called when a dispatch's kernel returns.
 void ll_finish(const DomainState& d);
 
+/// Whether all_to_all_v with blocks of `block_bytes` (MAX_RECV * SIZE * sizeof(T)) can run LL on
+/// domain `d`: more than one rank, the block at most PLD_COLL_LL_MAX, block and its 4-byte count
+/// within the staging slot (kLLMaxBytes), a staging channel, direct peers. The count does not
+/// count against PLD_COLL_LL_MAX: a 32-byte block is a 36-byte message, which the LL hop still
+/// beats the pushes with (two cache lines of the slot, but the pushes' count stores cost more).
+bool ll_all_to_all_v_fits(const DomainState& d, const WindowDesc& signal, std::uint64_t block_bytes);
+
 /// The LL all_to_all_v: each message carries the row count, then the block (4 + MAX_RECV * SIZE
-/// * sizeof(T) bytes, at most PLD_COLL_LL_MAX; needs ll_rows_fit() for that size). Each rank
-/// writes its own recv_counts and target. Counts are already checked.
+/// * sizeof(T) bytes; needs ll_all_to_all_v_fits()). Each rank writes its own recv_counts and
+/// target. Counts are already checked.
 void ll_all_to_all_v(const char* op, const DomainState& d, const std::byte* input, const std::int32_t* send_counts,
                      const WindowDesc& target, const WindowDesc& recv_counts, const WindowDesc& signal);
 

@@ -23,7 +23,7 @@ constexpr Index kScatter = 5;  // int16 rows of 10 bytes: LL
 constexpr Index kSmall = 8;    // int32 rows of 32 bytes: LL, at the default threshold
 constexpr Index kLarge = 9;    // int32 rows of 36 bytes: two barriers around the pushes
 constexpr Index kBroadcast = 4;  // int32, 16 bytes: LL
-constexpr Index kMaxRecv = 2, kVCols = 3;  // all_to_all_v: 4 + 2 * 3 * 4 = 28 bytes per message: LL
+constexpr Index kMaxRecv = 2, kVCols = 4;  // all_to_all_v: a 2 * 4 * 4 = 32-byte block, 36-byte message: LL
 
 using I32 = DistributedTensor<std::int32_t>;
 
@@ -152,12 +152,13 @@ void forgotten(int which, I32 in, I32 out, I32 row, I32 counts, I32 recv, I32 si
   }
 }
 
-std::string forgotten_message(int which = kAllToAll) {
+// `cols` int32 per row (all_to_all_v: MAX_RECV 1, so a block of 4 * cols bytes).
+std::string forgotten_message(int which = kAllToAll, Index cols = 3) {
   try {
-    run(ranks(2, 0.5), [which](Host& h) {
-      auto in = h.window<std::int32_t>(h.alloc_window_buffer({2, 3}, DType::INT32, "in"), {2, 3});
-      auto out = h.window<std::int32_t>(h.alloc_window_buffer({2, 3}, DType::INT32, "out"), {2, 3});
-      auto row = h.window<std::int32_t>(h.alloc_window_buffer({1, 3}, DType::INT32, "row"), {1, 3});
+    run(ranks(2, 0.5), [which, cols](Host& h) {
+      auto in = h.window<std::int32_t>(h.alloc_window_buffer({2, cols}, DType::INT32, "in"), {2, cols});
+      auto out = h.window<std::int32_t>(h.alloc_window_buffer({2, cols}, DType::INT32, "out"), {2, cols});
+      auto row = h.window<std::int32_t>(h.alloc_window_buffer({1, cols}, DType::INT32, "row"), {1, cols});
       auto counts = h.window<std::int32_t>(h.alloc_window_buffer({2}, DType::INT32, "counts"), {2});
       auto recv = h.window<std::int32_t>(h.alloc_window_buffer({2, 1}, DType::INT32, "recv"), {2, 1});
       auto sig = h.window<std::int32_t>(h.alloc_window_buffer({2}, DType::INT32, "sig"), {2});
@@ -196,6 +197,23 @@ TEST(LLRows, EverySmallCollectiveTakesLL) {
               std::string::npos)
         << what;
   }
+}
+
+// all_to_all_v's threshold is on its block: the 4-byte count rides along, up to the 64-byte slot.
+TEST(LLRows, AllToAllVThresholdIsOnTheBlock) {
+  PLD_REQUIRE_RANKS(2);
+  if (coll_rma()) GTEST_SKIP() << "PLD_COLL_RMA=1 turns LL off (the wait is a credit barrier's)";
+  auto path = [](Index cols) {
+    const std::string what = forgotten_message(kAllToAllV, cols);
+    if (what.find("all_to_all_v: waiting for rank 0's data of LL call 1 (staging") != std::string::npos) return "LL";
+    if (what.find("all_to_all_v: waiting for rank 0's credit 1") != std::string::npos) return "credit";
+    return "neither";
+  };
+  EXPECT_STREQ(path(8), "LL");  // a 32-byte block: a 36-byte message, PLD_COLL_LL_MAX 32
+  EXPECT_STREQ(path(9), "credit");
+  ScopedEnv max("PLD_COLL_LL_MAX", "64");
+  EXPECT_STREQ(path(15), "LL");  // 60 + 4: the whole slot
+  EXPECT_STREQ(path(16), "credit");
 }
 
 // The root of a broadcast runs ahead of peers that arrive late, call after call: it must not
