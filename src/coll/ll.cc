@@ -40,15 +40,6 @@
 // And e + 2 != e, also across the 2^32 wrap. A fresh (zeroed) channel holds epoch 0, which no call
 // before the wrap waits for. In place is safe: my window is read and written by me alone.
 //
-// A broadcast root needs nothing from its peers, so it returns right after step 1 and does its
-// step 2 later ("deferred"): first thing in its next LL data call on the channel, before that call
-// writes any slot, or when its dispatch's kernel returns (ll_finish), whichever comes first. The
-// argument above still holds, since only its order changed: in call e + 1 the root pushes only
-// after it read every slot [root][s] of call e, and a peer s that rewrites slot [root][s] with
-// e + 2 finished call e + 1, which needed the root's push of e + 1. Every wait it makes happens
-// later than it would have, never earlier, so deferral adds no wait that could deadlock, and a
-// peer that never makes the call is still reported, at the root's deadline.
-//
 // The LL barrier is the same exchange without data: barrier call e (its own epoch sequence per
 // channel) sets flag [e & 1][me] of every peer's channel to e (notify Set: one seq_cst exchange,
 // which also wakes a sleeping waiter) and waits until its own flags [e & 1][s] hold e. Each flag
@@ -77,9 +68,6 @@ namespace {
 
 constexpr int kWords = static_cast<int>(kLLMaxBytes / 4);
 
-// The op a deferred broadcast receive reports in a wait-deadline message.
-constexpr const char* kDeferredOp = "broadcast (its root, completing the call)";
-
 std::uint64_t load_word(std::byte* at) {
   return std::atomic_ref<std::uint64_t>(*reinterpret_cast<std::uint64_t*>(at)).load(std::memory_order_acquire);
 }
@@ -102,9 +90,9 @@ struct EpochWait {
   const char* seen;   // "the word's epoch is", "the flag holds"
 };
 
-// Blocks until the int32 at `offset` of my heap — staging cell `at` of the channel of signal
-// buffer `channel`, raised by domain rank `source` only — holds `epoch`.
-void await_epoch(const char* op, const DomainState& d, std::uint32_t channel, std::uint64_t offset,
+// Blocks until the int32 at `offset` of my heap — staging cell `at`, raised by domain rank
+// `source` only — holds `epoch`.
+void await_epoch(const char* op, const DomainState& d, const WindowDesc& signal, std::uint64_t offset,
                  std::uint32_t epoch, const Dims& at, int source, const EpochWait& how) {
   const WaitSite site{d.id, static_cast<std::uint32_t>(d.ll_staging), &at, d.members[static_cast<std::size_t>(source)],
                       op};
@@ -113,7 +101,7 @@ void await_epoch(const char* op, const DomainState& d, std::uint32_t channel, st
   if (st == WaitStatus::Ok) return;
   const std::string what =
       fmt::format("{}: waiting for rank {}'s {} {} (staging '{}' {} {}, channel of signal '{}'; {} {})", op, source,
-                  how.thing, epoch, kCollStagingName, how.cell, at.str(), d.buffer_name(channel), how.seen,
+                  how.thing, epoch, kCollStagingName, how.cell, at.str(), d.buffer_name(signal.ref.buffer), how.seen,
                   seen);
   if (st == WaitStatus::Timeout)
     throw WaitTimeoutError(what +
@@ -123,16 +111,16 @@ void await_epoch(const char* op, const DomainState& d, std::uint32_t channel, st
 }
 
 // Word `word` of LL slot [parity][source] (its epoch half is at `offset` + 4).
-void await_word(const char* op, const DomainState& d, std::uint32_t channel, std::uint64_t offset,
+void await_word(const char* op, const DomainState& d, const WindowDesc& signal, std::uint64_t offset,
                 std::uint32_t epoch, int parity, int source, int word) {
-  await_epoch(op, d, channel, offset + 4, epoch, Dims{parity, source, word}, source,
+  await_epoch(op, d, signal, offset + 4, epoch, Dims{parity, source, word}, source,
               {"data of LL call", "cell", "the word's epoch is"});
 }
 
 // Flag [parity][source] of the LL barrier.
 void await_flag(const char* op, const DomainState& d, const WindowDesc& signal, std::uint64_t offset,
                 std::uint32_t epoch, int parity, int source) {
-  await_epoch(op, d, signal.ref.buffer, offset, epoch, Dims{parity, source}, source,
+  await_epoch(op, d, signal, offset, epoch, Dims{parity, source}, source,
               {"arrival at LL barrier", "flag", "the flag holds"});
 }
 
@@ -142,12 +130,11 @@ bool has_channel(const DomainState& d, const WindowDesc& signal) {
   return d.ll_staging >= 0 && signal.ref.buffer < d.ll_epochs.size() && direct_peers(d);
 }
 
-// Heap offset of the channel of signal buffer `channel` (the same on every member).
-std::uint64_t channel_of(const DomainState& d, std::uint32_t channel) {
+// Heap offset of the channel of the signal's buffer (the same on every member).
+std::uint64_t channel_of(const DomainState& d, const WindowDesc& signal) {
   return d.buffers[static_cast<std::size_t>(d.ll_staging)].offset +
-         channel * ll_channel_bytes(static_cast<std::uint64_t>(d.nranks()));
+         signal.ref.buffer * ll_channel_bytes(static_cast<std::uint64_t>(d.nranks()));
 }
-std::uint64_t channel_of(const DomainState& d, const WindowDesc& signal) { return channel_of(d, signal.ref.buffer); }
 
 }  // namespace
 
@@ -189,8 +176,6 @@ bool ll_all_to_all_v_fits(const DomainState& d, const WindowDesc& signal, std::u
 
 namespace {
 
-void drain_deferred(const DomainState& d, std::uint32_t channel);
-
 // One LL data call (steps 1 and 2 above): pack(data) cuts `bytes` into epoch-tagged words,
 // send(p) writes them into peer p's slot and rings its doorbell, receive(s) returns source s's
 // bytes (in a per-thread buffer that lives until the next call). send_all, send_each and
@@ -198,26 +183,15 @@ void drain_deferred(const DomainState& d, std::uint32_t channel);
 // (the peer that sent to it first) first.
 class LLCall {
  public:
-  // This rank's next LL call on the signal's channel. It first completes a broadcast this rank
-  // rooted there (drain_deferred): that call's messages from the peers must have arrived before
-  // any slot is written again.
   LLCall(const char* op, const DomainState& d, const WindowDesc& signal, std::size_t bytes)
-      : LLCall(op, d, signal.ref.buffer, bytes, ++d.ll_epochs[signal.ref.buffer]) {
-    drain_deferred(d, buffer_);
-  }
-
-  // Call `epoch` on channel `channel`, already made (a deferred broadcast's receive half).
-  LLCall(const char* op, const DomainState& d, std::uint32_t channel, std::size_t bytes, std::uint32_t epoch)
       : op_(op),
         d_(d),
-        buffer_(channel),
+        signal_(signal),
         bytes_(bytes),
         words_(static_cast<int>((bytes + 3) / 4)),
-        epoch_(epoch),
+        epoch_(++d.ll_epochs[signal.ref.buffer]),
         parity_(static_cast<int>(epoch_ & 1)),
-        channel_(channel_of(d, channel)) {}
-
-  std::uint32_t epoch() const { return epoch_; }
+        channel_(channel_of(d, signal)) {}
 
   void pack(const std::byte* data) {
     for (int i = 0; i < words_; ++i) {
@@ -263,12 +237,12 @@ class LLCall {
     std::byte* heap = d_.windows_in[static_cast<std::size_t>(d_.rank)];
     const std::uint64_t at = slot(source);
     const std::uint64_t last = at + 8 * static_cast<std::uint64_t>(words_ - 1);
-    if (load_word(heap + last) >> 32 != epoch_) await_word(op_, d_, buffer_, last, epoch_, parity_, source, words_ - 1);
+    if (load_word(heap + last) >> 32 != epoch_) await_word(op_, d_, signal_, last, epoch_, parity_, source, words_ - 1);
     for (int i = 0; i < words_; ++i) {
       const std::uint64_t w_at = at + 8 * static_cast<std::uint64_t>(i);
       std::uint64_t w = load_word(heap + w_at);
       if (w >> 32 != epoch_) {  // never on x86 (stores arrive in order), allowed by the protocol
-        await_word(op_, d_, buffer_, w_at, epoch_, parity_, source, i);
+        await_word(op_, d_, signal_, w_at, epoch_, parity_, source, i);
         w = load_word(heap + w_at);
       }
       const auto piece = static_cast<std::uint32_t>(w);
@@ -286,7 +260,7 @@ class LLCall {
 
   const char* op_;
   const DomainState& d_;
-  std::uint32_t buffer_;  // the signal's buffer id: its channel
+  const WindowDesc& signal_;
   std::size_t bytes_;
   int words_;
   std::uint32_t epoch_;
@@ -294,18 +268,6 @@ class LLCall {
   std::uint64_t channel_;
   std::uint64_t packed_[kWords] = {};
 };
-
-// The receive half of a broadcast this rank rooted on `channel` and returned from without it
-// (ll_broadcast), if one is pending: waits for every peer's message of that call. Their arrival
-// says every peer has entered that call, i.e. finished reading my message of the call before it,
-// whose slot my next call rewrites (the comment at the top of this file).
-void drain_deferred(const DomainState& d, std::uint32_t channel) {
-  LLDeferred& pending = d.ll_deferred[channel];
-  if (!pending.pending) return;
-  const LLDeferred call = pending;
-  pending = {};  // once: a timeout below fails the dispatch, and the next call must not wait again
-  LLCall(kDeferredOp, d, channel, call.bytes, call.epoch).receive_all([](int, const std::byte*) {});
-}
 
 // mine = op(source 0, ..., source P-1) in ascending rank order, my own source being `mine`, the
 // others this call's messages (after its sends).
@@ -330,23 +292,14 @@ void ll_allreduce(const char* op, const DomainState& d, const WindowDesc& target
 void ll_broadcast(const char* op, const DomainState& d, const WindowDesc& target, const WindowDesc& signal, int root) {
   const std::size_t bytes = static_cast<std::size_t>(target.shape.numel()) * dtype_size(target.dtype);
   std::byte* mine = own_at(d, target, 0);
-  // Every rank sends (a non-root its own, ignored bytes), which is what lets slots be reused
-  // without acknowledgements. The non-roots receive now; the root, which needs nothing from
-  // them, receives at its next LL call on this channel or when its dispatch ends (ll_finish).
+  // Every rank sends (a non-root its own, ignored bytes) and every rank receives: the exchange
+  // stays all-to-all, which is what lets slots be reused without acknowledgements.
   LLCall call(op, d, signal, bytes);
   call.pack(mine);
   call.send_all();
-  if (d.rank == root) {
-    d.ll_deferred[signal.ref.buffer] = {true, call.epoch(), static_cast<std::uint32_t>(bytes)};
-    return;
-  }
   call.receive_all([&](int s, const std::byte* data) {
     if (s == root) std::memcpy(mine, data, bytes);
   });
-}
-
-void ll_finish(const DomainState& d) {
-  for (std::uint32_t channel = 0; channel < d.ll_deferred.size(); ++channel) drain_deferred(d, channel);
 }
 
 void ll_all_to_all_v(const char* op, const DomainState& d, const std::byte* input, const std::int32_t* send_counts,

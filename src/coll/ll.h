@@ -41,14 +41,8 @@ void ll_rows(const char* op, LLRows kind, const DomainState& d, const std::byte*
 
 /// The LL broadcast of `target` (at most PLD_COLL_LL_MAX bytes; needs ll_rows_fit() for its
 /// size) from domain rank `root`. Every rank pushes to every peer, so it takes one hop like the
-/// others, not the root's push alone. The root returns once it has sent: it reads the peers'
-/// messages at its next LL call on the same signal, or in ll_finish.
+/// others, not the root's push alone.
 void ll_broadcast(const char* op, const DomainState& d, const WindowDesc& target, const WindowDesc& signal, int root);
-
-/// Completes every LL broadcast this rank rooted on domain `d` and returned from without reading
-/// its peers' messages: waits for them (a peer that never called the broadcast is reported here,
-/// at the deadline). Called when a dispatch's kernel returns.
-void ll_finish(const DomainState& d);
 
 /// Whether all_to_all_v with blocks of `block_bytes` (MAX_RECV * SIZE * sizeof(T)) can run LL on
 /// domain `d`: more than one rank, the block at most PLD_COLL_LL_MAX, block and its 4-byte count

@@ -19,11 +19,9 @@ namespace pld::detail {
 DispatchOutcome run_kernel(Trampoline trampoline, void (*kernel)(), const std::byte* args, std::size_t bytes) {
   DispatchOutcome out;
   const auto t0 = std::chrono::steady_clock::now();
-  RankRuntime* rt = RankRuntime::current();
   try {
     ArgReader reader(args, bytes);
     trampoline(kernel, reader);
-    if (rt) rt->finish_collectives();  // a broadcast root's deferred receives: a missing peer fails here
   } catch (const WaitTimeoutError& e) {
     out.status = ReplyStatus::WaitTimeout;
     out.text = e.what();
@@ -43,7 +41,6 @@ DispatchOutcome run_kernel(Trampoline trampoline, void (*kernel)(), const std::b
     out.status = ReplyStatus::KernelError;
     out.text = "kernel threw an exception that is not a std::exception";
   }
-  if (rt && out.status != ReplyStatus::Ok) rt->forget_collectives();
   out.kernel_ns = static_cast<std::uint64_t>(
       std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count());
   return out;

@@ -1,6 +1,5 @@
 #include "rank/runtime.h"
 
-#include "coll/ll.h"
 #include "coll/peer.h"
 
 #include <pld/detail/dispatch.hpp>
@@ -114,17 +113,8 @@ void RankRuntime::domain_define(std::unique_ptr<DomainState> state) {
       state->ll_staging = static_cast<std::int64_t>(b);
       state->ll_epochs.assign(state->buffers[b].bytes / ll_channel_bytes(state->members.size()), 0);
       state->ll_barrier_epochs.assign(state->ll_epochs.size(), 0);
-      state->ll_deferred.assign(state->ll_epochs.size(), LLDeferred{});
     }
   domains_[id] = std::move(state);
-}
-
-void RankRuntime::finish_collectives() {
-  for (auto& [id, state] : domains_) ll_finish(*state);
-}
-
-void RankRuntime::forget_collectives() {
-  for (auto& [id, state] : domains_) std::fill(state->ll_deferred.begin(), state->ll_deferred.end(), LLDeferred{});
 }
 
 std::byte* rank_block_base(std::uint32_t id) { return RankRuntime::get("dispatch").block_base(id); }

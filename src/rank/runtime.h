@@ -40,13 +40,6 @@ struct BufferInfo {
   std::string name;
 };
 
-/// An LL broadcast this rank rooted whose peers' messages it has not read yet (coll/ll.cc).
-struct LLDeferred {
-  bool pending = false;
-  std::uint32_t epoch = 0;  // the call's LL epoch on its channel
-  std::uint32_t bytes = 0;  // its message size
-};
-
 /// One comm domain as a member rank sees it.
 struct DomainState {
   std::uint32_t id = 0;
@@ -67,8 +60,6 @@ struct DomainState {
   std::int64_t ll_staging = -1;
   mutable std::vector<std::uint32_t> ll_epochs;
   mutable std::vector<std::uint32_t> ll_barrier_epochs;
-  // Per channel: a broadcast this rank rooted and has not completed (coll/ll.cc, ll_broadcast).
-  mutable std::vector<LLDeferred> ll_deferred;
   // Per target buffer id: whether this rank's next push collective (allgather, all_to_all,
   // all_to_all_v) into it copies backward; it flips with every such call (coll/exchange.cc).
   // Rank-local; one byte per buffer, so calls on different targets from different threads of
@@ -121,11 +112,6 @@ class RankRuntime {
   DomainState* domain(std::uint32_t id);
   void domain_define(std::unique_ptr<DomainState> state);
   void domains_clear() { domains_.clear(); }
-  /// When a dispatch's kernel has returned: completes what its collectives left pending (an LL
-  /// broadcast root's receives, coll/ll.cc), so a peer that never joined fails this dispatch.
-  void finish_collectives();
-  /// When a dispatch failed: drops that pending work (the call is failing; nothing may wait on it).
-  void forget_collectives();
 
  private:
   struct Block {

@@ -3,9 +3,8 @@
 // signal (they share its staging channel and its epoch sequence); the same loop with
 // PLD_COLL_LL_MAX=64 (LL messages over two cache lines) and =0 (the two-barrier copies for the
 // small calls too); which path each collective takes (the wait of a rank whose peer never joins
-// names a staging word or a credit); a broadcast root running ahead of late peers, completing its
-// call in its next LL call or when its dispatch ends, and reporting a peer that never joins there;
-// int8 rows whose last word is partial.
+// names a staging word or a credit); a broadcast root running ahead of late peers; int8 rows
+// whose last word is partial.
 // Every dtype, op, P in {1,2,3,4,5,8} and size (LL and not): collective_test.cc.
 #include "support.hpp"
 
@@ -217,8 +216,7 @@ TEST(LLRows, AllToAllVThresholdIsOnTheBlock) {
 }
 
 // The root of a broadcast runs ahead of peers that arrive late, call after call: it must not
-// overwrite a slot a peer has not read (the root completes call k, waiting for the late peers'
-// messages, at the start of call k + 1, before it writes a slot).
+// overwrite a slot a peer has not read (every rank sends, so the root waits for the late ones).
 void late_peers(I32 v, I32 sig, Tensor<std::int64_t> wrong) {
   const int me = rank(get_comm_ctx(sig));
   std::int64_t bad = 0;
@@ -244,80 +242,6 @@ TEST(LLRows, BroadcastRootAheadOfLatePeers) {
       for (int r = 0; r < p; ++r) h.dispatch(r, late_peers, v, sig, wrong[r]);
     });
     for (int r = 0; r < p; ++r) EXPECT_EQ(wrong(r, 0), 0) << "P=" << p << " rank " << r;
-  }
-}
-
-// A broadcast root returns before its peers have joined; one that never joins fails the root when
-// the root's dispatch ends (its deferred receive waits there), naming the staging word, whichever
-// rank is root.
-void root_alone(I32 v, I32 sig, Tensor<std::int32_t> returned, int root) {
-  const int me = rank(get_comm_ctx(sig));
-  returned(0) = 0;
-  if (me != root) return;  // the peers forget the broadcast
-  tile::write(v, {0}, 7), tile::write(v, {1}, 8);
-  tensor::broadcast(v, sig, root);
-  returned(0) = 1;  // the root got past the call
-}
-
-TEST(LLRows, BroadcastRootReportsAPeerThatNeverJoinsWhenItsDispatchEnds) {
-  PLD_REQUIRE_RANKS(2);
-  if (coll_rma()) GTEST_SKIP() << "PLD_COLL_RMA=1 turns LL off (the root waits for a credit in the call)";
-  for (int root : {0, 1}) {
-    auto returned = HostTensor<std::int32_t>::full({2, 1}, -1);
-    try {
-      run(ranks(2, 1.0), [&](Host& h) {
-        auto v = h.window<std::int32_t>(h.alloc_window_buffer({2}, DType::INT32, "v"), {2});
-        auto sig = h.window<std::int32_t>(h.alloc_window_buffer({2}, DType::INT32, "sig"), {2});
-        for (int r = 0; r < 2; ++r) h.dispatch(r, root_alone, v, sig, returned[r], root);
-      });
-      ADD_FAILURE() << "root " << root << ": expected a wait timeout";
-    } catch (const RankError& e) {
-      EXPECT_EQ(e.rank(), root);
-      EXPECT_EQ(e.cause(), RankFailure::WaitTimeout);
-      const std::string peer = std::to_string(1 - root);
-      EXPECT_NE(std::string(e.what()).find("broadcast (its root, completing the call): waiting for rank " + peer +
-                                           "'s data of LL call 1 (staging 'pld.coll_staging' cell [1, " + peer +
-                                           ", 1], channel of signal 'sig'"),
-                std::string::npos)
-          << e.what();
-    }
-    EXPECT_EQ(returned(root, 0), 1) << "the root returned from the broadcast before the deadline";
-  }
-}
-
-// A root's deferred receive completes inside its next LL call on the signal, whatever that call
-// is, and the pending state does not leak into the next dispatch: three dispatches, each a
-// broadcast from a different root followed by an allreduce and another broadcast on `sig`.
-void root_then_others(I32 v, I32 sum, I32 sig, Tensor<std::int64_t> wrong, int round) {
-  const auto ctx = get_comm_ctx(sig);
-  const int me = rank(ctx), p = nranks(ctx), root = round % p;
-  std::int64_t bad = 0;
-  tile::write(v, {0}, me == root ? 100 * round : -1), tile::write(v, {1}, me == root ? 100 * round + 1 : -1);
-  tensor::broadcast(v, sig, root);  // the root defers
-  bad += tile::read(v, {0}) != 100 * round || tile::read(v, {1}) != 100 * round + 1;
-  tile::write(sum, {0}, me + round), tile::write(sum, {1}, 1);
-  tensor::allreduce(sum, sig);  // the root completes its broadcast first
-  bad += tile::read(sum, {0}) != p * (p - 1) / 2 + p * round || tile::read(sum, {1}) != p;
-  const int root2 = (root + 1) % p;
-  tile::write(v, {0}, me == root2 ? 7 * round : -1), tile::write(v, {1}, me == root2 ? 7 * round + 1 : -1);
-  tensor::broadcast(v, sig, root2);  // completed when the dispatch ends
-  bad += tile::read(v, {0}) != 7 * round || tile::read(v, {1}) != 7 * round + 1;
-  wrong(0) = bad;
-}
-
-TEST(LLRows, BroadcastRootCompletesInItsNextCallOrAtDispatchEnd) {
-  for (int p : {2, 3, 5}) {
-    if (!runs_here(p)) continue;
-    auto wrong = HostTensor<std::int64_t>::full({3, p, 1}, -1);
-    run(ranks(p), [&](Host& h) {
-      auto v = h.window<std::int32_t>(h.alloc_window_buffer({2}, DType::INT32, "v"), {2});
-      auto sum = h.window<std::int32_t>(h.alloc_window_buffer({2}, DType::INT32, "sum"), {2});
-      auto sig = h.window<std::int32_t>(h.alloc_window_buffer({p}, DType::INT32, "sig"), {p});
-      for (int round = 0; round < 3; ++round)
-        for (int r = 0; r < p; ++r) h.dispatch(r, root_then_others, v, sum, sig, wrong[round][r], round);
-    });
-    for (int round = 0; round < 3; ++round)
-      for (int r = 0; r < p; ++r) EXPECT_EQ(wrong(round, r, 0), 0) << "P=" << p << " round " << round << " rank " << r;
   }
 }
 
