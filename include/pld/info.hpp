@@ -1,5 +1,5 @@
-// pld — introspection: the library version and the registry of environment variables (the same
-// list that docs/environment.md and `pld-info --print-env` show).
+// pld — introspection: the library version, the registry of environment variables (the same
+// list that docs/environment.md and `pld-info --print-env` show) and the heaps' pages here.
 #pragma once
 
 #include <pld/export.hpp>
@@ -25,5 +25,10 @@ PLD_API bool has_mpi_backend();
 
 /// "0.1.0"
 PLD_API const char* version();
+
+/// How the shm backend's window heaps get their pages on this machine (PLD_HUGE_PAGES and the
+/// kernel's shmem THP mode), as `pld-info` prints it: "2 MiB pages requested; the kernel's shmem
+/// THP mode is 'never', so they stay 4 KiB pages".
+PLD_API std::string heap_pages();
 
 }  // namespace pld

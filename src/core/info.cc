@@ -1,8 +1,10 @@
+#include "core/info.h"
 #include "core/settings.h"
 
 #include <pld/info.hpp>
 
 #include <cstdlib>
+#include <fstream>
 
 namespace pld {
 
@@ -16,5 +18,31 @@ std::vector<SettingDescription> describe_settings() {
 }
 
 const char* version() { return PLD_VERSION; }
+
+std::string heap_pages() {
+  const std::string huge = detail::setting_string(detail::Setting::HugePages);
+  if (std::strtoll(huge.c_str(), nullptr, 10) == 0) return "4 KiB pages (PLD_HUGE_PAGES=0)";
+  const std::string mode = detail::shmem_thp_mode();
+  return "2 MiB pages requested; the kernel's shmem THP mode is '" + mode + "', so they " +
+         (detail::shmem_thp_grants(mode) ? "are granted"
+          : mode == "unknown"            ? "may or may not be granted"
+                                         : "stay 4 KiB pages");
+}
+
+namespace detail {
+
+std::string shmem_thp_mode() {
+  std::ifstream f("/sys/kernel/mm/transparent_hugepage/shmem_enabled");
+  std::string line;
+  if (!std::getline(f, line)) return "unknown";
+  const auto lb = line.find('['), rb = line.find(']');
+  return lb != std::string::npos && rb > lb ? line.substr(lb + 1, rb - lb - 1) : line;
+}
+
+bool shmem_thp_grants(std::string_view mode) {
+  return mode == "advise" || mode == "within_size" || mode == "always" || mode == "force";
+}
+
+}  // namespace detail
 
 }  // namespace pld

@@ -7,22 +7,6 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <cstdlib>
-#include <fstream>
-#include <string>
-
-namespace {
-
-// The selected word of /sys/kernel/mm/transparent_hugepage/shmem_enabled, or "unknown".
-std::string shmem_thp_mode() {
-  std::ifstream f("/sys/kernel/mm/transparent_hugepage/shmem_enabled");
-  std::string line;
-  if (!std::getline(f, line)) return "unknown";
-  const auto lb = line.find('['), rb = line.find(']');
-  return lb != std::string::npos && rb > lb ? line.substr(lb + 1, rb - lb - 1) : line;
-}
-
-}  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"pld-info: version and environment variables of the pld runtime"};
@@ -42,16 +26,7 @@ int main(int argc, char** argv) {
   if (!print_env) {
     std::printf("backends: shm%s\n",
                 pld::has_mpi_backend() ? ", mpi (Open MPI; chosen under mpirun)" : " (mpi not built: Open MPI was not found)");
-    std::string huge;  // PLD_HUGE_PAGES as set ("" = the default, 1)
-    for (const auto& s : pld::describe_settings())
-      if (s.name == "PLD_HUGE_PAGES") huge = s.value;
-    const std::string mode = shmem_thp_mode();
-    const bool granted = mode == "advise" || mode == "within_size" || mode == "always" || mode == "force";
-    if (!huge.empty() && std::strtoll(huge.c_str(), nullptr, 10) == 0)
-      std::printf("shm heaps: 4 KiB pages (PLD_HUGE_PAGES=0)\n");
-    else
-      std::printf("shm heaps: 2 MiB pages requested; the kernel's shmem THP mode is '%s', so they %s\n", mode.c_str(),
-                  granted ? "are granted" : mode == "unknown" ? "may or may not be granted" : "stay 4 KiB pages");
+    std::printf("shm heaps: %s\n", pld::heap_pages().c_str());
     std::printf("(--print-env lists the environment variables)\n");
     return 0;
   }

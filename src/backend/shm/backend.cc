@@ -1,6 +1,7 @@
 // shm backend: construction and teardown. Heaps are mapped in window.cc, notify/wait live in
 // signal.cc, put/get/atomic add in rma.cc.
 #include "backend/shm/backend.h"
+#include "core/info.h"
 #include "core/log.h"
 #include "debug/checks.h"
 

@@ -10,7 +10,6 @@
 
 #include <atomic>
 #include <cstdint>
-#include <string>
 #include <vector>
 
 namespace pld::detail {
@@ -58,11 +57,6 @@ std::byte* map_memfd(const char* label, std::uint64_t bytes);
 /// kernel grants them or not by its shmem_enabled mode. Returns 0 or the errno of the refusal
 /// (EINVAL: a kernel without THP).
 int advise_huge_pages(std::byte* base, std::uint64_t bytes);
-
-/// The kernel's transparent-huge-page mode for shared memory: the selected word of
-/// /sys/kernel/mm/transparent_hugepage/shmem_enabled ("never", "advise", ...), or "unknown" when
-/// the file cannot be read (a container without /sys).
-std::string shmem_thp_mode();
 
 /// Shared-memory windows. Built by the host before it forks; the rank processes inherit the
 /// object and every mapping, so the same instance works on both sides.

@@ -13,7 +13,6 @@
 
 #include <cerrno>
 #include <cstring>
-#include <fstream>
 
 namespace pld::detail {
 
@@ -43,14 +42,6 @@ std::byte* map_memfd(const char* label, std::uint64_t bytes) {
 // works the same. Asked before any page exists, so every fault can take a huge page.
 int advise_huge_pages(std::byte* base, std::uint64_t bytes) {
   return madvise(base, bytes, MADV_HUGEPAGE) == 0 ? 0 : errno;
-}
-
-std::string shmem_thp_mode() {
-  std::ifstream f("/sys/kernel/mm/transparent_hugepage/shmem_enabled");
-  std::string line;
-  if (!std::getline(f, line)) return "unknown";
-  const auto lb = line.find('['), rb = line.find(']');
-  return lb != std::string::npos && rb > lb ? line.substr(lb + 1, rb - lb - 1) : line;
 }
 
 void ShmBackend::zero(int rank, std::uint64_t offset, std::size_t bytes) {
