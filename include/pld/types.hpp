@@ -19,6 +19,9 @@ using Index = std::int64_t;
 /// Maximum tensor rank (number of dimensions) pld handles.
 inline constexpr int kMaxDims = 8;
 
+/// Largest core_num of a collective (threads splitting one rank's share of the work).
+inline constexpr int kMaxCoreNum = 16;
+
 /// A shape or an offset vector, written as a braced list: `{1, 256}`. Fixed capacity, no heap.
 class PLD_API Dims {
  public:

@@ -32,9 +32,10 @@ void one_collective(DistributedTensor<float> data, DistributedTensor<std::int32_
   const int me = rank(get_comm_ctx(data));
   const int kind = me == odd_rank ? odd_kind : 0;
   if (kind == 0) tensor::allreduce(data, sig);
-  if (kind == 1) tensor::broadcast(data, sig, 0);
+  if (kind == 1) tensor::broadcast(data, sig, {.root = 0});
   if (kind == 2) tensor::allreduce(data, sig, {.op = ReduceOp::Max});
-  if (kind == 3) tensor::allreduce(DistributedTensor<float>(data.ref(), {1, 32}, data.state()), sig);
+  if (kind == 3)
+    tensor::allreduce(detail::Access::make<DistributedTensor<float>>(data.ref(), Dims{1, 32}, data.state()), sig);
 }
 
 std::string mismatch(int odd_rank, int odd_kind) {
@@ -78,7 +79,7 @@ void many_collectives(DistributedTensor<float> data, DistributedTensor<float> ro
     tensor::allreduce(data, sig);
     tensor::barrier(sig);
   }
-  tensor::broadcast(data, sig, n - 1);
+  tensor::broadcast(data, sig, {.root = n - 1});
   tensor::allgather(data, rows, sig);
   tensor::reduce_scatter(rows, sig);
   tile::store(tile::load(data, {0, 0}, {1, 16}), {0, 0}, out);
@@ -180,7 +181,7 @@ TEST_F(DebugMode, NotifyOnACollectivesSignal) {
 // load would read past the window; with it, the access fails first.
 void oversized_view(DistributedTensor<float> data, Tensor<float> out) {
   auto ctx = get_comm_ctx(data);
-  DistributedTensor<float> big(data.ref(), {1, 64}, data.state());
+  auto big = detail::Access::make<DistributedTensor<float>>(data.ref(), Dims{1, 64}, data.state());
   tile::store(tile::remote_load(big, 1 - rank(ctx), {0, 0}, {1, 8}), {0, 0}, out);
 }
 
