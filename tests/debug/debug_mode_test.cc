@@ -4,6 +4,10 @@
 #include "support.hpp"
 
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <unistd.h>
 
 namespace pld::test {
 namespace {
@@ -223,6 +227,51 @@ TEST_F(DebugMode, WorkerComparesEachCallAndRecovers) {
                                       "rank 1 called allreduce but rank 0 called allreduce (they differ in op)");
   }
   for (int call = 0; call < 3; ++call) w(-1);
+}
+
+// A persistent window kept without reset keeps its signal values: a wait that the previous call's
+// notify already satisfies passes at once. Debug mode says so in a warning.
+void notify_then_wait(DistributedTensor<std::int32_t> sig, int send) {
+  const int me = rank(get_comm_ctx(sig));
+  if (me == 0 && send) system::notify(sig, 1, {0, 0}, 1, NotifyOp::AtomicAdd);
+  if (me == 1) system::wait(sig, {0, 0}, 1, WaitCmp::Ge);
+}
+void stale_program(Host& h, int send) {
+  auto s = h.window<std::int32_t>(h.alloc_window_buffer({2, 1}, DType::INT32, "sig"), {2, 1});
+  for (int r = 0; r < 2; ++r) h.dispatch(r, notify_then_wait, s, send);
+}
+
+TEST_F(DebugMode, WaitSatisfiedByAnEarlierCallWarns) {
+  PLD_REQUIRE_SHM();
+  const auto dir = std::filesystem::temp_directory_path() / ("pld-stale-test-" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  setenv("PLD_LOG_FILE", (dir / "log.%r").c_str(), 1);
+  auto log_of_rank1 = [&] {
+    std::ifstream f(dir / "log.1");
+    std::stringstream s;
+    s << f.rdbuf();
+    return s.str();
+  };
+  auto count = [](const std::string& text, const std::string& needle) {
+    std::size_t n = 0;
+    for (auto at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) ++n;
+    return n;
+  };
+  {
+    DistributedWorker w(ranks(2, 5), WorkerOptions{.persistent = true, .reset_persistent_windows = false},
+                        stale_program);
+    w(1);  // the notify of this call satisfies the wait: no warning
+    EXPECT_EQ(count(log_of_rank1(), "stale signal"), 0u) << log_of_rank1();
+    w(0);  // no notify: the wait passes on the value the first call wrote
+  }
+  unsetenv("PLD_LOG_FILE");
+  const std::string log = log_of_rank1();
+  EXPECT_EQ(count(log, "stale signal"), 1u) << log;
+  EXPECT_HAS(log, "wait(signal 'sig', offsets [0, 0]) on rank 1: stale signal — the cell already holds 1 (wait for >= 1) "
+                  "from a notify of an earlier call");
+  EXPECT_HAS(log, "reset_persistent_windows");
+  EXPECT_HAS(log, "use a fresh signal");
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace
