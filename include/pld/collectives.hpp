@@ -52,7 +52,7 @@ enum class AllreduceMode : int {
   TwoShot = 3,  ///< each rank reduces its 1/P segment from every peer and pushes it to every peer
 };
 
-/// "auto", "mesh", "ring", "twoshot".
+/// "Auto", "Mesh", "Ring", "TwoShot".
 PLD_API const char* to_string(AllreduceMode mode);
 
 // ----- Options, one struct per collective ------------------------------------------------------

@@ -42,6 +42,7 @@ class DeviceTensor {
   /// An empty handle; real ones come from DistributedWorker::alloc_tensor.
   DeviceTensor() = default;
 
+  /// Shape, number of dimensions, element count and element type.
   const Dims& shape() const { return shape_; }
   int ndim() const { return shape_.size(); }
   Index numel() const { return shape_.numel(); }
@@ -79,9 +80,11 @@ class StackedDeviceTensor {
                           std::to_string(shards_.size()) + ")");
     return shards_[static_cast<std::size_t>(i)];
   }
+  /// Number of shards (B).
   Index size() const { return static_cast<Index>(shards_.size()); }
   /// [B, shard shape...]
   const Dims& full_shape() const { return full_shape_; }
+  /// World rank of each shard, and the shards themselves.
   const std::vector<int>& worker_ids() const { return worker_ids_; }
   const std::vector<DeviceTensor<T>>& shards() const { return shards_; }
 

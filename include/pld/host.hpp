@@ -49,6 +49,7 @@ struct DistributedConfig {
 
   /// Throws UsageError for an empty, negative or duplicate device list or a bad value.
   PLD_API void validate() const;
+  /// Number of ranks (device_ids.size()).
   int world_size() const { return static_cast<int>(device_ids.size()); }
 };
 
@@ -163,6 +164,7 @@ class PLD_API Host {
     record_builtin({.kind = detail::Builtin::Barrier, .signal = detail::desc(signal)}, detail::builtin_barrier,
                    signal);
   }
+  /// Barrier of `domain`'s members (or of the world) on pld's own signal.
   void barrier(const CommDomain& domain) { barrier(builtin_signal(domain.id())); }
   void barrier() { barrier(world_); }
 

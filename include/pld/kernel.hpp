@@ -36,12 +36,15 @@ class Tile {
       : shape_(shape), valid_(detail::checked_valid("Tile", shape, valid_shape)),
         data_(static_cast<std::size_t>(shape.numel())) {}
 
+  /// Shape, valid box, element count and element type.
   const Dims& shape() const { return shape_; }
   const Dims& valid_shape() const { return valid_; }
   Index numel() const { return shape_.numel(); }
   static constexpr DType dtype() { return dtype_of<T>; }
+  /// The elements, row-major over shape().
   T* data() { return data_.data(); }
   const T* data() const { return data_.data(); }
+  /// Checked element access: `t.at({r, c})` or `t(r, c)`; throws UsageError outside shape().
   T& at(const Dims& index) { return data_[detail::linear_index("Tile::at", index, shape_)]; }
   const T& at(const Dims& index) const { return data_[detail::linear_index("Tile::at", index, shape_)]; }
   template <class... I>

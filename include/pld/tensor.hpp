@@ -33,12 +33,14 @@ class Tensor {
       detail::throw_usage("Tensor: null data for shape " + shape.str() + "; a view needs memory behind it");
   }
 
+  /// First element, shape, number of dimensions, element count, extent of `dim`, element type.
   T* data() const { return data_; }
   const Dims& shape() const { return shape_; }
   int ndim() const { return shape_.size(); }
   Index numel() const { return shape_.numel(); }
   Index size(int dim) const { return shape_[dim]; }
   static constexpr DType dtype() { return dtype_of<T>; }
+  /// The elements as a span.
   std::span<T> span() const { return {data_, static_cast<std::size_t>(numel())}; }
 
   /// Drops the leading dimension: `t[i]` of a `[4, 1, 256]` tensor is a `[1, 256]` view.
@@ -86,6 +88,7 @@ class HostTensor {
     view_ = Tensor<T>(reinterpret_cast<T*>(block_.base), shape, block_.id, 0);
   }
 
+  /// A zero-filled tensor, or one with every element `value`: `HostTensor<float>::full({2, 4}, 1)`.
   static HostTensor zeros(const Dims& shape) { return HostTensor(shape); }
   static HostTensor full(const Dims& shape, T value) {
     HostTensor t(shape);
@@ -150,9 +153,11 @@ class HostTensor {
     return t;
   }
 
+  /// The whole tensor as a view; `t[i]` drops the leading dimension (what a dispatch usually takes).
   Tensor<T> view() const { return view_; }
   operator Tensor<T>() const { return view_; }
   Tensor<T> operator[](Index i) const { return view_[i]; }
+  /// Checked element access: `t.at({r, c})` or `t(r, c)`.
   T& at(const Dims& index) const { return view_.at(index); }
   template <class... I>
     requires(std::is_integral_v<I> && ...)
@@ -160,6 +165,7 @@ class HostTensor {
     return view_(index...);
   }
 
+  /// As Tensor: data, shape, ndim, numel, dtype; begin/end/span/to_vector over the elements.
   T* data() const { return view_.data(); }
   const Dims& shape() const { return view_.shape(); }
   int ndim() const { return view_.ndim(); }

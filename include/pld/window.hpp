@@ -66,6 +66,7 @@ class DistributedTensor {
   /// An empty view (bound to nothing); real ones come from Host::window<T> / CommDomain::window<T>.
   DistributedTensor() = default;
 
+  /// Shape, number of dimensions, element count and element type of the view.
   const Dims& shape() const { return shape_; }
   int ndim() const { return shape_.size(); }
   Index numel() const { return shape_.numel(); }

@@ -224,6 +224,7 @@ class DistributedWorker {
       at += static_cast<std::size_t>(s.numel());
     }
   }
+  /// Frees every shard.
   template <Element T>
   void free_stacked_tensor(const StackedDeviceTensor<T>& t) {
     for (const auto& s : t.shards()) free_tensor(s);
@@ -232,6 +233,7 @@ class DistributedWorker {
   /// Waits for every accepted call (in submission order), then ends the rank processes.
   /// Idempotent and thread-safe; every call after it raises.
   void close() { core_.close(); }
+  /// Number of ranks.
   int world_size() const { return core_.world_size(); }
 
  private:
