@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# Fact 6: two ranks in two network namespaces (veth pair 10.99.0.1 <-> 10.99.0.2), each with its
-# own hostname, so Open MPI sees two nodes joined only by TCP. Needs root (CAP_NET_ADMIN,
-# CAP_SYS_ADMIN). Usage:
-#   bench/mpi-probe/run_netns.sh setup          # create namespaces + veth
-#   bench/mpi-probe/run_netns.sh run PROGRAM [args...]   # mpirun -n 2 across them (extra mpirun args in MPIRUN_ARGS)
-#   bench/mpi-probe/run_netns.sh teardown
+# Two ranks in two network namespaces (veth pair 10.99.0.1 <-> 10.99.0.2), each with its own
+# hostname, so Open MPI sees two nodes joined only by TCP. Needs root (CAP_NET_ADMIN,
+# CAP_SYS_ADMIN). netns_run.sh wraps it for CTest. Usage:
+#   tests/mpi/netns.sh setup                      # create namespaces + veth
+#   tests/mpi/netns.sh run PROGRAM [args...]      # mpirun -n 2 across them (extra mpirun args in MPIRUN_ARGS)
+#   tests/mpi/netns.sh teardown
 set -eu
 HERE=$(cd "$(dirname "$0")" && pwd)
 HOSTS=${TMPDIR:-/tmp}/pld-netns-hosts
