@@ -28,5 +28,5 @@ case "${1:-}" in
     exec ip netns exec pldmpiA unshare --uts sh -c "hostname pldnodeA; exec mpirun -n 2 --hostfile $HOSTS --map-by node \
       --mca plm_rsh_agent $HERE/netns_agent.sh --mca oob_tcp_if_include 10.99.0.0/24 \
       --mca btl_tcp_if_include 10.99.0.0/24 ${MPIRUN_ARGS:-} $*" ;;
-  *) sed -n 2,9p "$0"; exit 2 ;;
+  *) sed -n 2,7p "$0"; exit 2 ;;
 esac
