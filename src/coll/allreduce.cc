@@ -59,8 +59,8 @@ void mesh(const Job& j, const Peers& peers, CreditBarrier& b, Range r) {
     const Index len = std::min(step, r.end - at);
     read_copies(peers, j.target, static_cast<std::uint64_t>(at) * j.esz, static_cast<std::size_t>(len) * j.esz, stage,
                 srcs);
-    reduce(tmp + static_cast<std::size_t>(at - r.begin) * j.esz, srcs, n, static_cast<std::size_t>(len),
-           j.target.dtype, j.op);
+    reduce(tmp + static_cast<std::size_t>(at - r.begin) * j.esz, srcs, n, static_cast<std::size_t>(len), j.target.dtype,
+           j.op);
   }
   b.sync();  // every rank has read every copy: now overwrite mine
   std::memcpy(peers.own(j.target, static_cast<std::uint64_t>(r.begin) * j.esz), tmp,
@@ -119,7 +119,8 @@ void ring(const Job& j, const Peers& peers, CreditBarrier& b, Range r) {
 
 AllreduceMode resolve_mode(const AllreduceOptions& o, std::uint64_t bytes) {
   AllreduceMode m = o.mode;
-  if (m == AllreduceMode::Auto) m = bytes <= coll_tuning().mesh_max_bytes ? AllreduceMode::Mesh : AllreduceMode::TwoShot;
+  if (m == AllreduceMode::Auto)
+    m = bytes <= coll_tuning().mesh_max_bytes ? AllreduceMode::Mesh : AllreduceMode::TwoShot;
   if (m == AllreduceMode::Ring && (o.reproducible || coll_tuning().reproducible)) m = AllreduceMode::TwoShot;
   return m;
 }

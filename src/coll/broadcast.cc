@@ -25,7 +25,8 @@ void coll_broadcast(const WindowDesc& target, const WindowDesc& signal, int root
   });
   if (d.nranks() == 1 || count == 0) return;
   const std::size_t esz = dtype_size(target.dtype);
-  if (ll_rows_fit(d, signal, static_cast<std::uint64_t>(count) * esz)) return ll_broadcast(api, d, target, signal, root);
+  if (ll_rows_fit(d, signal, static_cast<std::uint64_t>(count) * esz))
+    return ll_broadcast(api, d, target, signal, root);
   // Every rank copies its 1/P share of the root's vector into every non-root rank, so all
   // cores copy at once instead of each non-root copying the whole vector alone.
   with_peers(api, d, [&](const auto& peers) {

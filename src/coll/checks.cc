@@ -12,7 +12,9 @@ namespace pld::detail {
 
 namespace {
 
-std::string name_of(const WindowDesc& w) { return w.state ? w.state->buffer_name(w.ref.buffer) : std::string("?"); }
+std::string name_of(const WindowDesc& w) {
+  return w.state ? w.state->buffer_name(w.ref.buffer) : std::string("?");
+}
 
 void check_same_dtype(const char* api, DType a, DType b) {
   if (a != b)
@@ -25,15 +27,16 @@ const DomainState& coll_domain(const char* api, const WindowDesc& signal, const 
                                const char* signal_name) {
   if (!signal.state || (target && !target->state)) {
     RankRuntime::get(api);
-    throw UsageError(fmt::format("{}: the window operands are not bound to a comm domain; pass window views "
-                                 "created by Host::window<T>() through Host::dispatch",
-                                 api));
+    throw UsageError(
+        fmt::format("{}: the window operands are not bound to a comm domain; pass window views "
+                    "created by Host::window<T>() through Host::dispatch",
+                    api));
   }
   if (target && target->state != signal.state)
-    throw UsageError(fmt::format("{}: {} '{}' belongs to comm domain {} but target '{}' to comm domain {}; use a "
-                                 "{} allocated in the target's domain",
-                                 api, signal_name, name_of(signal), signal.state->label, name_of(*target),
-                                 target->state->label, signal_name));
+    throw UsageError(fmt::format(
+        "{}: {} '{}' belongs to comm domain {} but target '{}' to comm domain {}; use a "
+        "{} allocated in the target's domain",
+        api, signal_name, name_of(signal), signal.state->label, name_of(*target), target->state->label, signal_name));
   return *signal.state;
 }
 
@@ -42,12 +45,12 @@ void check_reduce_op(const char* api, ReduceOp op) {
     throw UsageError(fmt::format("{}: op {} must be ReduceOp::Sum, Max, Min or Prod", api, static_cast<int>(op)));
 }
 
-void check_distinct(const char* api, const char* a_name, const WindowDesc& a, const char* b_name,
-                    const WindowDesc& b) {
+void check_distinct(const char* api, const char* a_name, const WindowDesc& a, const char* b_name, const WindowDesc& b) {
   if (a.ref.domain == b.ref.domain && a.ref.buffer == b.ref.buffer)
-    throw UsageError(fmt::format("{}: {} and {} are views of the same window buffer '{}'; they must be different "
-                                 "buffers",
-                                 api, a_name, b_name, name_of(a)));
+    throw UsageError(
+        fmt::format("{}: {} and {} are views of the same window buffer '{}'; they must be different "
+                    "buffers",
+                    api, a_name, b_name, name_of(a)));
 }
 
 void check_rows(const char* api, const char* what, const WindowDesc& w, int nranks) {
@@ -66,12 +69,12 @@ int signal_lane_stride(const char* api, const WindowDesc& signal, int nranks, in
   check_core_num(api, core_num);
   const Dims& s = signal.shape;
   auto fail = [&] {
-    throw UsageError(fmt::format("{}: signal '{}' has shape {} but this collective over {} ranks with core_num {} "
-                                 "needs an INT32 signal of shape [{}, {}]{} (one row per rank, one column per "
-                                 "lane, wider is fine; [{}, {}] puts every cell on its own cache line)",
-                                 api, name_of(signal), s.str(), nranks, core_num, nranks, core_num,
-                                 core_num == 1 ? fmt::format(" or [{}]", nranks) : std::string(), nranks,
-                                 16 * core_num));
+    throw UsageError(
+        fmt::format("{}: signal '{}' has shape {} but this collective over {} ranks with core_num {} "
+                    "needs an INT32 signal of shape [{}, {}]{} (one row per rank, one column per "
+                    "lane, wider is fine; [{}, {}] puts every cell on its own cache line)",
+                    api, name_of(signal), s.str(), nranks, core_num, nranks, core_num,
+                    core_num == 1 ? fmt::format(" or [{}]", nranks) : std::string(), nranks, 16 * core_num));
   };
   if (signal.dtype != DType::INT32) fail();
   if (s.size() == 1) {
@@ -104,9 +107,10 @@ int check_broadcast(const WindowDesc& target, const WindowDesc& signal, int root
   const DomainState& d = coll_domain(api, signal, &target);
   check_distinct(api, "target", target, "signal", signal);
   if (root < 0 || root >= d.nranks())
-    throw UsageError(fmt::format("broadcast: root {} out of range [0, {}) of comm domain {}; the root is a "
-                                 "domain-local rank",
-                                 root, d.nranks(), d.label));
+    throw UsageError(
+        fmt::format("broadcast: root {} out of range [0, {}) of comm domain {}; the root is a "
+                    "domain-local rank",
+                    root, d.nranks(), d.label));
   return signal_lane_stride(api, signal, d.nranks(), core_num);
 }
 
@@ -131,9 +135,10 @@ int check_allgather(const LocalDesc& local, const WindowDesc* local_window, cons
   const bool shape_ok = (local.shape.size() == 1 && local.shape[0] == size) ||
                         (local.shape.size() == 2 && local.shape[0] == 1 && local.shape[1] == size);
   if (!shape_ok)
-    throw UsageError(fmt::format("allgather: local_data has shape {} but target '{}' is {}; local_data must be [1, {}] "
-                                 "or [{}]",
-                                 local.shape.str(), name_of(target), target.shape.str(), size, size));
+    throw UsageError(
+        fmt::format("allgather: local_data has shape {} but target '{}' is {}; local_data must be [1, {}] "
+                    "or [{}]",
+                    local.shape.str(), name_of(target), target.shape.str(), size, size));
   return signal_lane_stride(api, signal, d.nranks(), core_num);
 }
 
@@ -164,13 +169,15 @@ void check_all_to_all_v(const LocalDesc& input, const WindowDesc* input_window, 
   if (input_window) check_distinct(api, "input", *input_window, "target", target);
   check_same_dtype(api, input.dtype, target.dtype);
   if (target.shape.size() != 2 || target.shape[0] % n != 0 || target.shape[0] == 0)
-    throw UsageError(fmt::format("all_to_all_v: target '{}' has shape {}; it must be [{} * MAX_RECV, SIZE] with "
-                                 "MAX_RECV >= 1 ({} ranks must divide target dim 0)",
-                                 name_of(target), target.shape.str(), n, n));
+    throw UsageError(
+        fmt::format("all_to_all_v: target '{}' has shape {}; it must be [{} * MAX_RECV, SIZE] with "
+                    "MAX_RECV >= 1 ({} ranks must divide target dim 0)",
+                    name_of(target), target.shape.str(), n, n));
   if (!(input.shape == target.shape))
-    throw UsageError(fmt::format("all_to_all_v: input has shape {} but target '{}' is {}; both must be [{} * MAX_RECV, "
-                                 "SIZE]",
-                                 input.shape.str(), name_of(target), target.shape.str(), n));
+    throw UsageError(
+        fmt::format("all_to_all_v: input has shape {} but target '{}' is {}; both must be [{} * MAX_RECV, "
+                    "SIZE]",
+                    input.shape.str(), name_of(target), target.shape.str(), n));
   const bool counts_ok = send_counts.dtype == DType::INT32 &&
                          ((send_counts.shape.size() == 1 && send_counts.shape[0] == n) ||
                           (send_counts.shape.size() == 2 && send_counts.shape[0] == n && send_counts.shape[1] == 1));
@@ -185,9 +192,10 @@ void check_all_to_all_v(const LocalDesc& input, const WindowDesc* input_window, 
 void check_send_counts(const std::int32_t* counts, int nranks, Index max_recv) {
   for (int p = 0; p < nranks; ++p)
     if (counts[p] < 0 || counts[p] > max_recv)
-      throw UsageError(fmt::format("all_to_all_v: send_counts[{}] = {} is outside [0, MAX_RECV = {}]; a count is the "
-                                   "number of rows sent to that rank and must fit its block",
-                                   p, counts[p], max_recv));
+      throw UsageError(
+          fmt::format("all_to_all_v: send_counts[{}] = {} is outside [0, MAX_RECV = {}]; a count is the "
+                      "number of rows sent to that rank and must fit its block",
+                      p, counts[p], max_recv));
 }
 
 }  // namespace pld::detail

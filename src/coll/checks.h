@@ -40,8 +40,7 @@ int signal_lane_stride(const char* api, const WindowDesc& signal, int nranks, in
 void check_reduce_op(const char* api, ReduceOp op);
 
 /// Throws unless the two window operands are different buffers.
-void check_distinct(const char* api, const char* a_name, const WindowDesc& a, const char* b_name,
-                    const WindowDesc& b);
+void check_distinct(const char* api, const char* a_name, const WindowDesc& a, const char* b_name, const WindowDesc& b);
 
 /// Throws unless `w` is [nranks, SIZE].
 void check_rows(const char* api, const char* what, const WindowDesc& w, int nranks);

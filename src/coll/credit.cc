@@ -36,8 +36,9 @@ void CreditBarrier::sync() {
         fmt::format("{}: waiting for rank {}'s credit {} on signal '{}' cell {} (the cell holds {})", api_, s, g_,
                     d_.buffer_name(signal_.ref.buffer), at.str(), seen);
     if (st == WaitStatus::Timeout)
-      throw WaitTimeoutError(what + " at the deadline; every rank of the domain must call the same collectives in "
-                                    "the same order");
+      throw WaitTimeoutError(what +
+                             " at the deadline; every rank of the domain must call the same collectives in "
+                             "the same order");
     throw AbortedError(what + ": released because another rank failed");
   }
 }

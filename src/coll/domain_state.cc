@@ -12,8 +12,8 @@ namespace {
 std::unique_ptr<CollDomainState> make_state(const DomainState& d) {
   auto s = std::make_unique<CollDomainState>();
   s->push_backward.assign(d.buffers.size(), 0);
-  s->direct = !coll_rma_forced() &&
-              std::none_of(d.windows_in.begin(), d.windows_in.end(), [](const std::byte* base) { return base == nullptr; });
+  s->direct = !coll_rma_forced() && std::none_of(d.windows_in.begin(), d.windows_in.end(),
+                                                 [](const std::byte* base) { return base == nullptr; });
   for (std::size_t b = 0; b < d.buffers.size(); ++b)
     if (d.buffers[b].name == kCollStagingName) {
       s->ll_staging = static_cast<std::int64_t>(b);

@@ -84,15 +84,14 @@ struct EpochWait {
 // `source` only — holds `epoch`.
 void await_epoch(const char* api, const DomainState& d, const WindowDesc& signal, std::uint64_t offset,
                  std::uint32_t epoch, const Dims& at, int source, const EpochWait& how) {
-  const WaitSite site{d.id, static_cast<std::uint32_t>(coll_state(d).ll_staging), &at, d.members[static_cast<std::size_t>(source)],
-                      api};
+  const WaitSite site{d.id, static_cast<std::uint32_t>(coll_state(d).ll_staging), &at,
+                      d.members[static_cast<std::size_t>(source)], api};
   std::int32_t seen = 0;
   const WaitStatus st = d.backend->wait(offset, static_cast<std::int32_t>(epoch), WaitCmp::Eq, site, &seen);
   if (st == WaitStatus::Ok) return;
-  const std::string what =
-      fmt::format("{}: waiting for rank {}'s {} {} (staging '{}' {} {}, channel of signal '{}'; {} {})", api, source,
-                  how.thing, epoch, kCollStagingName, how.cell, at.str(), d.buffer_name(signal.ref.buffer), how.seen,
-                  seen);
+  const std::string what = fmt::format(
+      "{}: waiting for rank {}'s {} {} (staging '{}' {} {}, channel of signal '{}'; {} {})", api, source, how.thing,
+      epoch, kCollStagingName, how.cell, at.str(), d.buffer_name(signal.ref.buffer), how.seen, seen);
   if (st == WaitStatus::Timeout)
     throw WaitTimeoutError(what +
                            " at the deadline; every rank of the domain must call the same collectives in the "
@@ -139,12 +138,14 @@ void ll_barrier(const char* api, const DomainState& d, const WindowDesc& signal)
   const int parity = static_cast<int>(epoch & 1);
   const std::uint64_t flags = channel_of(d, signal) + ll_flags_offset(static_cast<std::uint64_t>(n));
   auto flag = [&](int source) {
-    return flags + (static_cast<std::uint64_t>(parity) * static_cast<std::uint64_t>(n) +
-                    static_cast<std::uint64_t>(source)) * kLLFlagBytes;
+    return flags +
+           (static_cast<std::uint64_t>(parity) * static_cast<std::uint64_t>(n) + static_cast<std::uint64_t>(source)) *
+               kLLFlagBytes;
   };
   for (int k = 1; k < n; ++k) {  // staggered: rank r starts with r + 1
     const int p = (me + k) % n;
-    d.backend->notify(d.members[static_cast<std::size_t>(p)], flag(me), static_cast<std::int32_t>(epoch), NotifyOp::Set);
+    d.backend->notify(d.members[static_cast<std::size_t>(p)], flag(me), static_cast<std::int32_t>(epoch),
+                      NotifyOp::Set);
   }
   for (int k = 1; k < n; ++k) {
     const int s = (me + n - k) % n;  // the peer that raised my flag first is me - 1
@@ -195,7 +196,8 @@ class LLCall {
   void send(int peer) {
     const std::uint64_t my_slot = slot(d_.rank), doorbell = my_slot + 8 * static_cast<std::uint64_t>(words_ - 1) + 4;
     auto* dst = reinterpret_cast<std::uint64_t*>(d_.windows_in[static_cast<std::size_t>(peer)] + my_slot);
-    for (int i = 0; i < words_; ++i) std::atomic_ref<std::uint64_t>(dst[i]).store(packed_[i], std::memory_order_relaxed);
+    for (int i = 0; i < words_; ++i)
+      std::atomic_ref<std::uint64_t>(dst[i]).store(packed_[i], std::memory_order_relaxed);
     d_.backend->notify(d_.members[static_cast<std::size_t>(peer)], doorbell, static_cast<std::int32_t>(epoch_),
                        NotifyOp::Set);
   }
@@ -228,7 +230,8 @@ class LLCall {
     std::byte* heap = d_.windows_in[static_cast<std::size_t>(d_.rank)];
     const std::uint64_t at = slot(source);
     const std::uint64_t last = at + 8 * static_cast<std::uint64_t>(words_ - 1);
-    if (load_word(heap + last) >> 32 != epoch_) await_word(api_, d_, signal_, last, epoch_, parity_, source, words_ - 1);
+    if (load_word(heap + last) >> 32 != epoch_)
+      await_word(api_, d_, signal_, last, epoch_, parity_, source, words_ - 1);
     for (int i = 0; i < words_; ++i) {
       const std::uint64_t w_at = at + 8 * static_cast<std::uint64_t>(i);
       std::uint64_t w = load_word(heap + w_at);
@@ -271,8 +274,8 @@ void reduce_received(LLCall& call, const DomainState& d, std::byte* mine, Index 
 
 }  // namespace
 
-void ll_allreduce(const char* api, const DomainState& d, const WindowDesc& target, const WindowDesc& signal, Index count,
-                  ReduceOp op) {
+void ll_allreduce(const char* api, const DomainState& d, const WindowDesc& target, const WindowDesc& signal,
+                  Index count, ReduceOp op) {
   std::byte* mine = own_at(d, target, 0);
   LLCall call(api, d, signal, static_cast<std::size_t>(count) * dtype_size(target.dtype));
   call.pack(mine);

@@ -21,8 +21,8 @@ bool ll_fits(const DomainState& d, const WindowDesc& signal, std::uint64_t bytes
 
 /// The LL allreduce of `target` (count elements, count * esz <= kLLMaxBytes) in place, sources
 /// combined in ascending rank order. Operands are already checked; needs ll_fits().
-void ll_allreduce(const char* api, const DomainState& d, const WindowDesc& target, const WindowDesc& signal, Index count,
-                  ReduceOp op);
+void ll_allreduce(const char* api, const DomainState& d, const WindowDesc& target, const WindowDesc& signal,
+                  Index count, ReduceOp op);
 
 /// Whether allgather, reduce_scatter or all_to_all of `row_bytes` per [P, SIZE] row can run LL
 /// on domain `d` (also all_to_all_v and broadcast, with their message size): more than one rank,

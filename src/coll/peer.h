@@ -35,7 +35,9 @@ namespace pld::detail {
 
 /// Whether the collectives on `d` may run their direct schedules: every member's window is
 /// addressable from this process and PLD_COLL_RMA is off.
-inline bool direct_peers(const DomainState& d) { return coll_state(d).direct; }
+inline bool direct_peers(const DomainState& d) {
+  return coll_state(d).direct;
+}
 
 /// Local address of the calling rank's own copy of `w` at `byte_offset` (always addressable).
 inline std::byte* own_at(const DomainState& d, const WindowDesc& w, std::uint64_t byte_offset) {

@@ -44,11 +44,13 @@ void push_rows(const char* api, const DomainState& d, const WindowDesc& target, 
   with_peers(api, d, [&](const auto& peers) {
     const CopyOrder order = push_order(peers, target);
     fenced_lanes(api, d, signal, stride, core_num, size, [&](Range r) {
-      const std::uint64_t dst = (static_cast<std::uint64_t>(me) * static_cast<std::uint64_t>(size) +
-                                 static_cast<std::uint64_t>(r.begin)) * esz;
+      const std::uint64_t dst =
+          (static_cast<std::uint64_t>(me) * static_cast<std::uint64_t>(size) + static_cast<std::uint64_t>(r.begin)) *
+          esz;
       const std::size_t from = static_cast<std::size_t>(r.begin) * esz;
       const std::size_t bytes = static_cast<std::size_t>(r.size()) * esz;
-      if (rows == Rows::Same) return peers.write_all(target, dst, row_for(me) + from, bytes, kPushStreamingBytes, order);
+      if (rows == Rows::Same)
+        return peers.write_all(target, dst, row_for(me) + from, bytes, kPushStreamingBytes, order);
       for (int i = 0; i < n; ++i) {  // staggered, myself first (last when backward)
         const int p = (me + nth_in_order(i, n, order)) % n;
         peers.write(p, target, dst, row_for(p) + from, bytes, kPushStreamingBytes, order);

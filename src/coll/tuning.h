@@ -26,7 +26,9 @@ inline constexpr const char* kCollStagingName = "pld.coll_staging";
 /// bytes, then the LL barrier's flags, 2 parities x P sources, one cache line each.
 inline constexpr std::uint64_t kLLSlotBytes = kLLMaxBytes * 2;
 inline constexpr std::uint64_t kLLFlagBytes = 64;
-inline constexpr std::uint64_t ll_flags_offset(std::uint64_t nranks) { return 2 * nranks * kLLSlotBytes; }
+inline constexpr std::uint64_t ll_flags_offset(std::uint64_t nranks) {
+  return 2 * nranks * kLLSlotBytes;
+}
 inline constexpr std::uint64_t ll_channel_bytes(std::uint64_t nranks) {
   return ll_flags_offset(nranks) + 2 * nranks * kLLFlagBytes;
 }
