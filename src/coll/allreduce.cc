@@ -35,10 +35,8 @@ namespace {
 struct Job {
   const DomainState& d;
   const WindowDesc& target;
-  const WindowDesc& signal;
   ReduceOp op;
   std::size_t esz;
-  int stride;  // signal column stride per lane
 };
 
 std::vector<std::byte>& scratch(std::size_t bytes) {
@@ -141,7 +139,7 @@ void coll_allreduce(const WindowDesc& target, const WindowDesc& signal, const Al
   if (options.mode == AllreduceMode::Auto && options.core_num == 1 && ll_fits(d, signal, bytes))
     return ll_allreduce(api, d, target, signal, count, options.op);
   const AllreduceMode mode = resolve_mode(options, bytes);
-  const Job job{d, target, signal, options.op, esz, stride};
+  const Job job{d, target, options.op, esz};
   const int lanes = static_cast<int>(std::min<Index>(options.core_num, count));
   with_peers(api, d, [&](const auto& peers) {
     run_lanes(lanes, [&](int lane) {
