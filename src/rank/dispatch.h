@@ -3,7 +3,7 @@
 // the shm backend (loop.cc) and the in-process execution of the mpi backend (worker/mpi_group.cc).
 #pragma once
 
-#include "worker/protocol.h"
+#include "group/shm/protocol.h"
 
 #include <pld/detail/dispatch.hpp>
 

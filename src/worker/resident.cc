@@ -2,7 +2,7 @@
 // rank process that holds them, through the executor queue so that each operation runs after the
 // calls submitted before it. Host data is staged through a temporary memfd passed with the
 // message, so the host side may be any memory.
-#include "worker/protocol.h"
+#include "group/shm/protocol.h"
 #include "worker/worker_core.h"
 
 #include <fmt/format.h>

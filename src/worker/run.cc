@@ -4,7 +4,7 @@
 #include "debug/checks.h"
 #include "host/session.h"
 #include "backend/launcher.h"
-#include "worker/rank_group.h"
+#include "group/shm/group.h"
 
 #include <pld/error.hpp>
 #include <pld/host.hpp>

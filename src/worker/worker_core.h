@@ -5,7 +5,7 @@
 #pragma once
 
 #include "host/session.h"
-#include "worker/rank_group.h"
+#include "group/shm/group.h"
 
 #include <pld/worker.hpp>
 

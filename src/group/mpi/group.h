@@ -7,7 +7,7 @@
 #pragma once
 
 #include "host/session.h"
-#include "worker/rank_group.h"
+#include "group/shm/group.h"
 
 #include <cstdint>
 #include <memory>

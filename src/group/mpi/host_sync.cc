@@ -1,9 +1,9 @@
-#include "worker/host_sync.h"
+#include "group/mpi/host_sync.h"
 
 #include "backend/launcher.h"
 #include "backend/mpi/backend.h"
 #include "core/block.h"
-#include "worker/protocol.h"
+#include "group/shm/protocol.h"
 
 #include <pld/detail/dispatch.hpp>
 #include <pld/error.hpp>

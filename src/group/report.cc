@@ -1,4 +1,4 @@
-#include "worker/report.h"
+#include "group/report.h"
 
 #include "debug/symbols.h"
 #include "host/session.h"

@@ -7,10 +7,10 @@
 #include "rank/dispatch.h"
 #include "rank/runtime.h"
 #include "trace/trace.h"
-#include "worker/channel.h"
-#include "worker/doorbell.h"
-#include "worker/protocol.h"
-#include "worker/report.h"
+#include "group/shm/channel.h"
+#include "group/shm/doorbell.h"
+#include "group/shm/protocol.h"
+#include "group/report.h"
 
 #include <pld/detail/dispatch.hpp>
 #include <pld/error.hpp>

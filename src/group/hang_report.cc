@@ -1,4 +1,4 @@
-#include "debug/hang.h"
+#include "group/hang_report.h"
 
 #include "core/settings.h"
 

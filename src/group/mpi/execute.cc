@@ -1,16 +1,16 @@
-#include "worker/mpi_group.h"
+#include "group/mpi/group.h"
 
 #include "backend/mpi/backend.h"
 #include "core/block.h"
 #include "core/log.h"
 #include "core/settings.h"
 #include "debug/checks.h"
-#include "debug/hang.h"
+#include "group/hang_report.h"
 #include "rank/dispatch.h"
 #include "rank/runtime.h"
 #include "trace/trace.h"
-#include "worker/host_sync.h"
-#include "worker/report.h"
+#include "group/mpi/host_sync.h"
+#include "group/report.h"
 
 #include <pld/error.hpp>
 

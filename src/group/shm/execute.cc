@@ -1,17 +1,17 @@
-#include "worker/rank_group.h"
+#include "group/shm/group.h"
 #ifdef PLD_HAVE_MPI
-#include "worker/mpi_group.h"
+#include "group/mpi/group.h"
 #endif
 
 #include "core/block.h"
 #include "core/log.h"
 #include "debug/checks.h"
-#include "debug/hang.h"
+#include "group/hang_report.h"
 #include "trace/trace.h"
-#include "worker/channel.h"
-#include "worker/doorbell.h"
-#include "worker/protocol.h"
-#include "worker/report.h"
+#include "group/shm/channel.h"
+#include "group/shm/doorbell.h"
+#include "group/shm/protocol.h"
+#include "group/report.h"
 
 #include <fmt/format.h>
 #include <poll.h>

@@ -1,6 +1,6 @@
-#include "worker/channel.h"
+#include "group/shm/channel.h"
 
-#include "worker/protocol.h"
+#include "group/shm/protocol.h"
 
 #include <pld/error.hpp>
 
