@@ -3,7 +3,7 @@
 #include "backend/launcher.h"
 #include "backend/mpi/backend.h"
 #include "core/block.h"
-#include "group/shm/protocol.h"
+#include "group/wire.h"
 
 #include <pld/detail/dispatch.hpp>
 #include <pld/error.hpp>
