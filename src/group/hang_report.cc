@@ -1,3 +1,4 @@
+// The hang analysis of the process groups: expected writers, wait-for graph, verdicts, DOT output.
 #include "group/hang_report.h"
 
 #include "core/settings.h"

@@ -1,3 +1,4 @@
+// Report helpers of the process groups: rank and dispatch names, kernel names, SIGUSR1 counting.
 #include "group/report.h"
 
 #include "debug/symbols.h"

@@ -1,3 +1,4 @@
+// The mpi group's HostTensor merge (HostSync) and pld::gather's collection of row slices.
 #include "group/mpi/host_sync.h"
 
 #include "backend/launcher.h"

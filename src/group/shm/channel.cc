@@ -1,3 +1,4 @@
+// The shm group's sockets: whole packets over SOCK_SEQPACKET, with SCM_RIGHTS for a descriptor.
 #include "group/shm/channel.h"
 
 #include "group/shm/protocol.h"
