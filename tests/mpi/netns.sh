@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# Fact 6: two ranks in two network namespaces (veth pair 10.99.0.1 <-> 10.99.0.2), each with its
-# own hostname, so Open MPI sees two nodes joined only by TCP. Needs root (CAP_NET_ADMIN,
-# CAP_SYS_ADMIN). Usage:
-#   bench/mpi-probe/run_netns.sh setup          # create namespaces + veth
-#   bench/mpi-probe/run_netns.sh run PROGRAM [args...]   # mpirun -n 2 across them (extra mpirun args in MPIRUN_ARGS)
-#   bench/mpi-probe/run_netns.sh teardown
+# Two ranks in two network namespaces (veth pair 10.99.0.1 <-> 10.99.0.2), each with its own
+# hostname, so Open MPI sees two nodes joined only by TCP. Needs root (CAP_NET_ADMIN,
+# CAP_SYS_ADMIN). netns_run.sh wraps it for CTest. Usage:
+#   tests/mpi/netns.sh setup                      # create namespaces + veth
+#   tests/mpi/netns.sh run PROGRAM [args...]      # mpirun -n 2 across them (extra mpirun args in MPIRUN_ARGS)
+#   tests/mpi/netns.sh teardown
 set -eu
 HERE=$(cd "$(dirname "$0")" && pwd)
 HOSTS=${TMPDIR:-/tmp}/pld-netns-hosts
@@ -28,5 +28,5 @@ case "${1:-}" in
     exec ip netns exec pldmpiA unshare --uts sh -c "hostname pldnodeA; exec mpirun -n 2 --hostfile $HOSTS --map-by node \
       --mca plm_rsh_agent $HERE/netns_agent.sh --mca oob_tcp_if_include 10.99.0.0/24 \
       --mca btl_tcp_if_include 10.99.0.0/24 ${MPIRUN_ARGS:-} $*" ;;
-  *) sed -n 2,9p "$0"; exit 2 ;;
+  *) sed -n 2,7p "$0"; exit 2 ;;
 esac

@@ -1,5 +1,5 @@
 #!/bin/sh
-# plm_rsh_agent for two network namespaces on one machine (run_netns.sh): mpirun calls
+# plm_rsh_agent for two network namespaces on one machine (netns.sh): mpirun calls
 #   netns_agent.sh [options] <host> <orted command...>
 # and we start the command in the namespace named after the host, in its own UTS namespace with
 # its own hostname, so that Open MPI sees two nodes.
