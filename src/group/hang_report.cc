@@ -1,6 +1,8 @@
-#include "debug/hang.h"
+// The hang analysis of the process groups: expected writers, wait-for graph, verdicts, DOT output.
+#include "group/hang_report.h"
 
 #include "core/settings.h"
+#include "host/session.h"
 
 #include <fmt/format.h>
 
@@ -181,37 +183,6 @@ std::string describe_op(const OpRecord& op, const HostSession& session) {
   return "?";
 }
 
-std::vector<RankSnapshot> hang_snapshot(ShmBackend& backend, const std::vector<std::string>& who,
-                                        const std::vector<bool>& alive) {
-  ControlBlock& c = backend.control();
-  std::vector<RankSnapshot> out(who.size());
-  for (std::size_t r = 0; r < who.size(); ++r) {
-    RankSnapshot& s = out[r];
-    const RankSlot& slot = c.slots[r];
-    s.who = who[r];
-    const auto state = static_cast<RankState>(slot.state.load(std::memory_order_acquire));
-    if (!alive[r]) s.state = RankSnapshot::State::NotRunning;
-    else if (state == RankState::Waiting) s.state = RankSnapshot::State::Waiting;
-    else if (state == RankState::Running) s.state = RankSnapshot::State::Running;
-    else s.state = RankSnapshot::State::Idle;
-    if (s.state == RankSnapshot::State::Waiting) {
-      s.domain = slot.wait_domain;
-      s.buffer = slot.wait_buffer;
-      for (int d = 0; d < slot.wait_ndim && d < kMaxDims; ++d) s.offsets.push_back(slot.wait_offsets[d]);
-      s.cmp = slot.wait_cmp == static_cast<int>(WaitCmp::Eq) ? WaitCmp::Eq : WaitCmp::Ge;
-      s.expected = slot.wait_expected;
-      s.offset = slot.wait_offset;
-      s.value = backend.peek(static_cast<int>(r), slot.wait_offset);
-      s.writer = slot.wait_writer;
-      s.what.assign(slot.wait_what, strnlen(slot.wait_what, sizeof slot.wait_what));
-    }
-    OpRecord recs[kOpHistory];
-    const int n = c.history[r].read(recs);
-    s.history.assign(recs, recs + n);
-  }
-  return out;
-}
-
 std::string describe_wait(const RankSnapshot& s, const HostSession& session) {
   std::string t = fmt::format("waiting on signal {} offsets {} for value {} {}; the cell holds {}",
                               session.describe_buffer(s.domain, s.buffer), s.offsets.str(),
@@ -227,23 +198,32 @@ std::string describe_history(const RankSnapshot& s, const HostSession& session) 
   return t;
 }
 
-HangReport hang_analyse(const std::vector<RankSnapshot>& ranks, const HostSession& session) {
+namespace {
+
+// The wait-for graph of one snapshot: rank a -> rank b when a waits on a cell b is expected to write.
+struct WaitGraph {
+  std::vector<std::vector<int>> edges;
+  std::vector<std::vector<Writer>> writers;  // per waiting rank: the expected writers of its cell
+  std::vector<std::string> cell;             // per waiting rank: "'sig' [0, 1]"
+  std::vector<int> cycle;                    // the first cycle found, or empty
+  std::set<std::pair<int, int>> cycle_edges;
+  std::map<int, std::vector<int>> sinks;  // waited-for ranks that do not wait themselves -> their waiters
+};
+
+// One line per rank (state or wait, expected writers, last operations); fills the graph's edges.
+std::string describe_ranks(const std::vector<RankSnapshot>& ranks, const HostSession& session, WaitGraph& g) {
   const int n = static_cast<int>(ranks.size());
-  HangReport rep;
-  std::vector<std::vector<int>> edges(static_cast<std::size_t>(n));
-  std::vector<std::vector<Writer>> writers(static_cast<std::size_t>(n));
-  std::vector<std::string> cell(static_cast<std::size_t>(n));
-  std::string& t = rep.text;
+  std::string t;
   for (int r = 0; r < n; ++r) {
     const RankSnapshot& s = ranks[static_cast<std::size_t>(r)];
     t += "\n  " + s.who + ": ";
     if (s.state != RankSnapshot::State::Waiting) {
       t += state_text(s.state);
     } else {
-      cell[static_cast<std::size_t>(r)] =
+      g.cell[static_cast<std::size_t>(r)] =
           fmt::format("{} {}", buffer_name(session, s.domain, s.buffer), s.offsets.str());
       t += describe_wait(s, session);
-      auto& ws = writers[static_cast<std::size_t>(r)];
+      auto& ws = g.writers[static_cast<std::size_t>(r)];
       ws = expected_writers(r, ranks, session);
       if (ws.empty()) {
         t += fmt::format("\n      expected writer: unknown — no rank notified this cell in its last {} operations",
@@ -252,29 +232,32 @@ HangReport hang_analyse(const std::vector<RankSnapshot>& ranks, const HostSessio
       for (const Writer& w : ws) {
         t += fmt::format("\n      expected writer: rank {} — {}; it is {}", w.rank, w.why,
                          state_text(ranks[static_cast<std::size_t>(w.rank)].state));
-        if (w.rank != r) edges[static_cast<std::size_t>(r)].push_back(w.rank);
+        if (w.rank != r) g.edges[static_cast<std::size_t>(r)].push_back(w.rank);
       }
     }
     t += describe_history(s, session);
   }
+  return t;
+}
 
-  // The verdict.
+// A cycle in the graph (a deadlock, or notifies that went elsewhere) and every misdirected notify.
+std::string cycle_verdict(WaitGraph& g) {
   std::string verdict;
-  const std::vector<int> cycle = find_cycle(edges);
-  std::set<std::pair<int, int>> cycle_edges;
+  g.cycle = find_cycle(g.edges);
   auto misdirected = [&](int a, int b) {
-    for (const Writer& w : writers[static_cast<std::size_t>(a)])
+    for (const Writer& w : g.writers[static_cast<std::size_t>(a)])
       if (w.rank == b && w.elsewhere >= 0) return true;
     return false;
   };
-  if (!cycle.empty()) {
+  if (!g.cycle.empty()) {
     bool any_misdirected = false;
     std::string chain;
-    for (std::size_t i = 0; i < cycle.size(); ++i) {
-      const int a = cycle[i], b = cycle[(i + 1) % cycle.size()];
-      cycle_edges.insert({a, b});
+    for (std::size_t i = 0; i < g.cycle.size(); ++i) {
+      const int a = g.cycle[i], b = g.cycle[(i + 1) % g.cycle.size()];
+      g.cycle_edges.insert({a, b});
       any_misdirected |= misdirected(a, b);
-      chain += fmt::format("{}rank {} waits for rank {} (cell {})", i ? ", " : "", a, b, cell[static_cast<std::size_t>(a)]);
+      chain += fmt::format("{}rank {} waits for rank {} (cell {})", i ? ", " : "", a, b,
+                           g.cell[static_cast<std::size_t>(a)]);
     }
     if (any_misdirected)
       verdict += "\nWait cycle: " + chain + " — the notifies these ranks wait for went to other ranks (below).";
@@ -282,21 +265,26 @@ HangReport hang_analyse(const std::vector<RankSnapshot>& ranks, const HostSessio
       verdict += "\nDeadlock: " + chain + " — a cycle: each of these ranks waits before it notifies the next; notify "
                  "before you wait.";
   }
-  for (int a = 0; a < n; ++a)
-    for (const Writer& w : writers[static_cast<std::size_t>(a)])
+  for (std::size_t a = 0; a < g.writers.size(); ++a)
+    for (const Writer& w : g.writers[a])
       if (w.elsewhere >= 0)
         verdict += fmt::format("\nMisdirected notify: rank {} notified {} on rank {}, but rank {} waits for it on its "
                                "own copy — check the notify's peer and the wait's offsets (an off-by-one?).",
-                               w.rank, cell[static_cast<std::size_t>(a)], w.elsewhere, a);
-  // Waited-for ranks that are not waiting themselves: they never notified.
-  std::map<int, std::vector<int>> sinks;
-  for (int a = 0; a < n; ++a)
-    for (int b : edges[static_cast<std::size_t>(a)])
-      if (ranks[static_cast<std::size_t>(b)].state != RankSnapshot::State::Waiting) sinks[b].push_back(a);
-  for (const auto& [b, waiters] : sinks) {
+                               w.rank, g.cell[a], w.elsewhere, a);
+  return verdict;
+}
+
+// Waited-for ranks that are not waiting themselves: they never notified (or not enough).
+std::string sink_verdict(const std::vector<RankSnapshot>& ranks, WaitGraph& g) {
+  std::string verdict;
+  for (std::size_t a = 0; a < g.edges.size(); ++a)
+    for (int b : g.edges[a])
+      if (ranks[static_cast<std::size_t>(b)].state != RankSnapshot::State::Waiting)
+        g.sinks[b].push_back(static_cast<int>(a));
+  for (const auto& [b, waiters] : g.sinks) {
     bool wrote = false;
     for (int a : waiters)
-      for (const Writer& w : writers[static_cast<std::size_t>(a)])
+      for (const Writer& w : g.writers[static_cast<std::size_t>(a)])
         if (w.rank == b) wrote |= w.wrote;
     const auto& bs = ranks[static_cast<std::size_t>(b)];
     if (!wrote) {
@@ -314,58 +302,80 @@ HangReport hang_analyse(const std::vector<RankSnapshot>& ranks, const HostSessio
                              state_text(bs.state));
     }
   }
-  // Lost updates and overshoots, per waiting rank.
-  for (int a = 0; a < n; ++a) {
-    const auto& s = ranks[static_cast<std::size_t>(a)];
+  return verdict;
+}
+
+// Lost updates, overshoots and cells without a known writer, per waiting rank.
+std::string cell_verdict(const std::vector<RankSnapshot>& ranks, const WaitGraph& g) {
+  std::string verdict;
+  for (std::size_t a = 0; a < ranks.size(); ++a) {
+    const auto& s = ranks[a];
     if (s.state != RankSnapshot::State::Waiting) continue;
     std::vector<int> setters;
-    for (const Writer& w : writers[static_cast<std::size_t>(a)])
+    for (const Writer& w : g.writers[a])
       if (w.set) setters.push_back(w.rank);
     if (setters.size() >= 2)
       verdict += fmt::format("\nLost update on rank {}: ranks {} all Set cell {}, so each Set overwrote the one before "
                              "and the cell holds {} instead of a count; count with NotifyOp::AtomicAdd and wait with "
                              "WaitCmp::Ge (or give each writer its own cell).",
-                             a, join_ranks(setters), cell[static_cast<std::size_t>(a)], s.value);
+                             a, join_ranks(setters), g.cell[a], s.value);
     if (s.cmp == WaitCmp::Eq && s.value > s.expected)
       verdict += fmt::format("\nRank {} waits for == {} on {} but the cell already holds {}: a fast peer advanced "
                              "past it; counters take WaitCmp::Ge.",
-                             a, s.expected, cell[static_cast<std::size_t>(a)], s.value);
-    if (writers[static_cast<std::size_t>(a)].empty())
+                             a, s.expected, g.cell[a], s.value);
+    if (g.writers[a].empty())
       verdict += fmt::format("\nNo rank is known to write {} that rank {} waits on: check the peer and offsets of "
                              "the notify meant for it.",
-                             cell[static_cast<std::size_t>(a)], a);
+                             g.cell[a], a);
   }
-  std::string graph;
-  for (int a = 0; a < n; ++a)
-    for (int b : edges[static_cast<std::size_t>(a)]) graph += fmt::format("{}rank {} -> rank {}", graph.empty() ? "" : ", ", a, b);
-  t += "\nWait-for graph: " + (graph.empty() ? std::string("no edges (no awaited cell has a known writer)") : graph);
-  t += verdict;
+  return verdict;
+}
 
-  // DOT.
-  std::string& d = rep.dot;
-  d = "digraph pld_wait_for {\n  rankdir=LR;\n  node [shape=box, fontname=\"monospace\"];\n";
-  std::set<int> sink_set;
-  for (const auto& [b, w] : sinks) sink_set.insert(b);
-  for (int r = 0; r < n; ++r) {
-    const auto& s = ranks[static_cast<std::size_t>(r)];
+// The graph in Graphviz DOT: waiting ranks yellow, never-notifying ranks orange, the cycle red.
+std::string wait_for_dot(const std::vector<RankSnapshot>& ranks, const WaitGraph& g) {
+  std::string d = "digraph pld_wait_for {\n  rankdir=LR;\n  node [shape=box, fontname=\"monospace\"];\n";
+  for (std::size_t r = 0; r < ranks.size(); ++r) {
+    const auto& s = ranks[r];
     std::string label = s.who + "\\n";
     if (s.state == RankSnapshot::State::Waiting)
-      label += dot_escape(fmt::format("waits {} {} {} (holds {})", cell[static_cast<std::size_t>(r)],
-                                      s.cmp == WaitCmp::Eq ? "==" : ">=", s.expected, s.value));
+      label += dot_escape(
+          fmt::format("waits {} {} {} (holds {})", g.cell[r], s.cmp == WaitCmp::Eq ? "==" : ">=", s.expected, s.value));
     else
       label += state_text(s.state);
     std::string style;
-    if (sink_set.count(r)) style = ", style=filled, fillcolor=orange";
+    if (g.sinks.count(static_cast<int>(r))) style = ", style=filled, fillcolor=orange";
     else if (s.state == RankSnapshot::State::Waiting) style = ", style=filled, fillcolor=lightyellow";
     d += fmt::format("  r{} [label=\"{}\"{}];\n", r, label, style);
   }
-  for (int a = 0; a < n; ++a)
-    for (int b : edges[static_cast<std::size_t>(a)]) {
-      const bool in_cycle = cycle_edges.count({a, b}) > 0;
-      d += fmt::format("  r{} -> r{} [label=\"{}\"{}];\n", a, b, dot_escape(cell[static_cast<std::size_t>(a)]),
+  for (std::size_t a = 0; a < g.edges.size(); ++a)
+    for (int b : g.edges[a]) {
+      const bool in_cycle = g.cycle_edges.count({static_cast<int>(a), b}) > 0;
+      d += fmt::format("  r{} -> r{} [label=\"{}\"{}];\n", a, b, dot_escape(g.cell[a]),
                        in_cycle ? ", color=red, penwidth=2" : "");
     }
   d += "}\n";
+  return d;
+}
+
+}  // namespace
+
+HangReport hang_analyse(const std::vector<RankSnapshot>& ranks, const HostSession& session) {
+  const std::size_t n = ranks.size();
+  WaitGraph g;
+  g.edges.resize(n);
+  g.writers.resize(n);
+  g.cell.resize(n);
+  HangReport rep;
+  rep.text = describe_ranks(ranks, session, g);
+  std::string verdict = cycle_verdict(g);
+  verdict += sink_verdict(ranks, g);
+  verdict += cell_verdict(ranks, g);
+  std::string graph;
+  for (std::size_t a = 0; a < n; ++a)
+    for (int b : g.edges[a]) graph += fmt::format("{}rank {} -> rank {}", graph.empty() ? "" : ", ", a, b);
+  rep.text += "\nWait-for graph: " + (graph.empty() ? std::string("no edges (no awaited cell has a known writer)") : graph);
+  rep.text += verdict;
+  rep.dot = wait_for_dot(ranks, g);
   return rep;
 }
 

@@ -1,9 +1,10 @@
-#include "worker/host_sync.h"
+// The mpi group's HostTensor merge (HostSync) and pld::gather's collection of row slices.
+#include "group/mpi/host_sync.h"
 
 #include "backend/launcher.h"
 #include "backend/mpi/backend.h"
 #include "core/block.h"
-#include "worker/protocol.h"
+#include "group/wire.h"
 
 #include <pld/detail/dispatch.hpp>
 #include <pld/error.hpp>

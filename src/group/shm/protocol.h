@@ -1,11 +1,13 @@
-// Messages between the host and a rank process (one SOCK_SEQPACKET socket per rank; every
-// message is one packet, in order). Host -> rank messages start with a MessageType; the rank
-// answers every Dispatch with one Reply.
+// Messages between the host and a rank process of the shm group (one SOCK_SEQPACKET socket per
+// rank; every message is one packet, in order). Host -> rank messages start with a MessageType;
+// the rank answers every Dispatch and every resident-tensor message with one Reply.
 #pragma once
+
+#include "group/wire.h"
+#include "rank/dispatch.h"
 
 #include <cstddef>
 #include <cstdint>
-#include <cstring>
 #include <vector>
 
 namespace pld::detail {
@@ -25,11 +27,9 @@ enum class MessageType : std::uint32_t {
   DispatchLast = 11,  // a Dispatch that is the rank's last of the call: then EndCall (saves a message)
 };
 
-enum class ReplyStatus : std::uint32_t { Ok = 0, KernelError = 1, WaitTimeout = 2, Aborted = 3 };
-
 /// Rank -> host: u32 status, u64 seq, the kernel's run time, then the error text (no terminator).
 struct ReplyHeader {
-  ReplyStatus status;
+  DispatchStatus status;
   std::uint32_t pad;
   std::uint64_t seq;
   std::uint64_t kernel_ns;  // Dispatch: time spent in the kernel (DistributedWorker::benchmark)
@@ -43,28 +43,43 @@ inline constexpr std::uint64_t kControlSeq = ~0ull - 1;
 /// Largest packet either side sends.
 inline constexpr std::size_t kMaxMessage = 64 * 1024;
 
-/// Appends `v`'s bytes to a message being built.
-template <class T>
-void put_value(std::vector<std::byte>& out, const T& v) {
-  const std::size_t at = out.size();
-  out.resize(at + sizeof(T));
-  std::memcpy(out.data() + at, &v, sizeof(T));
-}
-
-/// Reads a `T` written by put_value and advances `p` past it.
-template <class T>
-T take_value(const std::byte*& p) {
-  T v;
-  std::memcpy(&v, p, sizeof(T));
-  p += sizeof(T);
-  return v;
-}
-
 /// A message that starts with its type.
 inline std::vector<std::byte> message(MessageType type) {
   std::vector<std::byte> out;
   put_value(out, type);
   return out;
+}
+
+/// The message of a resident-tensor operation (DeviceAlloc..DeviceRead); its staging
+/// descriptor travels with it.
+inline std::vector<std::byte> device_message(const DeviceOp& op) {
+  static constexpr MessageType kTypes[] = {MessageType::DeviceAlloc, MessageType::DeviceFree,
+                                           MessageType::DeviceWrite, MessageType::DeviceRead};
+  std::vector<std::byte> m = message(kTypes[static_cast<std::uint32_t>(op.kind)]);
+  put_value(m, op.id);
+  if (op.kind == DeviceOp::Kind::Alloc) put_value(m, op.bytes);
+  if (op.kind == DeviceOp::Kind::Write || op.kind == DeviceOp::Kind::Read) {
+    put_value(m, op.offset);
+    put_value(m, op.bytes);
+  }
+  return m;
+}
+
+/// The operation of a resident-tensor message of `type`, from the body after its type.
+inline DeviceOp device_op_of(MessageType type, const std::byte* p, int staging_fd) {
+  DeviceOp op;
+  op.kind = type == MessageType::DeviceAlloc  ? DeviceOp::Kind::Alloc
+            : type == MessageType::DeviceFree ? DeviceOp::Kind::Free
+            : type == MessageType::DeviceWrite ? DeviceOp::Kind::Write
+                                               : DeviceOp::Kind::Read;
+  op.id = take_value<std::uint32_t>(p);
+  if (op.kind == DeviceOp::Kind::Alloc) op.bytes = take_value<std::uint64_t>(p);
+  if (op.kind == DeviceOp::Kind::Write || op.kind == DeviceOp::Kind::Read) {
+    op.offset = take_value<std::uint64_t>(p);
+    op.bytes = take_value<std::uint64_t>(p);
+  }
+  op.staging_fd = staging_fd;
+  return op;
 }
 
 }  // namespace pld::detail

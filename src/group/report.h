@@ -1,4 +1,5 @@
-// Report helpers: names (ranks, dispatches, kernels) and the SIGUSR1 snapshot request.
+// Report helpers of the process groups: names (ranks, dispatches, kernels) and the SIGUSR1
+// snapshot request.
 #pragma once
 
 #include <atomic>

@@ -1,16 +1,17 @@
-// The rank process: receives messages from the host and runs its dispatches in program order.
-// It never returns: it _exit()s when told to shut down or when the host goes away (the socket
+// The shm group's rank process: receives messages from the host over its socket
+// (group/shm/protocol.h) and runs its dispatches in program order. It never returns: it _exit()s when told to shut down or when the host goes away (the socket
 // closes, and PR_SET_PDEATHSIG kills it if the host dies first).
 #include "backend/shm/backend.h"
 #include "core/block.h"
 #include "core/log.h"
+#include "group/report.h"
+#include "group/shm/channel.h"
+#include "group/shm/doorbell.h"
+#include "group/shm/group.h"
+#include "group/shm/protocol.h"
 #include "rank/dispatch.h"
 #include "rank/runtime.h"
 #include "trace/trace.h"
-#include "worker/channel.h"
-#include "worker/doorbell.h"
-#include "worker/protocol.h"
-#include "worker/report.h"
 
 #include <pld/detail/dispatch.hpp>
 #include <pld/error.hpp>
@@ -45,7 +46,7 @@ std::uint64_t g_dispatches = 0;  // dispatches received (swimlane directories d{
   _exit(code);
 }
 
-void reply(int fd, ReplyStatus status, std::uint64_t seq, const std::string& text, std::uint64_t kernel_ns = 0) {
+void reply(int fd, DispatchStatus status, std::uint64_t seq, const std::string& text, std::uint64_t kernel_ns = 0) {
   std::vector<std::byte> out(sizeof(ReplyHeader));
   ReplyHeader h{status, 0, seq, kernel_ns};
   std::memcpy(out.data(), &h, sizeof h);
@@ -98,26 +99,26 @@ void run_dispatch(int fd, ShmBackend* backend, const std::byte* p, const std::by
   slot.state.store(static_cast<std::uint32_t>(RankState::Running), std::memory_order_release);
   if (backend->control().abort.load(std::memory_order_acquire)) {
     slot.state.store(static_cast<std::uint32_t>(RankState::Idle), std::memory_order_release);
-    reply(fd, ReplyStatus::Aborted, seq, "skipped: the job is aborting");
+    reply(fd, DispatchStatus::Aborted, seq, "skipped: the job is aborting");
     return;
   }
   log(LogLevel::Debug, LogSys::Rank, "dispatch seq {} starts", seq);
   if (trace::config().enabled) trace::dispatch_begin(backend->my_rank(), k, kernel_name(kernel));
   const DispatchOutcome out = run_kernel(trampoline, kernel, p, static_cast<std::size_t>(end - p));
-  const ReplyStatus status = out.status;
+  const DispatchStatus status = out.status;
   const std::string& text = out.text;
-  if (trace::config().enabled) trace::dispatch_end(status == ReplyStatus::Ok);
-  if (status != ReplyStatus::WaitTimeout)  // a timed-out wait stays published for the host's report
+  if (trace::config().enabled) trace::dispatch_end(status == DispatchStatus::Ok);
+  if (status != DispatchStatus::WaitTimeout)  // a timed-out wait stays published for the host's report
     slot.state.store(static_cast<std::uint32_t>(RankState::Idle), std::memory_order_release);
-  if (status != ReplyStatus::Ok) log(LogLevel::Debug, LogSys::Rank, "dispatch seq {} ended: {}", seq, text);
+  if (status != DispatchStatus::Ok) log(LogLevel::Debug, LogSys::Rank, "dispatch seq {} ended: {}", seq, text);
   reply(fd, status, seq, text, out.kernel_ns);
 }
 
 /// DeviceAlloc / DeviceFree / DeviceWrite / DeviceRead: one reply each, Ok or the error text.
 void run_device_op(int fd, RankRuntime& rt, MessageType type, const std::byte* p, int got_fd) {
-  const std::string error = apply_device_op(rt, type, p, got_fd);
+  const std::string error = apply_device_op(rt, device_op_of(type, p, got_fd));
   if (got_fd >= 0) close(got_fd);
-  reply(fd, error.empty() ? ReplyStatus::Ok : ReplyStatus::KernelError, kControlSeq, error);
+  reply(fd, error.empty() ? DispatchStatus::Ok : DispatchStatus::KernelError, kControlSeq, error);
 }
 
 }  // namespace
@@ -138,7 +139,7 @@ void serve(int fd, int rank, ShmBackend* backend, RankRuntime& rt, std::vector<s
   RankRuntime& rt = *runtime;
   RankRuntime::install(std::move(runtime));
   g_bell = &backend->control().bells[rank];
-  reply(fd, ReplyStatus::Ok, kReadySeq, "ready");
+  reply(fd, DispatchStatus::Ok, kReadySeq, "ready");
 
   std::vector<std::byte> buf;
   try {

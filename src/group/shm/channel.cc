@@ -1,11 +1,13 @@
-#include "worker/channel.h"
+// The shm group's sockets: whole packets over SOCK_SEQPACKET, with SCM_RIGHTS for a descriptor.
+#include "group/shm/channel.h"
 
-#include "worker/protocol.h"
+#include "group/shm/protocol.h"
 
 #include <pld/error.hpp>
 
 #include <fmt/format.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
@@ -56,6 +58,18 @@ long channel_recv(int fd, std::vector<std::byte>& buffer, int* got_fd, bool nonb
       if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) std::memcpy(got_fd, CMSG_DATA(c), sizeof(int));
     return n;
   }
+}
+
+long channel_receive(int fd, std::vector<std::byte>& buffer) {
+  int got = -1;
+  long n = 0;
+  try {
+    n = channel_recv(fd, buffer, &got, true);
+  } catch (const Error&) {
+    n = 0;
+  }
+  if (got >= 0) close(got);
+  return n;
 }
 
 }  // namespace pld::detail

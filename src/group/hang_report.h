@@ -1,17 +1,21 @@
-// Hang diagnosis on the host: a snapshot of every rank (its state, the wait it is blocked in, its
-// last operations), the ranks expected to write each awaited cell, the wait-for graph across
-// ranks, and a verdict — the cycle (rank a waits for b waits for a) or the rank that never
-// notified. Used at a wait deadline (appended to the RankError message) and on SIGUSR1.
+// Hang diagnosis on the host: from a snapshot of every rank (its state, the wait it is blocked in,
+// its last operations) it finds the ranks expected to write each awaited cell, the wait-for graph
+// across ranks, and a verdict — the cycle (rank a waits for b waits for a) or the rank that never
+// notified. Each process group takes the snapshots its own way (shm/report.cc reads the shared
+// control block, mpi/report.cc gathers them); the report is appended to the RankError message
+// of a wait deadline and printed on SIGUSR1.
 #pragma once
 
-#include "backend/shm/backend.h"
 #include "debug/oplog.h"
-#include "host/session.h"
+
+#include <pld/types.hpp>
 
 #include <string>
 #include <vector>
 
 namespace pld::detail {
+
+class HostSession;
 
 struct RankSnapshot {
   enum class State { NotRunning, Idle, Running, Waiting } state = State::Idle;
@@ -26,10 +30,6 @@ struct RankSnapshot {
   std::string what;  // the collective waiting, or empty
   std::vector<OpRecord> history;  // oldest first
 };
-
-/// Reads every rank's published state and history. `alive[r]` false: the process has ended.
-std::vector<RankSnapshot> hang_snapshot(ShmBackend& backend, const std::vector<std::string>& who,
-                                        const std::vector<bool>& alive);
 
 struct HangReport {
   std::string text;  // per-rank lines, expected writers, last operations, wait-for graph, verdict

@@ -1,4 +1,5 @@
-#include "worker/report.h"
+// Report helpers of the process groups: rank and dispatch names, kernel names, SIGUSR1 counting.
+#include "group/report.h"
 
 #include "debug/symbols.h"
 #include "host/session.h"
