@@ -197,6 +197,26 @@ TEST(Robustness, HandmadeWindowViewsAreCheckedByHostCollectives) {
       "host collective: a window view of comm domain 1000");
 }
 
+// A view built inside the kernel is checked against its buffer in debug mode (PLD_DEBUG=1).
+void store_through_huge_view(DistributedTensor<float> v) {
+  const DistributedTensor<float> huge(v.ref(), {(Index{1} << 62) + 1, 4}, v.state());
+  tile::remote_store(tile::full<float>({1, 4}, 42.f), huge, 0, {4, 0});
+}
+
+TEST(Robustness, KernelMadeViewWhoseSizeOverflowsFailsInDebugMode) {
+  PLD_REQUIRE_SHM();
+  ScopedEnv debug("PLD_DEBUG", "1");
+  expect_rank_error(
+      [] {
+        run(ranks(1), [](Host& h) {
+          auto b = h.alloc_window_buffer(16, "small");
+          h.dispatch(0, store_through_huge_view, h.window<float>(b, {4}));
+        });
+      },
+      0, RankFailure::KernelError,
+      "has shape [4611686018427387905, 4] (fp32, more bytes than int64 can count) but the buffer has 16 bytes");
+}
+
 // ---- valid calls that once failed ------------------------------------------------------------------
 
 void scalar_copies(DistributedTensor<float> a, DistributedTensor<float> b, DistributedTensor<float> c,
