@@ -294,15 +294,17 @@ void nothing(int) {}
 TEST(Robustness, HeapThatCannotBeMappedIsAnErrorNotAnAbort) {
   PLD_REQUIRE_SHM();
   DistributedConfig cfg = ranks(4);
-  cfg.heap_bytes = std::uint64_t{1} << 46;  // 4 x 64 TiB: more than the address space
+  // 4 x 64 TiB: the first heap maps, a later one exceeds a 47-bit address space.
+  cfg.heap_bytes = std::uint64_t{1} << 46;
   try {
     run(cfg, [](Host& h) {
       for (int r = 0; r < h.world_size(); ++r) h.dispatch(r, nothing, 0);
     });
-    ADD_FAILURE() << "expected a pld::Error for a heap that cannot be mapped";
+    GTEST_SKIP() << "this machine's address space holds 4 x 64 TiB heaps";
   } catch (const Error& e) {
     const std::string what = e.what();
     EXPECT_NE(what.find("cannot map the window heap of rank"), std::string::npos) << what;
+    EXPECT_EQ(what.find("of rank 0 of 4"), std::string::npos) << "the first heap was expected to map: " << what;
     EXPECT_NE(what.find("70368744177664 bytes per rank"), std::string::npos) << what;
     EXPECT_NE(what.find("DistributedConfig::heap_bytes or PLD_HEAP_BYTES"), std::string::npos) << what;
   }
