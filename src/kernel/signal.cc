@@ -1,4 +1,4 @@
-// pld::system: comm contexts, notify and wait.
+// pld::system signals: notify, wait and defer_wait on int32 cells of a signal window.
 #include "debug/checks.h"
 #include "kernel/region.h"
 #include "rank/runtime.h"
@@ -13,28 +13,7 @@
 
 #include <climits>
 
-namespace pld {
-
-int CommCtx::rank() const {
-  if (!state_) throw UsageError("pld::rank(ctx): the CommCtx is empty; obtain it with pld::get_comm_ctx(dt) in a kernel");
-  return state_->rank;
-}
-int CommCtx::nranks() const {
-  if (!state_) throw UsageError("pld::nranks(ctx): the CommCtx is empty; obtain it with pld::get_comm_ctx(dt) in a kernel");
-  return state_->nranks();
-}
-int CommCtx::world_rank(int peer) const {
-  if (!state_) throw UsageError("CommCtx::world_rank: the CommCtx is empty; obtain it with pld::get_comm_ctx(dt) in a kernel");
-  detail::check_peer("CommCtx::world_rank", *state_, peer);
-  return state_->members[static_cast<std::size_t>(peer)];
-}
-std::byte* CommCtx::windows_in(int peer) const {
-  if (!state_) throw UsageError("CommCtx::windows_in: the CommCtx is empty; obtain it with pld::get_comm_ctx(dt) in a kernel");
-  detail::check_peer("CommCtx::windows_in", *state_, peer);
-  return state_->windows_in[static_cast<std::size_t>(peer)];
-}
-
-namespace detail {
+namespace pld::detail {
 
 namespace {
 
@@ -54,20 +33,6 @@ std::uint64_t cell_offset(const std::string& op, const WindowDesc& s, const Dims
 }
 
 }  // namespace
-
-CommCtx comm_ctx(const char* op, const DomainState* state) {
-  if (!state) {
-    RankRuntime::get(op);
-    throw UsageError(fmt::format("{}: expects a DistributedTensor delivered by Host::dispatch (window-bound)", op));
-  }
-  return CommCtx(state);
-}
-
-LocalDesc window_local(const char* op, const WindowDesc& w) {
-  const DomainState& d = bound_state(op, w);
-  std::byte* base = d.windows_in[static_cast<std::size_t>(d.rank)];
-  return LocalDesc{base + w.ref.offset, w.shape, w.dtype, w.shape};
-}
 
 // Fast check of a signal cell; the slow path (cell_offset) produces the message.
 bool cell_fast(const WindowDesc& s, const Dims& offsets, std::uint64_t* off) {
@@ -157,5 +122,4 @@ void defer_wait(const WindowDesc& signal, const Dims& offsets, std::int32_t expe
              off, d.buffer_name(signal.ref.buffer));
 }
 
-}  // namespace detail
-}  // namespace pld
+}  // namespace pld::detail
