@@ -34,7 +34,7 @@ class Tile {
   explicit Tile(const Dims& shape) : Tile(shape, shape) {}
   Tile(const Dims& shape, const Dims& valid_shape)
       : shape_(shape), valid_(detail::checked_valid("Tile", shape, valid_shape)),
-        data_(static_cast<std::size_t>(shape.numel())) {}
+        data_(detail::tile_storage<T>("Tile", shape)) {}
 
   /// Shape, valid box, element count and element type.
   const Dims& shape() const { return shape_; }
@@ -116,10 +116,7 @@ namespace tile {
 /// `valid_shape`, only that leading part is read (the rest of the tile is zero).
 template <class T>
 Tile<T> load(const Tensor<T>& src, const Dims& offsets, const Dims& shape, const Dims& valid_shape) {
-  Tile<T> t(shape, detail::checked_valid("tile::load", shape, valid_shape));
-  auto d = detail::desc(t);
-  detail::tile_load("tile::load", d, detail::desc(src), offsets);
-  return t;
+  return detail::load_tile<T>(detail::desc(src), offsets, shape, valid_shape);
 }
 template <class T>
 Tile<T> load(const Tensor<T>& src, const Dims& offsets, const Dims& shape) {
@@ -128,10 +125,7 @@ Tile<T> load(const Tensor<T>& src, const Dims& offsets, const Dims& shape) {
 /// Loads from the calling rank's own copy of a window.
 template <class T>
 Tile<T> load(const DistributedTensor<T>& src, const Dims& offsets, const Dims& shape, const Dims& valid_shape) {
-  Tile<T> t(shape, detail::checked_valid("tile::load", shape, valid_shape));
-  auto d = detail::desc(t);
-  detail::tile_load("tile::load", d, detail::window_local("tile::load", detail::desc(src)), offsets);
-  return t;
+  return detail::load_tile<T>(detail::window_local("tile::load", detail::desc(src)), offsets, shape, valid_shape);
 }
 template <class T>
 Tile<T> load(const DistributedTensor<T>& src, const Dims& offsets, const Dims& shape) {
@@ -231,9 +225,12 @@ Tile<T> min(const Tile<T>& a, std::type_identity_t<T> b) {
 template <class T>
 Tile<T> remote_load(const DistributedTensor<T>& src, int peer, const Dims& offsets, const Dims& shape,
                     const Dims& valid_shape) {
-  Tile<T> t(shape, detail::checked_valid("tile::remote_load", shape, valid_shape));
+  const detail::WindowDesc s = detail::desc(src);
+  Tile<T> t = detail::checked_tile<T>("tile::remote_load", shape, valid_shape, [&](const detail::LocalDesc& probe) {
+    detail::check_remote_load(probe, s, peer, offsets);
+  });
   auto d = detail::desc(t);
-  detail::remote_load(d, detail::desc(src), peer, offsets);
+  detail::remote_load(d, s, peer, offsets);
   return t;
 }
 template <class T>

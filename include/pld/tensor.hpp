@@ -28,7 +28,7 @@ class Tensor {
   /// A view of `data` with `shape`. `block` is set by pld for views of its shared memory.
   Tensor(T* data, Dims shape, std::uint32_t block = 0, std::uint64_t block_offset = 0)
       : data_(data), shape_(shape), block_(block), block_offset_(block_offset) {
-    detail::check_shape("Tensor", shape);
+    detail::check_shape("Tensor", shape, sizeof(T));
     if (!data && shape.numel() > 0)
       detail::throw_usage("Tensor: null data for shape " + shape.str() + "; a view needs memory behind it");
   }
@@ -83,8 +83,7 @@ class HostTensor {
   HostTensor() = default;
   /// A zero-filled tensor of `shape`.
   explicit HostTensor(const Dims& shape) {
-    detail::check_shape("HostTensor", shape);
-    block_ = detail::shared_alloc(static_cast<std::size_t>(shape.numel()) * sizeof(T));
+    block_ = detail::shared_alloc(static_cast<std::size_t>(detail::checked_bytes("HostTensor", shape, sizeof(T))));
     view_ = Tensor<T>(reinterpret_cast<T*>(block_.base), shape, block_.id, 0);
   }
 

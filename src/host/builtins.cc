@@ -1,7 +1,6 @@
 // Host builtin collectives: the host-side checks (the same functions the ranks run, bound to the
 // host's view of the domain, so bad operands fail before any rank starts) and pld's own signals.
 #include "coll/checks.h"
-#include "coll/credit.h"
 #include "host/session.h"
 
 #include <pld/error.hpp>
@@ -22,16 +21,16 @@ detail::LocalDesc as_local(const detail::WindowDesc& w) { return {nullptr, w.sha
 
 const std::vector<int>& Host::builtin_ranks(detail::BuiltinCall& c) {
   using detail::Builtin;
-  const detail::WindowRef& lead = has_target(c.kind) ? c.target.ref : c.signal.ref;
-  session_->check_call("host collective", lead);
-  const std::uint32_t domain = lead.domain;
-  const detail::DomainState& st = session_->host_state(domain);
   auto bind = [&](detail::WindowDesc& w) {
-    session_->check_call("host collective", w.ref);
+    session_->check_view("host collective", w.ref, w.shape, w.dtype);
     w.state = &session_->host_state(w.ref.domain);
   };
-  if (has_target(c.kind)) bind(c.target);
-  bind(c.signal);
+  // The lead operand (target, or the barrier's signal) names the comm domain.
+  detail::WindowDesc& lead = has_target(c.kind) ? c.target : c.signal;
+  bind(lead);
+  const std::uint32_t domain = lead.ref.domain;
+  const detail::DomainState& st = session_->host_state(domain);
+  if (has_target(c.kind)) bind(c.signal);
   if (has_input(c.kind)) bind(c.input);
   if (c.kind == Builtin::AllToAllV) {
     bind(c.send_counts);

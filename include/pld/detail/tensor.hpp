@@ -2,6 +2,7 @@
 // and the index and shape checks of the inline templates.
 #pragma once
 
+#include <pld/detail/checked.hpp>
 #include <pld/export.hpp>
 #include <pld/types.hpp>
 
@@ -36,9 +37,12 @@ inline Index linear_index(const char* op, const Dims& index, const Dims& shape) 
   return lin;
 }
 
-inline void check_shape(const char* op, const Dims& shape) {
+/// Throws UsageError unless every extent of `shape` is >= 0 and `shape` elements of `elem_size`
+/// bytes have a byte size that fits an Index.
+inline void check_shape(const char* op, const Dims& shape, std::size_t elem_size = 1) {
   for (Index e : shape)
     if (e < 0) throw_bad_shape(op, shape);
+  checked_bytes(op, shape, elem_size);
 }
 
 }  // namespace detail
