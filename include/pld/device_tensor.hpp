@@ -18,6 +18,8 @@
 // process but cannot bring back its memory) — each of those is a clear error when used.
 #pragma once
 
+#include <pld/detail/device_tensor.hpp>
+#include <pld/detail/window.hpp>
 #include <pld/error.hpp>
 #include <pld/export.hpp>
 #include <pld/tensor.hpp>
@@ -31,36 +33,16 @@
 
 namespace pld {
 
-namespace detail {
-
-/// Host-side record of one resident allocation. Shared by every handle copy and by the worker.
-struct DeviceAllocation {
-  enum State : int { Live = 0, Freed = 1, Lost = 2, Closed = 3 };
-  std::uint64_t worker = 0;  // the owning worker's unique id
-  std::uint32_t id = 0;      // allocation id (unique within the worker)
-  int rank = 0;              // world rank whose process holds the memory
-  std::uint64_t bytes = 0;
-  std::atomic<int> state{Live};
-};
-
-/// Bit set in a dispatch frame's block id when the tensor is resident (not a shared block).
-inline constexpr std::uint32_t kDeviceBlockBit = 0x8000'0000u;
-
-/// Throws unless `a` is live ("freed", "lost with rank r", "worker closed").
-PLD_API void check_device_live(const char* op, const DeviceAllocation& a);
-
-}  // namespace detail
-
 /// A tensor resident in one rank process of a DistributedWorker. Copies refer to the same memory.
 template <Element T>
 class DeviceTensor {
  public:
   using value_type = T;
 
+  /// An empty handle; real ones come from DistributedWorker::alloc_tensor.
   DeviceTensor() = default;
-  DeviceTensor(std::shared_ptr<detail::DeviceAllocation> alloc, Dims shape)
-      : alloc_(std::move(alloc)), shape_(shape) {}
 
+  /// Shape, number of dimensions, element count and element type.
   const Dims& shape() const { return shape_; }
   int ndim() const { return shape_.size(); }
   Index numel() const { return shape_.numel(); }
@@ -70,9 +52,13 @@ class DeviceTensor {
   /// False for a default-constructed handle or once freed / lost / closed.
   bool live() const { return alloc_ && alloc_->state.load() == detail::DeviceAllocation::Live; }
 
+  /// The allocation record shared by every copy (internal).
   const std::shared_ptr<detail::DeviceAllocation>& allocation() const { return alloc_; }
 
  private:
+  friend struct detail::Access;
+  DeviceTensor(std::shared_ptr<detail::DeviceAllocation> alloc, Dims shape)
+      : alloc_(std::move(alloc)), shape_(shape) {}
   std::shared_ptr<detail::DeviceAllocation> alloc_;
   Dims shape_;
 };
@@ -94,9 +80,11 @@ class StackedDeviceTensor {
                           std::to_string(shards_.size()) + ")");
     return shards_[static_cast<std::size_t>(i)];
   }
+  /// Number of shards (B).
   Index size() const { return static_cast<Index>(shards_.size()); }
   /// [B, shard shape...]
   const Dims& full_shape() const { return full_shape_; }
+  /// World rank of each shard, and the shards themselves.
   const std::vector<int>& worker_ids() const { return worker_ids_; }
   const std::vector<DeviceTensor<T>>& shards() const { return shards_; }
 

@@ -49,6 +49,7 @@ enum class RankFailure {
   Startup,      ///< the rank process could not be started
 };
 
+/// "kernel error", "wait timeout", "crashed", ... as RankError messages print it.
 PLD_API const char* to_string(RankFailure cause);
 
 /// A failure on a rank, reported to the host caller (pld::run, DistributedWorker).
@@ -58,6 +59,7 @@ class PLD_API RankError : public Error {
   ~RankError() override;
   /// World rank that failed first.
   int rank() const { return rank_; }
+  /// Why it failed.
   RankFailure cause() const { return cause_; }
 
  private:

@@ -9,6 +9,7 @@
 #include <pld/collectives.hpp>
 #include <pld/detail/builtins.hpp>
 #include <pld/detail/dispatch.hpp>
+#include <pld/detail/host.hpp>
 #include <pld/error.hpp>
 #include <pld/export.hpp>
 #include <pld/tensor.hpp>
@@ -48,6 +49,7 @@ struct DistributedConfig {
 
   /// Throws UsageError for an empty, negative or duplicate device list or a bad value.
   PLD_API void validate() const;
+  /// Number of ranks (device_ids.size()).
   int world_size() const { return static_cast<int>(device_ids.size()); }
 };
 
@@ -57,10 +59,6 @@ PLD_API int launcher_world_size();
 /// True in exactly one process: the program itself on shm, MPI rank 0 under mpirun. Every MPI
 /// process ends a call with the same host data; print results where this is true.
 PLD_API bool is_output_rank();
-
-namespace detail {
-PLD_API void gather_slices(void* data, std::uint64_t bytes, Index rows, int root);
-}
 
 /// Under mpirun each process keeps its own copy of every HostTensor. By default pld merges what
 /// every rank wrote into every process at the end of each call (PLD_MPI_HOST_SYNC=merge); with
@@ -74,17 +72,11 @@ void gather(HostTensor<T>& t, int root = -1) {
                         root);
 }
 
-namespace detail {
-class HostSession;
-}
-
 /// A comm domain: a subset of the world's ranks with its own windows and signal cells. Ranks
 /// inside it are domain-local: rank(ctx) is the position in the sorted member list. The world
 /// itself is a domain (`Host::world()`); a rank may belong to several overlapping domains.
 class PLD_API CommDomain {
  public:
-  CommDomain(detail::HostSession* session, std::uint32_t id) : session_(session), id_(id) {}
-
   /// Number of ranks in the domain.
   int size() const;
   /// World ranks of the members, ascending.
@@ -100,21 +92,33 @@ class PLD_API CommDomain {
   /// A typed view of `buffer` with `shape`; the view must fit in the buffer.
   template <Element T>
   DistributedTensor<T> window(const WindowBuffer& buffer, const Dims& shape) const {
-    return DistributedTensor<T>(window_ref(buffer, shape, dtype_of<T>), shape);
+    return detail::Access::make<DistributedTensor<T>>(window_ref(buffer, shape, dtype_of<T>), shape);
   }
 
+  /// The domain's id in this orchestrator call (0 = the world).
   std::uint32_t id() const { return id_; }
 
  private:
+  friend class Host;
+  CommDomain(detail::HostSession* session, std::uint32_t id) : session_(session), id_(id) {}
   detail::WindowRef window_ref(const WindowBuffer& buffer, const Dims& shape, DType dtype) const;
   detail::HostSession* session_;
   std::uint32_t id_;
+};
+
+/// The two count operands of Host::all_to_all_v, by name:
+/// `{.send_counts = sc, .recv_counts = rc}` (INT32 windows of the target's domain, [P] or [P, 1]
+/// and [P, 1]; see tensor::all_to_all_v).
+struct AllToAllVCounts {
+  DistributedTensor<std::int32_t> send_counts{};
+  DistributedTensor<std::int32_t> recv_counts{};
 };
 
 /// The orchestrator's handle: allocates windows of the world domain, creates sub-domains and
 /// records dispatches.
 class PLD_API Host {
  public:
+  /// Made by pld for each orchestrator call (pld::run, DistributedWorker); not for user code.
   explicit Host(detail::HostSession* session);
 
   /// Number of ranks (len(device_ids)).
@@ -122,132 +126,158 @@ class PLD_API Host {
   /// The world domain: every rank.
   CommDomain& world() { return world_; }
 
+  /// Reserves `bytes` (BYTES, not elements) at the same offset of every rank's window,
+  /// zero-filled; `name` labels it in errors, hang reports and traces. Throws UsageError when the
+  /// heap is full (raise DistributedConfig::heap_bytes) or for a name starting with "pld.".
+  ///   auto buf = h.alloc_window_buffer(256 * sizeof(float), "data");
   WindowBuffer alloc_window_buffer(std::uint64_t bytes, const std::string& name = {}) {
     return world_.alloc_window_buffer(bytes, name);
   }
+  /// Convenience form: `shape` elements of `dtype`.
+  ///   auto sig = h.alloc_window_buffer({h.world_size(), 1}, pld::DType::INT32, "sig");
   WindowBuffer alloc_window_buffer(const Dims& shape, DType dtype, const std::string& name = {}) {
     return world_.alloc_window_buffer(shape, dtype, name);
   }
+  /// A typed view of `buffer` with `shape`, to pass to dispatch. Throws UsageError when the view
+  /// does not fit in the buffer (the message names the bytes-versus-elements bug).
+  ///   auto data = h.window<float>(buf, {1, 256});
   template <Element T>
   DistributedTensor<T> window(const WindowBuffer& buffer, const Dims& shape) const {
     return world_.window<T>(buffer, shape);
   }
 
   /// A comm domain over `ranks` (world ranks, distinct). Domain-local rank i is the i-th smallest.
+  /// Throws UsageError for an empty list, a rank listed twice or a rank out of range.
+  ///   auto pair = h.domain({2, 3});
   CommDomain domain(const std::vector<int>& ranks);
 
   // ----- Host builtin collectives --------------------------------------------------------------
-  // Each records one builtin dispatch per member of the operands' comm domain, in program order
-  // with that rank's other dispatches. Operands are checked here, before any rank starts. Without
-  // a signal, pld uses its own per-domain signal window (self-clearing, so loops are fine).
+  // The collectives of collectives.hpp with the same operands and options, called from the
+  // orchestrator. Each records one builtin dispatch per member of the operands' comm domain, in
+  // program order with that rank's other dispatches. Operands are checked here, before any rank
+  // starts (UsageError naming the collective, the operand and the fix). Without a signal, pld uses
+  // its own per-domain signal window (self-clearing, so loops are fine).
 
+  /// Every member of the signal's (or the domain's) comm domain waits until all have arrived.
+  ///   h.barrier();
   void barrier(const DistributedTensor<std::int32_t>& signal) {
-    detail::BuiltinCall c;
-    c.kind = detail::Builtin::Barrier;
-    c.b = detail::desc(signal);
-    for (int r : builtin_ranks(c)) dispatch(r, detail::builtin_barrier, signal);
+    record_builtin({.kind = detail::Builtin::Barrier, .signal = detail::desc(signal)}, detail::builtin_barrier,
+                   signal);
   }
+  /// Barrier of `domain`'s members (or of the world) on pld's own signal.
   void barrier(const CommDomain& domain) { barrier(builtin_signal(domain.id())); }
   void barrier() { barrier(world_); }
 
+  /// tensor::allreduce on every member of target's domain.
+  ///   h.allreduce(data, {.op = pld::ReduceOp::Max});
   template <Element T>
   void allreduce(const DistributedTensor<T>& target, const DistributedTensor<std::int32_t>& signal,
                  const AllreduceOptions& options = {}) {
-    detail::BuiltinCall c;
-    c.kind = detail::Builtin::Allreduce;
-    c.a = detail::desc(target);
-    c.b = detail::desc(signal);
-    c.allreduce = options;
-    for (int r : builtin_ranks(c)) dispatch(r, detail::builtin_allreduce<T>, target, signal, options);
+    record_builtin({.kind = detail::Builtin::Allreduce,
+                    .target = detail::desc(target),
+                    .signal = detail::desc(signal),
+                    .allreduce = options,
+                    .op = options.op,
+                    .core_num = options.core_num},
+                   detail::builtin_allreduce<T>, target, signal, options);
   }
   template <Element T>
   void allreduce(const DistributedTensor<T>& target, const AllreduceOptions& options = {}) {
     allreduce(target, builtin_signal(target.ref().domain), options);
   }
 
+  /// tensor::broadcast on every member of target's domain.
+  ///   h.broadcast(data, {.root = 1});
   template <Element T>
-  void broadcast(const DistributedTensor<T>& target, const DistributedTensor<std::int32_t>& signal, int root,
-                 int core_num = 1) {
-    detail::BuiltinCall c;
-    c.kind = detail::Builtin::Broadcast;
-    c.a = detail::desc(target);
-    c.b = detail::desc(signal);
-    c.root = root;
-    c.core_num = core_num;
-    for (int r : builtin_ranks(c)) dispatch(r, detail::builtin_broadcast<T>, target, signal, root, core_num);
+  void broadcast(const DistributedTensor<T>& target, const DistributedTensor<std::int32_t>& signal,
+                 const BroadcastOptions& options = {}) {
+    record_builtin({.kind = detail::Builtin::Broadcast,
+                    .target = detail::desc(target),
+                    .signal = detail::desc(signal),
+                    .root = options.root,
+                    .core_num = options.core_num},
+                   detail::builtin_broadcast<T>, target, signal, options);
   }
   template <Element T>
-  void broadcast(const DistributedTensor<T>& target, int root, int core_num = 1) {
-    broadcast(target, builtin_signal(target.ref().domain), root, core_num);
+  void broadcast(const DistributedTensor<T>& target, const BroadcastOptions& options = {}) {
+    broadcast(target, builtin_signal(target.ref().domain), options);
   }
 
+  /// tensor::allgather on every member of target's domain (`local` is a window view here).
+  ///   h.allgather(mine, all);
   template <Element T>
   void allgather(const DistributedTensor<T>& local, const DistributedTensor<T>& target,
-                 const DistributedTensor<std::int32_t>& signal, int core_num = 1) {
-    detail::BuiltinCall c;
-    c.kind = detail::Builtin::Allgather;
-    c.a = detail::desc(target);
-    c.b = detail::desc(signal);
-    c.c = detail::desc(local);
-    c.core_num = core_num;
-    for (int r : builtin_ranks(c)) dispatch(r, detail::builtin_allgather<T>, local, target, signal, core_num);
+                 const DistributedTensor<std::int32_t>& signal, const AllgatherOptions& options = {}) {
+    record_builtin({.kind = detail::Builtin::Allgather,
+                    .target = detail::desc(target),
+                    .signal = detail::desc(signal),
+                    .input = detail::desc(local),
+                    .core_num = options.core_num},
+                   detail::builtin_allgather<T>, local, target, signal, options);
   }
   template <Element T>
-  void allgather(const DistributedTensor<T>& local, const DistributedTensor<T>& target, int core_num = 1) {
-    allgather(local, target, builtin_signal(target.ref().domain), core_num);
+  void allgather(const DistributedTensor<T>& local, const DistributedTensor<T>& target,
+                 const AllgatherOptions& options = {}) {
+    allgather(local, target, builtin_signal(target.ref().domain), options);
   }
 
+  /// tensor::reduce_scatter on every member of target's domain.
+  ///   h.reduce_scatter(data, {.op = pld::ReduceOp::Max, .core_num = 2});
   template <Element T>
   void reduce_scatter(const DistributedTensor<T>& target, const DistributedTensor<std::int32_t>& signal,
-                      ReduceOp op = ReduceOp::Sum, int core_num = 1) {
-    detail::BuiltinCall c;
-    c.kind = detail::Builtin::ReduceScatter;
-    c.a = detail::desc(target);
-    c.b = detail::desc(signal);
-    c.op = op;
-    c.core_num = core_num;
-    for (int r : builtin_ranks(c)) dispatch(r, detail::builtin_reduce_scatter<T>, target, signal, op, core_num);
+                      const ReduceScatterOptions& options = {}) {
+    record_builtin({.kind = detail::Builtin::ReduceScatter,
+                    .target = detail::desc(target),
+                    .signal = detail::desc(signal),
+                    .op = options.op,
+                    .core_num = options.core_num},
+                   detail::builtin_reduce_scatter<T>, target, signal, options);
   }
   template <Element T>
-  void reduce_scatter(const DistributedTensor<T>& target, ReduceOp op = ReduceOp::Sum, int core_num = 1) {
-    reduce_scatter(target, builtin_signal(target.ref().domain), op, core_num);
+  void reduce_scatter(const DistributedTensor<T>& target, const ReduceScatterOptions& options = {}) {
+    reduce_scatter(target, builtin_signal(target.ref().domain), options);
   }
 
+  /// tensor::all_to_all on every member of target's domain (`input` is a window view here).
+  ///   h.all_to_all(send, recv);
   template <Element T>
   void all_to_all(const DistributedTensor<T>& input, const DistributedTensor<T>& target,
-                  const DistributedTensor<std::int32_t>& signal, int core_num = 1) {
-    detail::BuiltinCall c;
-    c.kind = detail::Builtin::AllToAll;
-    c.a = detail::desc(target);
-    c.b = detail::desc(signal);
-    c.c = detail::desc(input);
-    c.core_num = core_num;
-    for (int r : builtin_ranks(c)) dispatch(r, detail::builtin_all_to_all<T>, input, target, signal, core_num);
+                  const DistributedTensor<std::int32_t>& signal, const AllToAllOptions& options = {}) {
+    record_builtin({.kind = detail::Builtin::AllToAll,
+                    .target = detail::desc(target),
+                    .signal = detail::desc(signal),
+                    .input = detail::desc(input),
+                    .core_num = options.core_num},
+                   detail::builtin_all_to_all<T>, input, target, signal, options);
   }
   template <Element T>
-  void all_to_all(const DistributedTensor<T>& input, const DistributedTensor<T>& target, int core_num = 1) {
-    all_to_all(input, target, builtin_signal(target.ref().domain), core_num);
+  void all_to_all(const DistributedTensor<T>& input, const DistributedTensor<T>& target,
+                  const AllToAllOptions& options = {}) {
+    all_to_all(input, target, builtin_signal(target.ref().domain), options);
   }
 
+  /// tensor::all_to_all_v on every member of target's domain. The counts are named, so that a
+  /// call with one of them forgotten (or the signal taken for a count) does not compile:
+  ///   h.all_to_all_v(send, recv, sig, {.send_counts = sc, .recv_counts = rc});
+  ///   h.all_to_all_v(send, recv, {.send_counts = sc, .recv_counts = rc});
   template <Element T>
   void all_to_all_v(const DistributedTensor<T>& input, const DistributedTensor<T>& target,
-                    const DistributedTensor<std::int32_t>& signal, const DistributedTensor<std::int32_t>& send_counts,
-                    const DistributedTensor<std::int32_t>& recv_counts) {
-    detail::BuiltinCall c;
-    c.kind = detail::Builtin::AllToAllV;
-    c.a = detail::desc(target);
-    c.b = detail::desc(signal);
-    c.c = detail::desc(input);
-    c.d = detail::desc(send_counts);
-    c.e = detail::desc(recv_counts);
-    for (int r : builtin_ranks(c))
-      dispatch(r, detail::builtin_all_to_all_v<T>, input, target, signal, send_counts, recv_counts);
+                    const DistributedTensor<std::int32_t>& signal, const AllToAllVCounts& counts,
+                    const AllToAllVOptions& options = {}) {
+    record_builtin({.kind = detail::Builtin::AllToAllV,
+                    .target = detail::desc(target),
+                    .signal = detail::desc(signal),
+                    .input = detail::desc(input),
+                    .send_counts = detail::desc(counts.send_counts),
+                    .recv_counts = detail::desc(counts.recv_counts),
+                    .core_num = options.core_num},
+                   detail::builtin_all_to_all_v<T>, input, target, signal, counts.send_counts, counts.recv_counts,
+                   options);
   }
   template <Element T>
   void all_to_all_v(const DistributedTensor<T>& input, const DistributedTensor<T>& target,
-                    const DistributedTensor<std::int32_t>& send_counts,
-                    const DistributedTensor<std::int32_t>& recv_counts) {
-    all_to_all_v(input, target, builtin_signal(target.ref().domain), send_counts, recv_counts);
+                    const AllToAllVCounts& counts, const AllToAllVOptions& options = {}) {
+    all_to_all_v(input, target, builtin_signal(target.ref().domain), counts, options);
   }
 
   /// Runs `kernel(args...)` on world rank `rank` (the model's `device=r`). `kernel` is a function
@@ -283,6 +313,12 @@ class PLD_API Host {
     record_dispatch(rank, &detail::trampoline<P...>, reinterpret_cast<void (*)()>(kernel), writer);
   }
   void check_rank(const char* op, int rank) const;
+  /// Checks a builtin call's operands on the host, then dispatches `kernel(args...)` to every
+  /// member rank of the operands' comm domain.
+  template <class... P, class... A>
+  void record_builtin(detail::BuiltinCall call, void (*kernel)(P...), const A&... args) {
+    for (int r : builtin_ranks(call)) dispatch_fn(r, kernel, args...);
+  }
   /// Checks a builtin call's operands on the host and returns the member ranks to dispatch to.
   const std::vector<int>& builtin_ranks(detail::BuiltinCall& call);
   /// pld's own signal window for host builtins on `domain` (one per domain and call).
@@ -293,10 +329,6 @@ class PLD_API Host {
   detail::HostSession* session_;
   CommDomain world_;
 };
-
-namespace detail {
-PLD_API void run(const DistributedConfig& config, const std::function<void(Host&)>& orchestrator);
-}
 
 /// One-shot execution: forks one rank process per device id, runs `orchestrator(host, args...)`
 /// on the host, executes its dispatches, and returns when every rank has finished. Throws

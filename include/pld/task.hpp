@@ -38,6 +38,10 @@ inline constexpr int kMaxDeferredTasks = 64;
 /// Threads of one TaskGraph.
 inline constexpr int kMaxTaskThreads = 64;
 
+namespace detail {
+struct TaskGraphImpl;  // the scheduler (src/task/task_graph.cc)
+}
+
 /// Identifies a task of a TaskGraph (its position, from 0).
 struct TaskId {
   int value = -1;
@@ -61,17 +65,12 @@ class PLD_API TaskGraph {
   /// that error after the running tasks finish; tasks not started by then are skipped.
   void run();
 
+  /// Number of tasks added so far.
   int size() const;
 
-  struct Impl;  // the scheduler (src/task/task_graph.cc)
-
  private:
-  std::unique_ptr<Impl> impl_;
+  std::unique_ptr<detail::TaskGraphImpl> impl_;
 };
-
-namespace detail {
-PLD_API void defer_wait(const WindowDesc& signal, const Dims& offsets, std::int32_t expected, WaitCmp cmp);
-}
 
 namespace system {
 /// Inside a task of a running TaskGraph: registers "signal[offsets] >= expected" (local cell,

@@ -3,7 +3,7 @@
 // the rank processes when a dispatch first needs it). `Tensor<T>` is a non-owning view.
 #pragma once
 
-#include <pld/detail/checked.hpp>
+#include <pld/detail/tensor.hpp>
 #include <pld/error.hpp>
 #include <pld/export.hpp>
 #include <pld/types.hpp>
@@ -16,42 +16,6 @@
 #include <vector>
 
 namespace pld {
-
-namespace detail {
-
-/// A block of shared memory that rank processes can map (memfd). `id` names it in dispatch frames.
-struct SharedBlock {
-  std::shared_ptr<void> owner;  // unmaps and closes when the last reference goes
-  std::byte* base = nullptr;
-  std::uint32_t id = 0;  // 0 = not pld shared memory
-};
-
-/// Allocates a zero-filled shared block of `bytes` (rounded up to a page; 0 is allowed).
-PLD_API SharedBlock shared_alloc(std::size_t bytes);
-
-[[noreturn]] PLD_API void throw_usage(const std::string& message);
-[[noreturn]] PLD_API void throw_index(const char* op, const Dims& index, const Dims& shape);
-[[noreturn]] PLD_API void throw_bad_shape(const char* op, const Dims& shape);
-
-inline Index linear_index(const char* op, const Dims& index, const Dims& shape) {
-  if (index.size() != shape.size()) throw_index(op, index, shape);
-  Index lin = 0;
-  for (int d = 0; d < shape.size(); ++d) {
-    if (index[d] < 0 || index[d] >= shape[d]) throw_index(op, index, shape);
-    lin = lin * shape[d] + index[d];
-  }
-  return lin;
-}
-
-/// Throws UsageError unless every extent of `shape` is >= 0 and `shape` elements of `elem_size`
-/// bytes have a byte size that fits an Index.
-inline void check_shape(const char* op, const Dims& shape, std::size_t elem_size = 1) {
-  for (Index e : shape)
-    if (e < 0) throw_bad_shape(op, shape);
-  checked_bytes(op, shape, elem_size);
-}
-
-}  // namespace detail
 
 /// A non-owning, contiguous, row-major view of host or rank-local memory.
 /// Views of a HostTensor can be passed to `Host::dispatch`; views of other memory cannot.
@@ -69,12 +33,14 @@ class Tensor {
       detail::throw_usage("Tensor: null data for shape " + shape.str() + "; a view needs memory behind it");
   }
 
+  /// First element, shape, number of dimensions, element count, extent of `dim`, element type.
   T* data() const { return data_; }
   const Dims& shape() const { return shape_; }
   int ndim() const { return shape_.size(); }
   Index numel() const { return shape_.numel(); }
   Index size(int dim) const { return shape_[dim]; }
   static constexpr DType dtype() { return dtype_of<T>; }
+  /// The elements as a span.
   std::span<T> span() const { return {data_, static_cast<std::size_t>(numel())}; }
 
   /// Drops the leading dimension: `t[i]` of a `[4, 1, 256]` tensor is a `[1, 256]` view.
@@ -121,6 +87,7 @@ class HostTensor {
     view_ = Tensor<T>(reinterpret_cast<T*>(block_.base), shape, block_.id, 0);
   }
 
+  /// A zero-filled tensor, or one with every element `value`: `HostTensor<float>::full({2, 4}, 1)`.
   static HostTensor zeros(const Dims& shape) { return HostTensor(shape); }
   static HostTensor full(const Dims& shape, T value) {
     HostTensor t(shape);
@@ -185,9 +152,11 @@ class HostTensor {
     return t;
   }
 
+  /// The whole tensor as a view; `t[i]` drops the leading dimension (what a dispatch usually takes).
   Tensor<T> view() const { return view_; }
   operator Tensor<T>() const { return view_; }
   Tensor<T> operator[](Index i) const { return view_[i]; }
+  /// Checked element access: `t.at({r, c})` or `t(r, c)`.
   T& at(const Dims& index) const { return view_.at(index); }
   template <class... I>
     requires(std::is_integral_v<I> && ...)
@@ -195,6 +164,7 @@ class HostTensor {
     return view_(index...);
   }
 
+  /// As Tensor: data, shape, ndim, numel, dtype; begin/end/span/to_vector over the elements.
   T* data() const { return view_.data(); }
   const Dims& shape() const { return view_.shape(); }
   int ndim() const { return view_.ndim(); }

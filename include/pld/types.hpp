@@ -19,6 +19,9 @@ using Index = std::int64_t;
 /// Maximum tensor rank (number of dimensions) pld handles.
 inline constexpr int kMaxDims = 8;
 
+/// Largest core_num of a collective (threads splitting one rank's share of the work).
+inline constexpr int kMaxCoreNum = 16;
+
 /// A shape or an offset vector, written as a braced list: `{1, 256}`. Fixed capacity, no heap.
 class PLD_API Dims {
  public:
@@ -31,6 +34,7 @@ class PLD_API Dims {
     for (; first != last; ++first) push_back(static_cast<Index>(*first));
   }
 
+  /// Number of entries; element access and iteration as for a std::vector.
   constexpr int size() const { return size_; }
   constexpr bool empty() const { return size_ == 0; }
   constexpr Index operator[](int i) const { return v_[i]; }
@@ -38,6 +42,7 @@ class PLD_API Dims {
   constexpr const Index* begin() const { return v_; }
   constexpr const Index* end() const { return v_ + size_; }
   constexpr Index back() const { return v_[size_ - 1]; }
+  /// Appends an entry; throws UsageError past kMaxDims.
   void push_back(Index value) {
     if (size_ == kMaxDims) too_many();
     v_[size_++] = value;
@@ -76,6 +81,7 @@ PLD_API const char* dtype_name(DType dtype);
 struct PLD_API fp16 {
   std::uint16_t bits = 0;
   constexpr fp16() = default;
+  /// From float (round to nearest even), to float (exact), from the raw bits.
   explicit fp16(float value);
   operator float() const;
   static constexpr fp16 from_bits(std::uint16_t b) {
@@ -89,6 +95,7 @@ struct PLD_API fp16 {
 struct PLD_API bf16 {
   std::uint16_t bits = 0;
   constexpr bf16() = default;
+  /// From float (round to nearest even), to float (exact), from the raw bits.
   explicit bf16(float value);
   operator float() const;
   static constexpr bf16 from_bits(std::uint16_t b) {
@@ -128,6 +135,7 @@ enum class AtomicType : int { None = 0, Add = 1 };
 /// Reduction operator of the collectives.
 enum class ReduceOp : int { Sum = 0, Max = 1, Min = 2, Prod = 3 };
 
+/// The enumerator's name ("AtomicAdd", "Ge", "Add", "Sum", ...).
 PLD_API const char* to_string(NotifyOp op);
 PLD_API const char* to_string(WaitCmp cmp);
 PLD_API const char* to_string(AtomicType atomic);

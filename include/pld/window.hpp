@@ -4,6 +4,7 @@
 // remote_load / remote_store / put / get, which resolve `windowsIn[peer] + offset`.
 #pragma once
 
+#include <pld/detail/window.hpp>
 #include <pld/export.hpp>
 #include <pld/types.hpp>
 
@@ -15,23 +16,17 @@ namespace pld {
 /// Largest number of ranks in one comm domain (and in the world).
 inline constexpr int kMaxRanks = 256;
 
-namespace detail {
-struct DomainState;  // rank-side state of one comm domain (src/rank)
+class CommCtx;
 
-/// Address-free identity of a window buffer: which domain, which buffer, where in the window.
-struct WindowRef {
-  std::uint32_t call = 0;    // the orchestrator call that allocated it (windows live for one call)
-  std::uint32_t domain = 0;
-  std::uint32_t buffer = 0;
-  std::uint64_t offset = 0;  // byte offset of the buffer in every member's window
-  std::uint64_t bytes = 0;   // buffer size in bytes
-};
+namespace detail {
+PLD_API CommCtx comm_ctx(const char* op, const DomainState* state);
 }  // namespace detail
 
 /// A window buffer: returned by `alloc_window_buffer`, turned into typed views by `window<T>`.
 struct WindowBuffer {
-  detail::WindowRef ref;
-  std::string name;
+  detail::WindowRef ref{};  ///< where the buffer lies (internal)
+  std::string name{};       ///< the name given to alloc_window_buffer (may be empty)
+  /// Size of the buffer in bytes.
   std::uint64_t bytes() const { return ref.bytes; }
 };
 
@@ -40,8 +35,8 @@ struct WindowBuffer {
 /// Obtained inside a kernel with `pld::get_comm_ctx(dt)`.
 class PLD_API CommCtx {
  public:
+  /// An unbound context; real ones come from get_comm_ctx.
   CommCtx() = default;
-  explicit CommCtx(const detail::DomainState* state) : state_(state) {}
   /// Domain-local rank of the calling process.
   int rank() const;
   /// Number of ranks in the domain.
@@ -51,9 +46,12 @@ class PLD_API CommCtx {
   /// Local address of `peer`'s window base (shm backend); nullptr where windows are not
   /// load/store addressable (mpi backend).
   std::byte* windows_in(int peer) const;
+  /// The domain state it reads (internal).
   const detail::DomainState* state() const { return state_; }
 
  private:
+  friend CommCtx detail::comm_ctx(const char* op, const detail::DomainState* state);
+  explicit CommCtx(const detail::DomainState* state) : state_(state) {}
   const detail::DomainState* state_ = nullptr;
 };
 
@@ -65,19 +63,24 @@ class DistributedTensor {
  public:
   using value_type = T;
 
+  /// An empty view (bound to nothing); real ones come from Host::window<T> / CommDomain::window<T>.
   DistributedTensor() = default;
-  DistributedTensor(const detail::WindowRef& ref, const Dims& shape, const detail::DomainState* state = nullptr)
-      : ref_(ref), shape_(shape), state_(state) {}
 
+  /// Shape, number of dimensions, element count and element type of the view.
   const Dims& shape() const { return shape_; }
   int ndim() const { return shape_.size(); }
   Index numel() const { return shape_.numel(); }
   static constexpr DType dtype() { return dtype_of<T>; }
+  /// The window buffer it views (internal).
   const detail::WindowRef& ref() const { return ref_; }
-  /// The domain state it is bound to (nullptr on the host).
+  /// The domain state it is bound to (internal; nullptr on the host).
   const detail::DomainState* state() const { return state_; }
 
  private:
+  friend struct detail::Access;
+  DistributedTensor(const detail::WindowRef& ref, const Dims& shape, const detail::DomainState* state = nullptr)
+      : ref_(ref), shape_(shape), state_(state) {}
+
   detail::WindowRef ref_;
   Dims shape_;
   const detail::DomainState* state_ = nullptr;

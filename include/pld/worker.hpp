@@ -5,6 +5,7 @@
 //   for (int i = 0; i < 1000; ++i) rt(x);                  // each call: record, check, execute
 //   auto h = rt.submit(step, y);                           // asynchronous; two calls in flight
 //   h.result();                                            // waits, rethrows the call's error
+//   h.wait(1.0);                                           // false while running; rethrows too
 //   rt.close();                                            // or let the destructor do it
 //
 // Resident tensors (device_tensor.hpp) live in one rank process across calls:
@@ -19,6 +20,7 @@
 // recovery on (the default) — the worker forks a replacement so that the next call runs normally.
 #pragma once
 
+#include <pld/detail/worker.hpp>
 #include <pld/device_tensor.hpp>
 #include <pld/error.hpp>
 #include <pld/export.hpp>
@@ -50,7 +52,7 @@ struct WorkerOptions {
   /// Zero persistent buffers before each reuse. Unset = reset iff persistent; true requires
   /// persistent. false keeps the previous call's contents (safe only with self-clearing signals
   /// or epochs).
-  std::optional<bool> reset_persistent_windows;
+  std::optional<bool> reset_persistent_windows = std::nullopt;
 };
 
 /// Per-dispatch timing statistics of DistributedWorker::benchmark, in microseconds.
@@ -60,60 +62,11 @@ struct BenchmarkStats {
   };
   int rounds = 0;
   int warmup = 0;
-  Stat total;    ///< submit to completion, as the caller sees it
-  Stat host;     ///< recording and checking the orchestrator on the calling thread
-  Stat ranks;    ///< executing the recorded call on the rank processes (send to last reply)
-  Stat kernels;  ///< the slowest rank's time inside its kernels
+  Stat total{};    ///< submit to completion, as the caller sees it
+  Stat host{};     ///< recording and checking the orchestrator on the calling thread
+  Stat ranks{};    ///< executing the recorded call on the rank processes (send to last reply)
+  Stat kernels{};  ///< the slowest rank's time inside its kernels
 };
-
-namespace detail {
-
-struct CallState;
-
-/// The non-template part of DistributedWorker.
-class PLD_API WorkerCore {
- public:
-  WorkerCore(const DistributedConfig& config, const WorkerOptions& options, std::vector<void (*)()> programs);
-  ~WorkerCore();
-  WorkerCore(const WorkerCore&) = delete;
-  WorkerCore& operator=(const WorkerCore&) = delete;
-
-  /// Records `record` on this thread, then queues the call; blocks while two calls are in flight.
-  std::shared_ptr<CallState> submit(void (*program)(), const std::function<void(Host&)>& record);
-  /// Records and runs a call, waits for it and rethrows its error.
-  void run(void (*program)(), const std::function<void(Host&)>& record);
-  BenchmarkStats benchmark(void (*program)(), const std::function<void(Host&)>& record, int rounds, int warmup);
-  void close();
-  int world_size() const;
-
-  // Resident tensors: executed by the rank processes in order with the calls submitted before.
-  std::shared_ptr<DeviceAllocation> device_alloc(const char* op, int rank, std::uint64_t bytes, const void* init);
-  void device_free(const char* op, const std::shared_ptr<DeviceAllocation>& a);
-  void device_write(const char* op, const std::shared_ptr<DeviceAllocation>& a, std::uint64_t offset,
-                    const void* src, std::uint64_t bytes);
-  void device_read(const char* op, const std::shared_ptr<DeviceAllocation>& a, std::uint64_t offset, void* dst,
-                   std::uint64_t bytes);
-  /// Throws unless `a` is a live allocation of this worker.
-  void check_owned(const char* op, const std::shared_ptr<DeviceAllocation>& a) const;
-  [[noreturn]] static void size_mismatch(const char* op, std::uint64_t have, std::uint64_t need);
-  /// Validates (or defaults to 0..B-1) the worker ids of a stacked tensor.
-  std::vector<int> stacked_ids(const char* op, Index batch, std::vector<int> ids) const;
-
- private:
-  struct Impl;
-  std::unique_ptr<Impl> impl_;
-};
-
-PLD_API bool call_done(const CallState& state);
-/// Waits up to `timeout` seconds (infinity = forever); true when the call has finished.
-PLD_API bool call_wait(const CallState& state, double timeout);
-/// Waits, then rethrows the call's error (if any) — to every caller that asks.
-PLD_API void call_result(const CallState& state, double timeout);
-
-template <class P>
-concept Program = std::is_pointer_v<P> && std::is_function_v<std::remove_pointer_t<P>>;
-
-}  // namespace detail
 
 /// A submitted call. Copies refer to the same call.
 class RunHandle {
@@ -121,9 +74,15 @@ class RunHandle {
   explicit RunHandle(std::shared_ptr<detail::CallState> state) : state_(std::move(state)) {}
   /// True once the call has finished (successfully or not). Never blocks.
   bool done() const { return detail::call_done(*state_); }
-  /// Waits up to `timeout` seconds; true when the call has finished.
+  /// Waits up to `timeout` seconds (non-negative; infinity = forever). Returns true when the call
+  /// has finished successfully and false when it is still running at the timeout; a call that
+  /// failed rethrows its error (the same error `result()` throws), so a failure cannot be taken
+  /// for success. Throws UsageError for a negative timeout.
+  ///   if (!handle.wait(0.5)) { /* still running */ }
   bool wait(double timeout = std::numeric_limits<double>::infinity()) const {
-    return detail::call_wait(*state_, timeout);
+    if (!detail::call_wait(*state_, timeout)) return false;
+    detail::call_result(*state_, 0);
+    return true;
   }
   /// Waits for the call and rethrows its error (the same error to every caller). Throws
   /// pld::Error if it does not finish within `timeout` seconds.
@@ -190,9 +149,9 @@ class DistributedWorker {
     const auto bytes = static_cast<std::uint64_t>(shape.numel()) * sizeof(T);
     if (!init.empty() && init.size() != static_cast<std::size_t>(shape.numel()))
       detail::WorkerCore::size_mismatch("DistributedWorker::alloc_tensor (init)", init.size_bytes(), bytes);
-    return DeviceTensor<T>(core_.device_alloc("DistributedWorker::alloc_tensor", worker_id, bytes,
-                                              init.empty() ? nullptr : init.data()),
-                           shape);
+    return detail::Access::make<DeviceTensor<T>>(
+        core_.device_alloc("DistributedWorker::alloc_tensor", worker_id, bytes, init.empty() ? nullptr : init.data()),
+        shape);
   }
   template <Element T>
   DeviceTensor<T> alloc_tensor(const Dims& shape, int worker_id, const std::vector<T>& init) {
@@ -265,6 +224,7 @@ class DistributedWorker {
       at += static_cast<std::size_t>(s.numel());
     }
   }
+  /// Frees every shard.
   template <Element T>
   void free_stacked_tensor(const StackedDeviceTensor<T>& t) {
     for (const auto& s : t.shards()) free_tensor(s);
@@ -273,6 +233,7 @@ class DistributedWorker {
   /// Waits for every accepted call (in submission order), then ends the rank processes.
   /// Idempotent and thread-safe; every call after it raises.
   void close() { core_.close(); }
+  /// Number of ranks.
   int world_size() const { return core_.world_size(); }
 
  private:

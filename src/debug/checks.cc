@@ -17,6 +17,7 @@
 #include <optional>
 #include <thread>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 namespace pld::detail {
@@ -143,6 +144,7 @@ struct Local {
   std::uint32_t epoch = UINT32_MAX;
   std::unordered_map<std::uint32_t, std::uint32_t> seq;  // collectives entered, by (domain, signal), this call
   std::unordered_map<std::uint64_t, WaitMemo> waits;     // last satisfied wait, by cell offset
+  std::unordered_set<std::uint64_t> stale_warned;        // cells warned about as stale, this call
 };
 Local& local() {
   static Local* l = new Local();
@@ -153,6 +155,7 @@ void roll_epoch(Local& l, std::uint32_t epoch) {
   l.epoch = epoch;
   l.seq.clear();
   l.waits.clear();
+  l.stale_warned.clear();
 }
 
 std::size_t rearm_hash(std::uint64_t off) { return static_cast<std::size_t>(((off >> 2) * 0x9E3779B97F4A7C15ull) >> 56); }
@@ -179,6 +182,19 @@ std::uint32_t rearm_get(const DebugShared::RearmTable& t, std::uint64_t off) {
     if (k == key) return t.count[at].load(std::memory_order_acquire);
   }
   return 0;
+}
+
+// The slot of cell `off` in a rank's NotifyCalls table (claimed when `claim`), or -1.
+int notified_slot(DebugShared::NotifyCalls& t, std::uint64_t off, bool claim) {
+  const std::uint64_t key = off + 1;
+  for (std::size_t i = 0, h = rearm_hash(off); i < kRearmSlots; ++i) {
+    const std::size_t at = (h + i) % kRearmSlots;
+    std::uint64_t k = t.key[at].load(std::memory_order_acquire);
+    if (k == 0 && claim && t.key[at].compare_exchange_strong(k, key, std::memory_order_acq_rel)) k = key;
+    if (k == key) return static_cast<int>(at);
+    if (k == 0) return -1;
+  }
+  return -1;
 }
 
 std::string signal_site(const char* op, const WindowDesc& s, const Dims& offsets) {
@@ -283,6 +299,38 @@ void debug_check_notify(const WindowDesc& signal, int peer, const Dims& offsets,
     }
   }
   if (op == NotifyOp::Set || value < 0) rearm_bump(sh->rearm[target], off);
+  // Recorded before the notify lands: a waiter that sees the value also sees which call wrote it.
+  if (const int at = notified_slot(sh->notified[target], off, true); at >= 0)
+    sh->notified[target].epoch[at].store(sh->epoch.load(std::memory_order_acquire), std::memory_order_release);
+}
+
+void debug_check_wait_entry(const WindowDesc& signal, const Dims& offsets, std::uint64_t off, std::int32_t expected,
+                            WaitCmp cmp) {
+  const DomainState& d = *signal.state;
+  DebugShared* sh = d.backend->debug_shared;
+  std::byte* base = d.windows_in.empty() ? nullptr : d.windows_in[static_cast<std::size_t>(d.rank)];
+  if (!sh || !base) return;
+  const std::int32_t value =
+      std::atomic_ref<std::int32_t>(*reinterpret_cast<std::int32_t*>(base + off)).load(std::memory_order_acquire);
+  if (value == 0 || (cmp == WaitCmp::Ge ? value < expected : value != expected)) return;
+  const int me = d.members[static_cast<std::size_t>(d.rank)];
+  const int at = notified_slot(sh->notified[me], off, false);
+  if (at < 0) return;
+  const std::uint32_t written = sh->notified[me].epoch[at].load(std::memory_order_acquire);
+  const std::uint32_t epoch = sh->epoch.load(std::memory_order_acquire);
+  if (written == epoch) return;
+  {
+    Local& l = local();
+    std::lock_guard lock(l.mutex);
+    roll_epoch(l, epoch);
+    if (!l.stale_warned.insert(off).second) return;
+  }
+  log(LogLevel::Warn, LogSys::Debug,
+      "{} on rank {}: stale signal — the cell already holds {} (wait for {} {}) from a notify of an earlier call, so "
+      "this wait passes without any notify of this call. A persistent window without reset keeps its signal "
+      "values: reset it (WorkerOptions::reset_persistent_windows) or use a fresh signal (or wait for the next "
+      "generation, >= {})",
+      signal_site("wait", signal, offsets), d.rank, value, cmp == WaitCmp::Eq ? "==" : ">=", expected, value + 1);
 }
 
 void debug_check_wait_done(const WindowDesc& signal, const Dims& offsets, std::uint64_t off, std::int32_t expected,

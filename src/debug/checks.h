@@ -7,6 +7,8 @@
 //   * ownership — a kernel notify on a signal that a collective uses in this call fails;
 //   * reuse — a wait that is satisfied by a notify an earlier wait on the same cell already
 //     consumed (same or smaller expected value, nothing reset the cell in between) fails;
+//   * stale cells — a wait satisfied on entry by a value that a notify of an earlier call wrote
+//     (a persistent window kept without reset) logs a warning naming the signal, cell and value;
 //   * views — a window view whose shape does not fit its buffer (a DistributedTensor made inside a
 //     kernel) fails before any remote access.
 #pragma once
@@ -51,6 +53,10 @@ struct DebugShared {
     std::atomic<std::uint64_t> key[kRearmSlots];
     std::atomic<std::uint32_t> count[kRearmSlots];
   } rearm[kMaxRanks];
+  struct NotifyCalls {  // per rank: the call (host epoch) of the last notify into each cell
+    std::atomic<std::uint64_t> key[kRearmSlots];
+    std::atomic<std::uint32_t> epoch[kRearmSlots];
+  } notified[kMaxRanks];
 };
 
 /// One collective call as compared across ranks.
@@ -95,6 +101,11 @@ void collective_enter(const DomainState& d, const WindowDesc& signal, CollKind k
 
 void debug_check_notify(const WindowDesc& signal, int peer, const Dims& offsets, std::uint64_t off, std::int32_t value,
                         NotifyOp op);
+/// At the entry of a wait: warns (subsystem debug) when the local cell already satisfies the wait
+/// with a non-zero value that a notify of an earlier call wrote — a stale signal of a persistent
+/// window kept without reset, on which the wait passes without any notify of this call.
+void debug_check_wait_entry(const WindowDesc& signal, const Dims& offsets, std::uint64_t off, std::int32_t expected,
+                            WaitCmp cmp);
 void debug_check_wait_done(const WindowDesc& signal, const Dims& offsets, std::uint64_t off, std::int32_t expected,
                            WaitCmp cmp, std::int32_t seen);
 void debug_check_view(const char* op, const WindowDesc& w);

@@ -10,43 +10,52 @@
 
 namespace pld {
 
+namespace {
+// Operands each builtin sets in its BuiltinCall (besides the signal, which every one sets).
+bool has_target(detail::Builtin k) { return k != detail::Builtin::Barrier; }
+bool has_input(detail::Builtin k) {
+  return k == detail::Builtin::Allgather || k == detail::Builtin::AllToAll || k == detail::Builtin::AllToAllV;
+}
+detail::LocalDesc as_local(const detail::WindowDesc& w) { return {nullptr, w.shape, w.dtype, w.shape}; }
+}  // namespace
+
 const std::vector<int>& Host::builtin_ranks(detail::BuiltinCall& c) {
   using detail::Builtin;
   auto bind = [&](detail::WindowDesc& w) {
     session_->check_view("host collective", w.ref, w.shape, w.dtype);
     w.state = &session_->host_state(w.ref.domain);
   };
-  detail::WindowDesc& lead = c.kind == Builtin::Barrier ? c.b : c.a;
+  // The lead operand (target, or the barrier's signal) names the comm domain.
+  detail::WindowDesc& lead = has_target(c.kind) ? c.target : c.signal;
   bind(lead);
   const std::uint32_t domain = lead.ref.domain;
   const detail::DomainState& st = session_->host_state(domain);
-  const int used = c.kind == Builtin::Barrier ? 1 : c.kind == Builtin::Allreduce || c.kind == Builtin::Broadcast ||
-                                                          c.kind == Builtin::ReduceScatter
-                                                      ? 2
-                                                  : c.kind == Builtin::AllToAllV ? 5
-                                                                                 : 3;
-  if (c.kind != Builtin::Barrier) bind(c.a);
-  bind(c.b);
-  if (used >= 3) bind(c.c);
-  if (used >= 5) {
-    bind(c.d);
-    bind(c.e);
+  if (has_target(c.kind)) bind(c.signal);
+  if (has_input(c.kind)) bind(c.input);
+  if (c.kind == Builtin::AllToAllV) {
+    bind(c.send_counts);
+    bind(c.recv_counts);
   }
-  auto local = [](const detail::WindowDesc& w) { return detail::LocalDesc{nullptr, w.shape, w.dtype, w.shape}; };
   switch (c.kind) {
-    case Builtin::Barrier: detail::check_barrier(c.b); break;
-    case Builtin::Allreduce: detail::check_allreduce(c.a, c.b, c.allreduce); break;
-    case Builtin::Broadcast: detail::check_broadcast(c.a, c.b, c.root, c.core_num); break;
-    case Builtin::Allgather: detail::check_allgather(local(c.c), &c.c, c.a, c.b, c.core_num); break;
-    case Builtin::ReduceScatter: detail::check_reduce_scatter(c.a, c.b, c.op, c.core_num); break;
-    case Builtin::AllToAll: detail::check_all_to_all(local(c.c), &c.c, c.a, c.b, c.core_num); break;
+    case Builtin::Barrier: detail::check_barrier(c.signal); break;
+    case Builtin::Allreduce: detail::check_allreduce(c.target, c.signal, c.allreduce); break;
+    case Builtin::Broadcast: detail::check_broadcast(c.target, c.signal, c.root, c.core_num); break;
+    case Builtin::Allgather:
+      detail::check_allgather(as_local(c.input), &c.input, c.target, c.signal, c.core_num);
+      break;
+    case Builtin::ReduceScatter: detail::check_reduce_scatter(c.target, c.signal, c.op, c.core_num); break;
+    case Builtin::AllToAll:
+      detail::check_all_to_all(as_local(c.input), &c.input, c.target, c.signal, c.core_num);
+      break;
     case Builtin::AllToAllV:
-      if (c.d.ref.domain != domain)
+      detail::check_core_num_option("all_to_all_v", c.core_num);
+      if (c.send_counts.ref.domain != domain)
         throw UsageError("all_to_all_v: send_counts must be a window of the target's comm domain");
-      detail::check_distinct("all_to_all_v", "send_counts", c.d, "target", c.a);
-      detail::check_distinct("all_to_all_v", "send_counts", c.d, "recv_counts", c.e);
-      detail::check_distinct("all_to_all_v", "send_counts", c.d, "signal", c.b);
-      detail::check_all_to_all_v(local(c.c), &c.c, c.a, c.b, local(c.d), c.e);
+      detail::check_distinct("all_to_all_v", "send_counts", c.send_counts, "target", c.target);
+      detail::check_distinct("all_to_all_v", "send_counts", c.send_counts, "recv_counts", c.recv_counts);
+      detail::check_distinct("all_to_all_v", "send_counts", c.send_counts, "signal", c.signal);
+      detail::check_all_to_all_v(as_local(c.input), &c.input, c.target, c.signal, as_local(c.send_counts),
+                                 c.recv_counts);
       break;
   }
   return st.members;
@@ -57,7 +66,7 @@ DistributedTensor<std::int32_t> Host::builtin_signal(std::uint32_t domain) {
     throw UsageError("host collective: the comm domain comes from another orchestrator call; create it again");
   const WindowBuffer& b = session_->builtin_signal(domain);
   const auto rows = static_cast<Index>(session_->domain(domain).members.size());
-  return DistributedTensor<std::int32_t>(b.ref, Dims{rows, detail::kBuiltinSignalColumns});
+  return detail::Access::make<DistributedTensor<std::int32_t>>(b.ref, Dims{rows, detail::kBuiltinSignalColumns});
 }
 
 }  // namespace pld

@@ -82,6 +82,7 @@ void wait(const WindowDesc& signal, const Dims& offsets, std::int32_t expected, 
     off = cell_offset(site, signal, offsets);
   }
   if (debug_checks()) debug_check_view("wait", signal);
+  if (debug_checks()) debug_check_wait_entry(signal, offsets, off, expected, cmp);
   const WaitSite where{signal.ref.domain, signal.ref.buffer, &offsets};
   d->backend->note(OpKind::Wait, static_cast<std::uint8_t>(cmp), d->members[static_cast<std::size_t>(d->rank)], expected,
                    signal.ref.domain, signal.ref.buffer, off, &offsets);

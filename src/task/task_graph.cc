@@ -34,6 +34,8 @@
 
 namespace pld {
 
+using detail::TaskGraphImpl;
+
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -65,14 +67,14 @@ struct Task {
 };
 
 struct Running {
-  TaskGraph::Impl* graph;
+  TaskGraphImpl* graph;
   int task;
 };
 thread_local Running* t_running = nullptr;
 
 }  // namespace
 
-struct TaskGraph::Impl {
+struct detail::TaskGraphImpl {
   int threads;
   std::string name;
   std::vector<Task> tasks;
@@ -120,7 +122,7 @@ struct TaskGraph::Impl {
   void poll(std::unique_lock<std::mutex>& lock);
 };
 
-TaskGraph::TaskGraph(int threads, std::string name) : impl_(std::make_unique<Impl>()) {
+TaskGraph::TaskGraph(int threads, std::string name) : impl_(std::make_unique<TaskGraphImpl>()) {
   if (threads < 1 || threads > kMaxTaskThreads)
     throw UsageError(fmt::format("TaskGraph('{}'): threads {} must be in [1, {}] (the model's core_num)", name,
                                  threads, kMaxTaskThreads));
@@ -137,7 +139,7 @@ TaskId TaskGraph::add(std::string name, std::function<void()> body, std::initial
 }
 
 TaskId TaskGraph::add(std::string name, std::function<void()> body, const std::vector<TaskId>& deps) {
-  Impl& g = *impl_;
+  TaskGraphImpl& g = *impl_;
   if (g.ran) throw UsageError(fmt::format("TaskGraph('{}')::add('{}'): the graph already ran; build a new one", g.name, name));
   if (!body) throw UsageError(fmt::format("TaskGraph('{}')::add('{}'): the task has no body", g.name, name));
   const int id = static_cast<int>(g.tasks.size());
@@ -156,7 +158,7 @@ TaskId TaskGraph::add(std::string name, std::function<void()> body, const std::v
   return TaskId{id};
 }
 
-void TaskGraph::Impl::poll(std::unique_lock<std::mutex>& lock) {
+void TaskGraphImpl::poll(std::unique_lock<std::mutex>& lock) {
   poller = true;
   std::vector<int> watch = deferred;
   const std::size_t ready_before = ready.size();
@@ -232,7 +234,7 @@ void TaskGraph::Impl::poll(std::unique_lock<std::mutex>& lock) {
   cv.notify_all();
 }
 
-void TaskGraph::Impl::worker(int index) {
+void TaskGraphImpl::worker(int index) {
   const int thread = detail::trace::thread_index();
   std::unique_lock lock(mutex);
   const int total = static_cast<int>(tasks.size());
@@ -295,7 +297,7 @@ void TaskGraph::Impl::worker(int index) {
 }
 
 void TaskGraph::run() {
-  Impl& g = *impl_;
+  TaskGraphImpl& g = *impl_;
   if (g.ran) throw UsageError(fmt::format("TaskGraph('{}')::run: the graph already ran; build a new one", g.name));
   if (t_running && t_running->graph == impl_.get())
     throw UsageError(fmt::format("TaskGraph('{}')::run: called from one of its own tasks", g.name));
@@ -338,7 +340,7 @@ void task_defer(const std::string& op, const std::int32_t* cell, std::int32_t ex
                                  "g.add(\"wait\", [&] {{ pld::system::defer_wait(...); }})); outside tasks use "
                                  "pld::system::wait",
                                  op));
-  TaskGraph::Impl& g = *t_running->graph;
+  TaskGraphImpl& g = *t_running->graph;
   std::lock_guard lock(g.mutex);
   Task& task = g.tasks[static_cast<std::size_t>(t_running->task)];
   if (static_cast<int>(task.conditions.size()) >= kMaxDeferConditions)

@@ -26,7 +26,7 @@ TEST(CollectiveErrors, HostChecksBeforeAnyRankStarts) {
       "with core_num 2 needs an INT32 signal of shape [2, 2]");
   expect_usage_error(
       [] {
-        run(ranks(3), [](Host& h) { h.broadcast(h.window<float>(h.alloc_window_buffer(32, "v"), {8}), 3); });
+        run(ranks(3), [](Host& h) { h.broadcast(h.window<float>(h.alloc_window_buffer(32, "v"), {8}), {.root = 3}); });
       },
       "broadcast: root 3 out of range [0, 3)");
   expect_usage_error(
@@ -78,7 +78,7 @@ TEST(CollectiveErrors, HostChecksBeforeAnyRankStarts) {
           auto t = h.window<float>(h.alloc_window_buffer({5, 2}, DType::FP32, "t"), {5, 2});
           auto c = h.window<std::int32_t>(h.alloc_window_buffer({2}, DType::INT32, "c"), {2});
           auto rc = h.window<std::int32_t>(h.alloc_window_buffer({2, 1}, DType::INT32, "rc"), {2, 1});
-          h.all_to_all_v(in, t, c, rc);
+          h.all_to_all_v(in, t, {.send_counts = c, .recv_counts = rc});
         });
       },
       "2 ranks must divide target dim 0");
@@ -108,7 +108,7 @@ TEST(CollectiveErrors, CountsOutsideMaxRecvFailInTheRank) {
 
 void mismatched(DistributedTensor<float> v, DistributedTensor<std::int32_t> sig) {
   // Rank 0 calls a broadcast with root 5: it fails in the rank; rank 1 is released from its wait.
-  if (rank(get_comm_ctx(v)) == 0) tensor::broadcast(v, sig, 5);
+  if (rank(get_comm_ctx(v)) == 0) tensor::broadcast(v, sig, {.root = 5});
   else tensor::allreduce(v, sig);
 }
 

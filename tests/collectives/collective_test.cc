@@ -165,11 +165,11 @@ void others(DistributedTensor<T> win, DistributedTensor<T> rows, DistributedTens
   for (int k = 0; k < kReps; ++k) {
     const int root = k % 2 == 0 ? 0 : n - 1;
     stage(win, in);
-    tensor::broadcast(win, sig, root);
+    tensor::broadcast(win, sig, {.root = root});
     collect(win, out_b[k]);
     for (int op = 0; op < 4; ++op) {
       tensor::put(rows, me, rows_in[op]);
-      tensor::reduce_scatter(rows, sig, static_cast<ReduceOp>(op), 1 + op % 2);
+      tensor::reduce_scatter(rows, sig, {.op = static_cast<ReduceOp>(op), .core_num = 1 + op % 2});
       tensor::get(row_view(out_rs[k][op]), me, rows, {0, 0}, {me, 0}, {1, rows.shape()[1]});
     }
     tensor::allgather(in, gathered, sig);
@@ -206,7 +206,7 @@ TYPED_TEST(Collectives, BroadcastReduceScatterAllgather) {
         for (int r = 0; r < p; ++r) h.dispatch(r, others<T>, w, rows, g, sig, in[r], rows_in[r], out_b[r], out_rs[r], out_ag[r]);
         for (int k = 0; k < kReps; ++k) {  // builtin path, explicit signal for broadcast, pld's for the rest
           for (int r = 0; r < p; ++r) h.dispatch(r, stage<T>, w, in[r]);
-          h.broadcast(w, sig, k % 2 == 0 ? 0 : p - 1);
+          h.broadcast(w, sig, {.root = k % 2 == 0 ? 0 : p - 1});
           for (int r = 0; r < p; ++r) {
             h.dispatch(r, collect<T>, w, hb[r][k]);
             h.dispatch(r, stage<T>, local, in[r]);
@@ -216,7 +216,7 @@ TYPED_TEST(Collectives, BroadcastReduceScatterAllgather) {
             h.dispatch(r, collect<T>, g, hag[r][k]);
             h.dispatch(r, stage<T>, rows, rows_in[r][0]);
           }
-          h.reduce_scatter(rows, ReduceOp::Sum);
+          h.reduce_scatter(rows, {.op = ReduceOp::Sum});
           for (int r = 0; r < p; ++r)
             h.dispatch(r, +[](DistributedTensor<T> rw, Tensor<T> out) {
               const int me = rank(get_comm_ctx(rw));
@@ -255,7 +255,7 @@ TYPED_TEST(Collectives, BroadcastReduceScatterAllgather) {
 template <class T>
 void gather_large(Tensor<T> in, DistributedTensor<T> g, DistributedTensor<std::int32_t> sig, Tensor<T> out) {
   for (int k = 0; k < kReps; ++k) {
-    tensor::allgather(in, g, sig, 1 + k % 2);
+    tensor::allgather(in, g, sig, {.core_num = 1 + k % 2});
     collect(g, out[k]);
   }
 }
@@ -348,7 +348,7 @@ TYPED_TEST(Collectives, AllToAllAndAllToAllV) {
           h.dispatch(r, stage<std::int32_t>, cwin, counts[r]);
         }
         h.all_to_all(win, t2);
-        h.all_to_all_v(vwin, vt2, cwin, recv);
+        h.all_to_all_v(vwin, vt2, {.send_counts = cwin, .recv_counts = recv});
         for (int r = 0; r < p; ++r) {
           h.dispatch(r, collect<T>, t2, hout[r]);
           h.dispatch(r, collect<T>, vt2, hvout[r]);
@@ -395,7 +395,7 @@ void push_large(DistributedTensor<T> target, DistributedTensor<T> vtarget, Distr
   const int me = rank(get_comm_ctx(target));
   for (int k = 0; k < 4; ++k) {  // core_num 1, 1, 2, 2: both orders with each
     stage(target, poison);
-    tensor::all_to_all(in, target, sig, 1 + k / 2);
+    tensor::all_to_all(in, target, sig, {.core_num = 1 + k / 2});
     collect(target, out[k]);
   }
   for (int k = 0; k < 2; ++k) {
@@ -405,7 +405,7 @@ void push_large(DistributedTensor<T> target, DistributedTensor<T> vtarget, Distr
   }
   for (int k = 0; k < 4; ++k) {
     stage(gtarget, poison);
-    tensor::allgather(in[me], gtarget, sig, 1 + k / 2);  // my row `me` of the input
+    tensor::allgather(in[me], gtarget, sig, {.core_num = 1 + k / 2});  // my row `me` of the input
     collect(gtarget, gout[k]);
   }
 }

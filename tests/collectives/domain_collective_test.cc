@@ -91,7 +91,7 @@ TEST(DomainCollectives, SixtyFourRanks) {
     auto s = h.window<std::int32_t>(h.alloc_window_buffer({kRanks, 1}, DType::INT32, "sig"), {kRanks, 1});
     for (int r = 0; r < kRanks; ++r) h.dispatch(r, wide, v, s, out[r]);
     h.allreduce(v, {.mode = AllreduceMode::Mesh});
-    h.broadcast(v, kRanks - 1);
+    h.broadcast(v, {.root = kRanks - 1});
   });
   for (int r = 0; r < kRanks; r += 9)
     for (Index i = 0; i < kLen; ++i) ASSERT_EQ(out(r, i), static_cast<float>(kRanks * i + kRanks * (kRanks - 1) / 2));

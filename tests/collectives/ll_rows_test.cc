@@ -53,10 +53,10 @@ void mixed(I32 ar, I32 ag_in, I32 ag, DistributedTensor<std::int16_t> rs, I32 sm
 
     tensor::allreduce(ar, sig);
     tensor::allgather(ag_in, ag, sig);
-    tensor::reduce_scatter(rs, sig, ReduceOp::Max);
+    tensor::reduce_scatter(rs, sig, {.op = ReduceOp::Max});
     tensor::all_to_all(small_in, small, sig);
     tensor::all_to_all(large_in, large, sig);
-    tensor::broadcast(bc, sig, root);
+    tensor::broadcast(bc, sig, {.root = root});
     tensor::all_to_all_v(v_in, v, sig, v_send, v_recv);
     tensor::barrier(sig);
 
@@ -143,7 +143,7 @@ void forgotten(int which, I32 in, I32 out, I32 row, I32 counts, I32 recv, I32 si
     case kAllToAll: tensor::all_to_all(in, out, sig); break;
     case kAllgather: tensor::allgather(row, out, sig); break;
     case kReduceScatter: tensor::reduce_scatter(out, sig); break;
-    case kBroadcastCall: tensor::broadcast(row, sig, 0); break;
+    case kBroadcastCall: tensor::broadcast(row, sig, {.root = 0}); break;
     default:
       tile::write(counts, {0}, 1);
       tile::write(counts, {1}, 1);
@@ -226,7 +226,7 @@ void late_peers(I32 v, I32 sig, Tensor<std::int64_t> wrong) {
     } else {
       std::this_thread::sleep_for(std::chrono::microseconds(200 * me));
     }
-    tensor::broadcast(v, sig, 0);
+    tensor::broadcast(v, sig, {.root = 0});
     bad += tile::read(v, {0}) != 1000 + k || tile::read(v, {1}) != 2000 + k;
   }
   wrong(0) = bad;

@@ -49,13 +49,13 @@ void schedules(DistributedTensor<T> v, DistributedTensor<T> rows, DistributedTen
     collect(v, out[c]);
   }
   stage(v, in);
-  tensor::broadcast(v, sig, n - 1, 2);
+  tensor::broadcast(v, sig, {.root = n - 1, .core_num = 2});
   collect(v, out[kNumCases]);
 
   stage(rows, rows_in);
-  tensor::reduce_scatter(rows, sig, ReduceOp::Sum);
+  tensor::reduce_scatter(rows, sig, {.op = ReduceOp::Sum});
   collect(rows, rows_out[0]);
-  tensor::allgather(rows_in[0], rows, sig, 2);
+  tensor::allgather(rows_in[0], rows, sig, {.core_num = 2});
   collect(rows, rows_out[1]);
   tensor::all_to_all(rows_in, rows, sig);
   collect(rows, rows_out[2]);

@@ -4,6 +4,10 @@
 #include "support.hpp"
 
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <unistd.h>
 
 namespace pld::test {
 namespace {
@@ -32,9 +36,10 @@ void one_collective(DistributedTensor<float> data, DistributedTensor<std::int32_
   const int me = rank(get_comm_ctx(data));
   const int kind = me == odd_rank ? odd_kind : 0;
   if (kind == 0) tensor::allreduce(data, sig);
-  if (kind == 1) tensor::broadcast(data, sig, 0);
+  if (kind == 1) tensor::broadcast(data, sig, {.root = 0});
   if (kind == 2) tensor::allreduce(data, sig, {.op = ReduceOp::Max});
-  if (kind == 3) tensor::allreduce(DistributedTensor<float>(data.ref(), {1, 32}, data.state()), sig);
+  if (kind == 3)
+    tensor::allreduce(detail::Access::make<DistributedTensor<float>>(data.ref(), Dims{1, 32}, data.state()), sig);
 }
 
 std::string mismatch(int odd_rank, int odd_kind) {
@@ -78,7 +83,7 @@ void many_collectives(DistributedTensor<float> data, DistributedTensor<float> ro
     tensor::allreduce(data, sig);
     tensor::barrier(sig);
   }
-  tensor::broadcast(data, sig, n - 1);
+  tensor::broadcast(data, sig, {.root = n - 1});
   tensor::allgather(data, rows, sig);
   tensor::reduce_scatter(rows, sig);
   tile::store(tile::load(data, {0, 0}, {1, 16}), {0, 0}, out);
@@ -180,7 +185,7 @@ TEST_F(DebugMode, NotifyOnACollectivesSignal) {
 // load would read past the window; with it, the access fails first.
 void oversized_view(DistributedTensor<float> data, Tensor<float> out) {
   auto ctx = get_comm_ctx(data);
-  DistributedTensor<float> big(data.ref(), {1, 64}, data.state());
+  auto big = detail::Access::make<DistributedTensor<float>>(data.ref(), Dims{1, 64}, data.state());
   tile::store(tile::remote_load(big, 1 - rank(ctx), {0, 0}, {1, 8}), {0, 0}, out);
 }
 
@@ -222,6 +227,51 @@ TEST_F(DebugMode, WorkerComparesEachCallAndRecovers) {
                                       "rank 1 called allreduce but rank 0 called allreduce (they differ in op)");
   }
   for (int call = 0; call < 3; ++call) w(-1);
+}
+
+// A persistent window kept without reset keeps its signal values: a wait that the previous call's
+// notify already satisfies passes at once. Debug mode says so in a warning.
+void notify_then_wait(DistributedTensor<std::int32_t> sig, int send) {
+  const int me = rank(get_comm_ctx(sig));
+  if (me == 0 && send) system::notify(sig, 1, {0, 0}, 1, NotifyOp::AtomicAdd);
+  if (me == 1) system::wait(sig, {0, 0}, 1, WaitCmp::Ge);
+}
+void stale_program(Host& h, int send) {
+  auto s = h.window<std::int32_t>(h.alloc_window_buffer({2, 1}, DType::INT32, "sig"), {2, 1});
+  for (int r = 0; r < 2; ++r) h.dispatch(r, notify_then_wait, s, send);
+}
+
+TEST_F(DebugMode, WaitSatisfiedByAnEarlierCallWarns) {
+  PLD_REQUIRE_SHM();
+  const auto dir = std::filesystem::temp_directory_path() / ("pld-stale-test-" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  setenv("PLD_LOG_FILE", (dir / "log.%r").c_str(), 1);
+  auto log_of_rank1 = [&] {
+    std::ifstream f(dir / "log.1");
+    std::stringstream s;
+    s << f.rdbuf();
+    return s.str();
+  };
+  auto count = [](const std::string& text, const std::string& needle) {
+    std::size_t n = 0;
+    for (auto at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) ++n;
+    return n;
+  };
+  {
+    DistributedWorker w(ranks(2, 5), WorkerOptions{.persistent = true, .reset_persistent_windows = false},
+                        stale_program);
+    w(1);  // the notify of this call satisfies the wait: no warning
+    EXPECT_EQ(count(log_of_rank1(), "stale signal"), 0u) << log_of_rank1();
+    w(0);  // no notify: the wait passes on the value the first call wrote
+  }
+  unsetenv("PLD_LOG_FILE");
+  const std::string log = log_of_rank1();
+  EXPECT_EQ(count(log, "stale signal"), 1u) << log;
+  EXPECT_HAS(log, "wait(signal 'sig', offsets [0, 0]) on rank 1: stale signal — the cell already holds 1 (wait for >= 1) "
+                  "from a notify of an earlier call");
+  EXPECT_HAS(log, "reset_persistent_windows");
+  EXPECT_HAS(log, "use a fresh signal");
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

@@ -177,7 +177,7 @@ TEST(Robustness, HandmadeWindowViewsAreCheckedAtDispatch) {
             if (c.mode == 1) ref.buffer = 1000;
             if (c.mode == 2) ref.offset = std::uint64_t{1} << 40;
             if (c.mode == 3) shape = {1, 1 << 26};
-            h.dispatch(0, store_row, DistributedTensor<float>(ref, shape));
+            h.dispatch(0, store_row, detail::Access::make<DistributedTensor<float>>(ref, shape));
           });
         },
         std::string("Host::dispatch: ") + c.needle);
@@ -191,7 +191,7 @@ TEST(Robustness, HandmadeWindowViewsAreCheckedByHostCollectives) {
           auto b = h.alloc_window_buffer(64, "b");
           auto ref = b.ref;
           ref.domain = 1000;
-          h.barrier(DistributedTensor<std::int32_t>(ref, {1, 16}));
+          h.barrier(detail::Access::make<DistributedTensor<std::int32_t>>(ref, Dims{1, 16}));
         });
       },
       "host collective: a window view of comm domain 1000");
@@ -199,7 +199,8 @@ TEST(Robustness, HandmadeWindowViewsAreCheckedByHostCollectives) {
 
 // A view built inside the kernel is checked against its buffer in debug mode (PLD_DEBUG=1).
 void store_through_huge_view(DistributedTensor<float> v) {
-  const DistributedTensor<float> huge(v.ref(), {(Index{1} << 62) + 1, 4}, v.state());
+  const auto huge =
+      detail::Access::make<DistributedTensor<float>>(v.ref(), Dims{(Index{1} << 62) + 1, 4}, v.state());
   tile::remote_store(tile::full<float>({1, 4}, 42.f), huge, 0, {4, 0});
 }
 
@@ -249,7 +250,7 @@ void prod_of_signs(DistributedTensor<T> t, DistributedTensor<std::int32_t> s, Te
   for (Index i = 0; i < 2 * cols; ++i) tile::write(t, {i / cols, i % cols}, T(me == 0 ? -1.0f : 0.0f));
   tensor::barrier(s);
   if (which == 0)
-    tensor::reduce_scatter(t, s, ReduceOp::Prod);
+    tensor::reduce_scatter(t, s, {.op = ReduceOp::Prod});
   else
     tensor::allreduce(t, s, {.op = ReduceOp::Prod});
   for (Index i = 0; i < cols; ++i) {

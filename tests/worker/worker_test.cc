@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <cmath>
+#include <limits>
 #include <thread>
 
 namespace pld::test {
@@ -113,6 +114,10 @@ TEST(Worker, ErrorsAreCachedPerHandleAndTheWorkerGoesOn) {
       EXPECT_NE(std::string(e.what()).find("kernel failed on purpose"), std::string::npos);
     }
   }
+  // wait() of a failed call rethrows the same error instead of reporting "finished".
+  EXPECT_TRUE(h.done());
+  for (double timeout : {0.0, std::numeric_limits<double>::infinity()})
+    expect_rank_error([&] { h.wait(timeout); }, 1, RankFailure::KernelError, "kernel failed on purpose");
   flags(1, 0) = 0;
   rt(flags);  // the worker is still fine
 }

@@ -86,7 +86,7 @@ struct BroadcastCase {
   const Args& a;
   Pattern<T> pat{PatternKind::Copy, pld::ReduceOp::Sum, o.n};
   void stage(bool) { pat.stage(local_of(o.data), o.me, 0, o.data.numel()); }  // non-roots: overwritten
-  void run() { pld::tensor::broadcast(o.data, o.sig, a.root, a.core_num); }
+  void run() { pld::tensor::broadcast(o.data, o.sig, {.root = a.root, .core_num = a.core_num}); }
   std::int64_t verify() { return count_wrong(local_of(o.data), input_period(pat, a.root), 0, o.data.numel()); }
 };
 
@@ -107,7 +107,7 @@ struct AllgatherCase {
     pat.stage(local_of(o.aux), o.me, 0, o.cols());
     if (for_check) poison(o.data);
   }
-  void run() { pld::tensor::allgather(o.aux, o.data, o.sig, a.core_num); }
+  void run() { pld::tensor::allgather(o.aux, o.data, o.sig, {.core_num = a.core_num}); }
   std::int64_t verify() {
     std::int64_t wrong = 0;
     for (int s = 0; s < o.n; ++s) wrong += count_wrong(local_of(o.data) + s * o.cols(), input_period(pat, s), 0, o.cols());
@@ -121,7 +121,7 @@ struct ReduceScatterCase {
   const Args& a;
   Pattern<T> pat{PatternKind::Reduce, a.redop, o.n};
   void stage(bool) { pat.stage(local_of(o.data), o.me, 0, o.data.numel()); }
-  void run() { pld::tensor::reduce_scatter(o.data, o.sig, a.redop, a.core_num); }
+  void run() { pld::tensor::reduce_scatter(o.data, o.sig, {.op = a.redop, .core_num = a.core_num}); }
   std::int64_t verify() {
     const pld::Index first = o.me * o.cols();
     return count_wrong(local_of(o.data) + first, pat.golden_period(), first, o.cols());
@@ -146,7 +146,7 @@ struct AllToAllCase {
   }
   void run() {
     if constexpr (kV) pld::tensor::all_to_all_v(o.aux, o.data, o.sig, o.counts, o.recv_counts);
-    else pld::tensor::all_to_all(o.aux, o.data, o.sig, a.core_num);
+    else pld::tensor::all_to_all(o.aux, o.data, o.sig, {.core_num = a.core_num});
   }
   std::int64_t verify() {
     std::int64_t wrong = 0;

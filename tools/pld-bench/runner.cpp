@@ -54,11 +54,11 @@ void host_builtin(pld::Host& h, const pld::DistributedTensor<T>& data, const pld
                   const pld::DistributedTensor<std::int32_t>& sig, const Args& a) {
   if constexpr (C == Coll::Barrier) h.barrier(sig);
   else if constexpr (C == Coll::Allreduce) h.allreduce(data, sig, {.op = a.redop, .mode = a.mode, .core_num = a.core_num});
-  else if constexpr (C == Coll::Broadcast) h.broadcast(data, sig, a.root, a.core_num);
-  else if constexpr (C == Coll::Allgather) h.allgather(aux, data, sig, a.core_num);
-  else if constexpr (C == Coll::ReduceScatter) h.reduce_scatter(data, sig, a.redop, a.core_num);
-  else if constexpr (C == Coll::AllToAll) h.all_to_all(aux, data, sig, a.core_num);
-  else if constexpr (C == Coll::AllToAllV) h.all_to_all_v(aux, data, sig, counts, recv_counts);
+  else if constexpr (C == Coll::Broadcast) h.broadcast(data, sig, {.root = a.root, .core_num = a.core_num});
+  else if constexpr (C == Coll::Allgather) h.allgather(aux, data, sig, {.core_num = a.core_num});
+  else if constexpr (C == Coll::ReduceScatter) h.reduce_scatter(data, sig, {.op = a.redop, .core_num = a.core_num});
+  else if constexpr (C == Coll::AllToAll) h.all_to_all(aux, data, sig, {.core_num = a.core_num});
+  else if constexpr (C == Coll::AllToAllV) h.all_to_all_v(aux, data, sig, {.send_counts = counts, .recv_counts = recv_counts});
 }
 
 int progress_mode(const Options& o, const Plan& plan) {

@@ -27,7 +27,7 @@
 //   - a tree: log2 P rounds instead of P-1 reads of one rank
 //   - pairwise handshakes (ready / arrived) instead of a P-rank barrier; a push must not land in
 //     a copy its owner is still reading
-//   - pld::tensor::broadcast(target, signal, root) and h.broadcast(target, root)
+//   - pld::tensor::broadcast(target, signal, {.root = root}) and h.broadcast(target, {.root = root})
 //
 // Run:  ./12_broadcast -d 0,1,2,3,4,5,6,7      (any number of ranks)
 #include "tutorial.hpp"
@@ -102,7 +102,7 @@ void broadcast_kernel(pld::Tensor<float> x, pld::Tensor<float> out, pld::Tensor<
 
     // pld: the root stages, one call (barrier, every rank copies from the root, barrier).
     if (me == root) pld::tensor::put(lib, me, x[k]);
-    pld::tensor::broadcast(lib, lib_signal, root);
+    pld::tensor::broadcast(lib, lib_signal, {.root = root});
     pld::tensor::get(lib_out[k], me, lib);
   }
   for (int s = 0; s < n; ++s)
@@ -141,7 +141,7 @@ void broadcast_program(pld::Host& h, pld::HostTensor<float>& x, pld::HostTensor<
   for (int k = 0; k < ROUNDS; ++k) {
     const int root = root_of(k, P);
     h.dispatch(root, stage, x[root][k], target);
-    h.broadcast(target, root);
+    h.broadcast(target, {.root = root});
     for (int r = 0; r < P; ++r) h.dispatch(r, collect, target, host_out[r][k]);
   }
 }

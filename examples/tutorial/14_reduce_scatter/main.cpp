@@ -11,8 +11,8 @@
 //   -> barrier (every rank has read its row of my copy: I may restage)
 // Two rounds, one signal: round 0 sums, round 1 takes the maximum.
 //   out[r][k]  = rank r's whole [P, SIZE] copy after the call: row r reduced, other rows = x[r][k]
-//   lib[r][k]  = the same through pld::tensor::reduce_scatter(target, signal, op)
-//   host[r][k] = the same through h.reduce_scatter(target, op)
+//   lib[r][k]  = the same through pld::tensor::reduce_scatter(target, signal, {.op = op})
+//   host[r][k] = the same through h.reduce_scatter(target, {.op = op})
 //
 // Concepts introduced:
 //   - reduce-scatter semantics, in place; the contract "other rows are left as they were"
@@ -83,7 +83,7 @@ void reduce_scatter_kernel(pld::Tensor<float> x, pld::Tensor<float> out, pld::Te
     pld::tensor::get(out[k], me, data);  // the whole copy, to check the untouched rows too
 
     pld::tensor::put(lib, me, x[k]);
-    pld::tensor::reduce_scatter(lib, lib_signal, kOps[k]);
+    pld::tensor::reduce_scatter(lib, lib_signal, {.op = kOps[k]});
     pld::tensor::get(lib_out[k], me, lib);
   }
 }
@@ -117,7 +117,7 @@ void reduce_scatter_program(pld::Host& h, pld::HostTensor<float>& x, pld::HostTe
   const auto target = h.window<float>(host_buf, {P, SIZE});
   for (int k = 0; k < ROUNDS; ++k) {
     for (int r = 0; r < P; ++r) h.dispatch(r, stage, x[r][k], target);
-    h.reduce_scatter(target, kOps[k]);
+    h.reduce_scatter(target, {.op = kOps[k]});
     for (int r = 0; r < P; ++r) h.dispatch(r, collect, target, host_out[r][k]);
   }
 }

@@ -53,7 +53,7 @@ void pipeline_kernel(pld::Tensor<float> w_in, pld::Tensor<float> x, pld::Tensor<
 
     // 1. broadcast: only the root stages; everyone's w becomes the root's.
     if (me == root) pld::tensor::put(w, me, w_in[it]);
-    pld::tensor::broadcast(w, signal, root);
+    pld::tensor::broadcast(w, signal, {.root = root});
     const pld::Tile<float> wt = pld::tile::load(w, {0, 0}, {1, SIZE});
     pld::tile::store(wt, {0, 0}, w_out[it]);
 
@@ -112,7 +112,7 @@ void pipeline_program(pld::Host& h, pld::HostTensor<float>& w_in, pld::HostTenso
   for (int it = 0; it < ITERS; ++it) {
     const int root = root_of(it, P);
     h.dispatch(root, stage, w_in[root][it], w);
-    h.broadcast(w, root);
+    h.broadcast(w, {.root = root});
     for (int r = 0; r < P; ++r) {
       h.dispatch(r, collect, w, host_w[r][it]);
       h.dispatch(r, multiply, w, x[r][it], acc);

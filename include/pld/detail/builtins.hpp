@@ -16,39 +16,44 @@ void builtin_allreduce(DistributedTensor<T> target, DistributedTensor<std::int32
   tensor::allreduce(target, signal, options);
 }
 template <class T>
-void builtin_broadcast(DistributedTensor<T> target, DistributedTensor<std::int32_t> signal, int root, int core_num) {
-  tensor::broadcast(target, signal, root, core_num);
+void builtin_broadcast(DistributedTensor<T> target, DistributedTensor<std::int32_t> signal, BroadcastOptions options) {
+  tensor::broadcast(target, signal, options);
 }
 template <class T>
 void builtin_allgather(DistributedTensor<T> local, DistributedTensor<T> target, DistributedTensor<std::int32_t> signal,
-                       int core_num) {
-  tensor::allgather(local, target, signal, core_num);
+                       AllgatherOptions options) {
+  tensor::allgather(local, target, signal, options);
 }
 template <class T>
-void builtin_reduce_scatter(DistributedTensor<T> target, DistributedTensor<std::int32_t> signal, ReduceOp op,
-                            int core_num) {
-  tensor::reduce_scatter(target, signal, op, core_num);
+void builtin_reduce_scatter(DistributedTensor<T> target, DistributedTensor<std::int32_t> signal,
+                            ReduceScatterOptions options) {
+  tensor::reduce_scatter(target, signal, options);
 }
 template <class T>
 void builtin_all_to_all(DistributedTensor<T> input, DistributedTensor<T> target, DistributedTensor<std::int32_t> signal,
-                        int core_num) {
-  tensor::all_to_all(input, target, signal, core_num);
+                        AllToAllOptions options) {
+  tensor::all_to_all(input, target, signal, options);
 }
 template <class T>
 void builtin_all_to_all_v(DistributedTensor<T> input, DistributedTensor<T> target,
                           DistributedTensor<std::int32_t> signal, DistributedTensor<std::int32_t> send_counts,
-                          DistributedTensor<std::int32_t> recv_counts) {
-  tensor::all_to_all_v(input, target, signal, send_counts, recv_counts);
+                          DistributedTensor<std::int32_t> recv_counts, AllToAllVOptions options) {
+  tensor::all_to_all_v(input, target, signal, send_counts, recv_counts, options);
 }
 
 enum class Builtin { Barrier, Allreduce, Broadcast, Allgather, ReduceScatter, AllToAll, AllToAllV };
 
-/// The operands of one host builtin call, for the host-side checks (a..e in the order of the
-/// collective's window parameters).
+/// The operands of one host builtin call, for the host-side checks. Only the operands of `kind`
+/// are set: target and signal (signal only for Barrier), input (allgather's local, all_to_all's
+/// and all_to_all_v's input), send_counts and recv_counts (all_to_all_v).
 struct BuiltinCall {
   Builtin kind = Builtin::Barrier;
-  WindowDesc a, b, c, d, e;
-  AllreduceOptions allreduce;
+  WindowDesc target{};
+  WindowDesc signal{};
+  WindowDesc input{};
+  WindowDesc send_counts{};
+  WindowDesc recv_counts{};
+  AllreduceOptions allreduce{};
   int root = 0;
   ReduceOp op = ReduceOp::Sum;
   int core_num = 1;

@@ -131,7 +131,7 @@ struct ArgCodec<DistributedTensor<T>> {
   static DistributedTensor<T> decode(ArgReader& r) {
     const auto ref = r.template value<WindowRef>();
     const auto shape = r.template value<Dims>();
-    return DistributedTensor<T>(ref, shape, rank_domain(ref.domain));
+    return Access::make<DistributedTensor<T>>(ref, shape, rank_domain(ref.domain));
   }
 };
 

@@ -1,0 +1,32 @@
+// pld — plumbing of windows (internal; included by window.hpp): the address-free identity of a
+// window buffer, and the one way pld's own code reaches the constructors that take internal types.
+#pragma once
+
+#include <cstdint>
+#include <utility>
+
+namespace pld::detail {
+
+struct DomainState;  // rank-side state of one comm domain (src/rank)
+class HostSession;   // host-side state of one orchestrator call (src/host)
+
+/// Address-free identity of a window buffer: which domain, which buffer, where in the window.
+struct WindowRef {
+  std::uint32_t call = 0;    // the orchestrator call that allocated it (windows live for one call)
+  std::uint32_t domain = 0;
+  std::uint32_t buffer = 0;
+  std::uint64_t offset = 0;  // byte offset of the buffer in every member's window
+  std::uint64_t bytes = 0;   // buffer size in bytes
+};
+
+/// Constructs the public types whose constructors take internal types (DistributedTensor from a
+/// WindowRef and a domain state, CommDomain from a session); those constructors are private and
+/// befriend Access. pld's own code and its tests use it; user code never needs it.
+struct Access {
+  template <class C, class... A>
+  static C make(A&&... args) {
+    return C(std::forward<A>(args)...);
+  }
+};
+
+}  // namespace pld::detail
