@@ -139,13 +139,6 @@ struct OpCase {
   }
 };
 
-struct Verdict {
-  bool error = false;   // the call threw the pld::Error the model expected
-  std::string problem;  // what went wrong, "" if nothing
-};
-
-inline Verdict verdict(const Attempt& a, bool valid, const char* op) { return Verdict{a.threw, judge(a, valid, op)}; }
-
 /// Rank side of one op's run: the cases of [start, end) that belong to this rank, each drawn by
 /// `draw(rng, P)`, run and judged by `exec(arena, case)`, then every image compared.
 template <class Draw, class Exec>
@@ -166,6 +159,11 @@ void arena_cases(Arena& env, const char* name, int op, std::int64_t start, std::
       env.log().fail(case_tag(name, env.p(), i) + " rank " + std::to_string(env.me()) + ": " + c.str() + ": " +
                      v.problem);
     env.log().done(v.error);
+    if (env.log().failures() >= kMaxFailures) {
+      env.log().fail(std::string(name) + ": rank " + std::to_string(env.me()) + " stops after " +
+                     std::to_string(kMaxFailures) + " failures");
+      return;
+    }
   }
 }
 

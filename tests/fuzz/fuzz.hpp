@@ -164,23 +164,30 @@ inline Box draw_box(Rng& r, const Dims& shape, int mutate_pct = 25) {
 
 /// Per-rank counters and a text log in host memory, so that the host sees them even after a crash.
 inline constexpr int kLogBytes = 8192;
+/// A rank stops its run of an op after this many failures (the rest would repeat them).
+inline constexpr int kMaxFailures = 100;
 inline constexpr int kProgress = 0, kCases = 1, kErrors = 2, kFailures = 3, kCounters = 4;
 
 class RankLog {
  public:
   RankLog(Tensor<std::int64_t> counters, Tensor<std::uint8_t> log) : c_(counters.data()), log_(log) {}
   void start(std::int64_t index) { c_[kProgress] = index; }
-  void done(bool error) {
+  /// Counts a finished case (a collective case only on domain rank 0: `count` false elsewhere).
+  void done(bool error, bool count = true) {
+    if (!count) return;
     ++c_[kCases];
     if (error) ++c_[kErrors];
   }
+  /// Counts a failure and logs its line while the log has room for all of it.
   void fail(const std::string& line) {
     ++c_[kFailures];
-    const std::size_t used = std::strlen(reinterpret_cast<const char*>(log_.data()));
-    const std::size_t room = static_cast<std::size_t>(kLogBytes) - 1 - used;
-    const std::string text = line.substr(0, std::min(room, line.size() + 1)) + "\n";
-    std::memcpy(log_.data() + used, text.data(), std::min(room, text.size()));
+    char* text = reinterpret_cast<char*>(log_.data());
+    const std::size_t used = std::strlen(text);
+    if (used + line.size() + 2 > static_cast<std::size_t>(kLogBytes)) return;
+    std::memcpy(text + used, line.data(), line.size());
+    text[used + line.size()] = '\n';
   }
+  std::int64_t failures() const { return c_[kFailures]; }
 
  private:
   std::int64_t* c_;

@@ -229,4 +229,11 @@ inline std::string judge(const Attempt& a, bool valid, const char* op, bool eith
   return {};
 }
 
+struct Verdict {
+  bool error = false;   // the call threw the pld::Error the model expected
+  std::string problem;  // what went wrong, "" if nothing
+};
+
+inline Verdict verdict(const Attempt& a, bool valid, const char* op) { return Verdict{a.threw, judge(a, valid, op)}; }
+
 }  // namespace pld::fuzz

@@ -202,7 +202,7 @@ TEST_P(RmaFuzz, RightResultOrNamedError) {
   PLD_REQUIRE_SHM();
   const auto [op, p] = GetParam();
   // A wait the model expects to fail but the library accepts would block: a short deadline.
-  const double deadline = op == kWait ? 2 : 20;
+  const double deadline = op == kWait ? 0.5 : 20;
   run_cases(
       rma_name(op), p,
       [&](std::int64_t start, std::int64_t end, const Logs& logs) {
