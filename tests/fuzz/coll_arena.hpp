@@ -24,14 +24,19 @@ inline constexpr const char* kCollBufNames[kCollBuffers] = {"pre", "tgt0", "tgt1
 
 using CollViews = std::array<DistributedTensor<std::uint8_t>, kCollBuffers>;
 
-/// Allocates the buffers of one comm domain (world or a sub-domain) in order.
-inline CollViews alloc_coll(CommDomain& d, const std::string& tag) {
-  CollViews v;
+/// The buffers of one comm domain (world or a sub-domain), allocated in order, and byte views.
+struct CollBuffers {
+  std::array<WindowBuffer, kCollBuffers> buffers;
+  CollViews views;
+};
+
+inline CollBuffers alloc_coll(CommDomain& d, const std::string& tag) {
+  CollBuffers c;
   for (int k = 0; k < kCollBuffers; ++k) {
-    auto b = d.alloc_window_buffer(kCollSizes[k], std::string(kCollBufNames[k]) + tag);
-    v[k] = d.window<std::uint8_t>(b, {static_cast<Index>(kCollSizes[k])});
+    c.buffers[k] = d.alloc_window_buffer(kCollSizes[k], std::string(kCollBufNames[k]) + tag);
+    c.views[k] = d.window<std::uint8_t>(c.buffers[k], {static_cast<Index>(kCollSizes[k])});
   }
-  return v;
+  return c;
 }
 
 class CollArena {
@@ -117,7 +122,11 @@ reinterpret_cast<std::int32_t*>(local_real_.data() + 128 + kCollArea), shape);
     return {};
   }
 
-  const CollViews& views() const { return v_; }
+  /// Makes the model agree with memory again (after a call whose effect the model cannot know).
+  void resync() {
+    std::memcpy(model_.data(), real(), bytes_);
+    local_model_ = local_real_;
+  }
 
  private:
   std::string where(std::uint64_t at) const {
@@ -147,5 +156,8 @@ inline std::vector<int> case_domain(int p, std::int64_t index) {
   }
   return ranks;
 }
+
+/// Part 0 runs the world's cases, part 1 the sub-domain's (see case_domain).
+inline int case_part(int p, std::int64_t index) { return p == 1 ? 0 : static_cast<int>(index % 2); }
 
 }  // namespace pld::fuzz

@@ -11,9 +11,6 @@ namespace {
 constexpr int kCollOpBase = 20;
 using V = DistributedTensor<std::uint8_t>;
 
-/// Part 0 runs the world's cases, part 1 the sub-domain's (see case_domain).
-int case_part(int p, std::int64_t index) { return p == 1 ? 0 : static_cast<int>(index % 2); }
-
 template <class T>
 Verdict exec_coll(CollArena& env, const CollCase& c, int set) {
   env.fill_case<T>(c, set);
@@ -86,12 +83,12 @@ void dispatch_coll(Host& h, int r, const CollViews& v, const Logs& logs, int op,
 
 void launch_coll(int op, int p, std::int64_t start, std::int64_t end, const Logs& logs) {
   run(test::ranks(p, 10), [&](Host& h) {
-    const CollViews world = alloc_coll(h.world(), "w");
+    const CollViews world = alloc_coll(h.world(), "w").views;
     for (int r = 0; r < p; ++r) dispatch_coll(h, r, world, logs, op, p, start, end, 0);
     if (p == 1) return;
     const std::vector<int> members = case_domain(p, 1);
     CommDomain d = h.domain(members);
-    const CollViews sub = alloc_coll(d, "s");
+    const CollViews sub = alloc_coll(d, "s").views;
     for (int r : members) dispatch_coll(h, r, sub, logs, op, p, start, end, 1);
   });
 }
