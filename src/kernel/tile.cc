@@ -3,10 +3,12 @@
 #include "kernel/region.h"
 #include "rank/runtime.h"
 
+#include <pld/detail/checked.hpp>
 #include <pld/error.hpp>
 #include <pld/kernel.hpp>
 
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <cstring>
 
@@ -45,13 +47,33 @@ Dims checked_valid(const char* op, const Dims& shape, const Dims& valid) {
   return valid;
 }
 
-void tile_load(const char* op, LocalDesc& tile, const LocalDesc& src, const Dims& offsets) {
+std::size_t tile_elements(const char* op, const Dims& shape, std::size_t elem_size) {
+  const Index bytes = checked_bytes(op, shape, elem_size);
+  static const std::uint64_t memory =
+      static_cast<std::uint64_t>(sysconf(_SC_PHYS_PAGES)) * static_cast<std::uint64_t>(sysconf(_SC_PAGE_SIZE));
+  if (static_cast<std::uint64_t>(bytes) > memory)
+    throw UsageError(fmt::format("{}: tile shape {} needs {} bytes, more than this machine's memory ({} bytes); use a "
+                                 "smaller tile",
+                                 op, shape.str(), bytes, memory));
+  return static_cast<std::size_t>(bytes) / elem_size;
+}
+
+void throw_tile_alloc(const char* op, const Dims& shape, std::size_t elem_size) {
+  throw UsageError(fmt::format("{}: tile shape {} needs {} bytes, which cannot be allocated; use a smaller tile", op,
+                               shape.str(), checked_bytes(op, shape, elem_size)));
+}
+
+void check_tile_load(const char* op, const LocalDesc& tile, const LocalDesc& src, const Dims& offsets) {
   check_dtype(op, src.dtype, tile.dtype);
   if (tile.shape.size() != src.shape.size())
     throw UsageError(fmt::format("{}: tile shape {} has rank {} but the source has rank {} (shape {}); load a box of "
                                  "the source's rank",
                                  op, tile.shape.str(), tile.shape.size(), src.shape.size(), src.shape.str()));
   check_box(op, "src", "box", src.shape, offsets, tile.valid, "load a smaller box or pass a smaller valid_shape");
+}
+
+void tile_load(const char* op, LocalDesc& tile, const LocalDesc& src, const Dims& offsets) {
+  check_tile_load(op, tile, src, offsets);
   Dims zero = tile.shape;
   for (int d = 0; d < zero.size(); ++d) zero[d] = 0;
   copy_local(tile, zero, tile.valid, src, offsets, tile.valid);
@@ -79,11 +101,11 @@ void element_write(const char* op, const LocalDesc& dst, const Dims& offsets, co
   std::memcpy(dst.data + linear_index(op, offsets, dst.shape) * static_cast<Index>(esz), value, esz);
 }
 
-void remote_load(LocalDesc& tile, const WindowDesc& src, int peer, const Dims& offsets) {
-  const std::string op = "tile::remote_load";
+void check_remote_load(const LocalDesc& tile, const WindowDesc& src, int peer, const Dims& offsets) {
+  const char* op = "tile::remote_load";
   const DomainState& d = bound_state(op, src);
   check_peer(op, d, peer);
-  check_dtype(op.c_str(), src.dtype, tile.dtype);
+  check_dtype(op, src.dtype, tile.dtype);
   if (src.shape.size() == 0)
     throw UsageError("tile::remote_load: the source window view has rank 0; give it at least one dimension");
   if (tile.shape.size() != src.shape.size())
@@ -91,11 +113,17 @@ void remote_load(LocalDesc& tile, const WindowDesc& src, int peer, const Dims& o
                                  "dimension",
                                  op, tile.shape.str(), tile.shape.size(), src.shape.size(), src.shape.str()));
   check_box(op, "window", "box", src.shape, offsets, tile.valid, "reads past the end: pass a smaller valid_shape");
+}
+
+void remote_load(LocalDesc& tile, const WindowDesc& src, int peer, const Dims& offsets) {
+  const char* op = "tile::remote_load";
+  check_remote_load(tile, src, peer, offsets);
+  const DomainState& d = *src.state;
   const std::size_t esz = dtype_size(tile.dtype);
   Dims zero = tile.shape;
   for (int i = 0; i < zero.size(); ++i) zero[i] = 0;
   const int world_peer = d.members[static_cast<std::size_t>(peer)];
-  if (debug_checks()) debug_check_view(op.c_str(), src);
+  if (debug_checks()) debug_check_view(op, src);
   d.backend->note(OpKind::RemoteLoad, 0, world_peer, saturate(tile.valid.numel() * static_cast<Index>(esz)),
                   src.ref.domain, src.ref.buffer, src.ref.offset, &offsets);
   for_each_run(tile.shape, zero, tile.valid, src.shape, offsets, tile.valid, 0, 0, [&](Index t, Index s, Index n) {

@@ -104,6 +104,9 @@ class ShmBackend final : public Backend {
   bool may_spin() const { return wait_spin_ > 0; }
 
  private:
+  /// Unmaps what the constructor mapped (idempotent).
+  void release();
+
   int world_size_;
   std::uint64_t heap_bytes_;
   double wait_timeout_;
