@@ -122,6 +122,7 @@ inline Dims draw_shape(Rng& r, std::size_t esz, std::size_t max_bytes, int min_r
     return s;
   }
   auto bytes = [&] { return static_cast<unsigned __int128>(static_cast<std::uint64_t>(s.numel())) * esz; };
+  if (n == 0 && bytes() > max_bytes) return Dims{0};
   while (bytes() > max_bytes) {  // halve the largest extent until it fits
     int big = 0;
     for (int d = 1; d < n; ++d)

@@ -45,10 +45,10 @@ inline bool atomic_dtype(DType d) {
 /// Exact element count of a shape (no wrap); -1 for a negative extent.
 inline Wide numel_exact(const Dims& s) {
   Wide n = 1;
-  for (Index e : s) {
+  for (Index e : s)
     if (e < 0) return -1;
+  for (Index e : s)
     if (e == 0) return 0;
-  }
   for (Index e : s) {
     n *= e;
     if (n > (Wide{1} << 100)) return Wide{1} << 100;
