@@ -218,6 +218,13 @@ Outcome run_cases(const char* op, int p, Launch&& launch, Describe&& describe) {
   const std::int64_t end = s.only >= 0 ? s.only + 1 : cases_per_p(s);
   std::int64_t start = s.only >= 0 ? s.only : 0;
   Outcome total;
+  auto safe_describe = [&](std::int64_t at) -> std::string {
+    try {
+      return describe(at);
+    } catch (const std::exception& e) {
+      return std::string("(the case cannot be described: ") + e.what() + ")";
+    }
+  };
   const auto t0 = std::chrono::steady_clock::now();
   for (int restarts = 0; start < end; ++restarts) {
     Logs logs(p);
@@ -246,7 +253,7 @@ Outcome run_cases(const char* op, int p, Launch&& launch, Describe&& describe) {
     const std::int64_t at = std::max<std::int64_t>(logs.counters(crashed, kProgress), start);
     ++total.failures;
     ADD_FAILURE() << op << " P=" << p << ": the run failed in case " << at << " (seed " << s.seed
-                  << ", rerun alone with PLD_FUZZ_SEED=" << s.seed << " PLD_FUZZ_CASE=" << at << "): " << describe(at)
+                  << ", rerun alone with PLD_FUZZ_SEED=" << s.seed << " PLD_FUZZ_CASE=" << at << "): " << safe_describe(at)
                   << "\n  " << crash.substr(0, 1500);
     if (restarts == 8) break;
     start = at + 1;

@@ -117,7 +117,7 @@ inline void draw_tile_shape(Rng& r, std::size_t esz, const Dims& extent, Dims& s
     s[static_cast<int>(r.below(s.size()))] = boundary_index(r, 4);
     if (tile_shape_drawable(s, esz)) shape = s;
   }
-  if (r.chance(4)) valid = pad_leading(valid, valid.size() + 1);  // wrong rank
+  if (r.chance(4) && valid.size() < kMaxDims) valid = pad_leading(valid, valid.size() + 1);  // wrong rank
   if (!tile_shape_drawable(shape, esz)) shape = valid;
   if (!tile_shape_drawable(shape, esz)) shape = valid = zeros(extent.size());
 }

@@ -34,13 +34,14 @@ void draw_transfer(Rng& r, OpCase& c) {
   if (c.region)
     for (int d = 0; d < c.lshape.size(); ++d)
       if (c.lshape[d] < 64) c.lshape[d] = std::max<Index>(0, c.lshape[d] + r.range(-1, 2));
+  if (r.chance(4) && c.lshape.size() > 0) c.lshape = c.lshape.drop_front();  // rank mismatch
+  if (c.lshape.size() == 0 && esz > kArea) c.lshape = Dims{0};
   while (numel_exact(c.lshape) * static_cast<Wide>(esz) > static_cast<Wide>(kArea)) {
     int big = 0;
     for (int d = 1; d < c.lshape.size(); ++d)
       if (c.lshape[d] > c.lshape[big]) big = d;
     c.lshape[big] /= 2;
   }
-  if (r.chance(4) && c.lshape.size() > 0) c.lshape = c.lshape.drop_front();  // rank mismatch
   Dims common = c.wshape;
   for (int d = 0; d < common.size() && d < c.lshape.size(); ++d) common[d] = std::min(common[d], c.lshape[d]);
   const Box b = draw_box(r, common);

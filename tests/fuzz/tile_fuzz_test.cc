@@ -36,7 +36,7 @@ OpCase draw_tile_op(int op, Rng& r, int p) {
     draw_tile_shape(r, esz, box.extent, c.tshape, c.tvalid);
   } else if (op == kStore) {
     const int n = shape.size();
-    const int k = r.chance(6) ? n + 1 : static_cast<int>(r.range(0, n));
+    const int k = r.chance(6) && n < kMaxDims ? n + 1 : static_cast<int>(r.range(0, n));
     for (int d = n - std::min(k, n); d < n; ++d) c.tvalid.push_back(std::clamp<Index>(box.extent[d], 0, 9));
     if (k > n) c.tvalid = pad_leading(c.tvalid, k);
     c.tshape = c.tvalid;
