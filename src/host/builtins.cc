@@ -1,7 +1,6 @@
 // Host builtin collectives: the host-side checks (the same functions the ranks run, bound to the
 // host's view of the domain, so bad operands fail before any rank starts) and pld's own signals.
 #include "coll/checks.h"
-#include "coll/credit.h"
 #include "host/session.h"
 
 #include <pld/error.hpp>

@@ -1,5 +1,6 @@
 #include "host/session.h"
 
+#include "coll/tuning.h"
 #include "core/block.h"
 
 #include <pld/detail/checked.hpp>

@@ -162,7 +162,7 @@ inline constexpr Index kBuiltinSignalColumns = 256;
 /// neighbouring buffer).
 inline constexpr std::uint64_t kWindowAlignment = 64;
 
-/// Largest description of one comm domain sent to a rank (worker/protocol.h kMaxMessage).
+/// Largest description of one comm domain sent to a rank (group/shm/protocol.h kMaxMessage).
 inline constexpr std::size_t kMaxDomainMessage = 60 * 1024;
 
 }  // namespace pld::detail

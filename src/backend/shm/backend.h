@@ -34,7 +34,7 @@ struct alignas(64) RankSlot {
 };
 
 /// Message counters of one host <-> rank socket, in shared memory, so that either side can spin
-/// on plain memory for a short while instead of sleeping in the kernel (worker/doorbell.h).
+/// on plain memory for a short while instead of sleeping in the kernel (group/shm/doorbell.h).
 struct Doorbell {
   alignas(64) std::atomic<std::uint64_t> posted{0};   // messages the host has sent to the rank
   alignas(64) std::atomic<std::uint64_t> replied{0};  // replies the rank has sent to the host
