@@ -118,7 +118,11 @@ inline Dims draw_shape(Rng& r, std::size_t esz, std::size_t max_bytes, int min_r
   if (n >= 2 && r.chance(3)) {  // [.., 0, .., huge, ..]
     s[static_cast<int>(r.below(n))] = 0;
     const int h = static_cast<int>(r.below(n));
-    if (s[h] != 0) s[h] = boundary_index(r, 4) & INT64_MAX;
+    if (s[h] == 0) return s;
+    Index others = 1;  // keep the product of the non-zero extents within int64 (a valid shape)
+    for (int d = 0; d < n; ++d)
+      if (d != h && s[d] != 0) others *= s[d];
+    s[h] = std::max<Index>(1, (boundary_index(r, 4) & INT64_MAX) / others);
     return s;
   }
   auto bytes = [&] { return static_cast<unsigned __int128>(static_cast<std::uint64_t>(s.numel())) * esz; };

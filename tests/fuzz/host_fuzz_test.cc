@@ -83,7 +83,7 @@ std::string alloc_case(HostState& st, Rng& r, std::int64_t i, bool shape_form, b
   const std::string name = draw_name(r, st.names[static_cast<std::size_t>(dom)], i);
   const Dims shape = draw_host_shape(r);
   const DType dtype = draw_dtype(r);
-  const Wide bytes = shape_form ? (shape.empty() ? -1 : exact_bytes(shape, dtype_size(dtype)))
+  const Wide bytes = shape_form ? (shape.empty() || !shape_ok(shape) ? -1 : exact_bytes(shape, dtype_size(dtype)))
                                 : static_cast<Wide>(draw_bytes(r, room));
   const auto& taken = st.names[static_cast<std::size_t>(dom)];
   const bool name_ok = name.rfind("pld.", 0) != 0 && std::find(taken.begin(), taken.end(), name) == taken.end();
@@ -107,7 +107,7 @@ std::string window_case(HostState& st, Rng& r, bool& threw) {
   const int dom = st.p > 1 && r.chance(30) ? 1 : 0;
   const Dims shape = r.chance(70) ? draw_shape(r, 4, buf.bytes()) : draw_host_shape(r);
   const Wide need = exact_bytes(shape, 4);
-  const bool valid = owner == dom && need >= 0 && need <= static_cast<Wide>(buf.bytes());
+  const bool valid = owner == dom && shape_ok(shape) && need >= 0 && need <= static_cast<Wide>(buf.bytes());
   DistributedTensor<float> v;
   const Attempt a = attempt([&] { v = dom == 0 ? st.h->window<float>(buf, shape) : st.domains[1].window<float>(buf, shape); });
   threw = a.threw;
@@ -190,7 +190,7 @@ std::string host_tensor_case(Rng& r, bool& threw) {
   const Wide bytes = exact_bytes(shape, 4);
   if (bytes > (Wide{1} << 20) && bytes < (Wide{1} << 48)) shape = Dims{3, 5};  // never allocate gigabytes
   const Wide n = numel_exact(shape);
-  const bool valid = n >= 0 && n * 4 <= (Wide{1} << 20);
+  const bool valid = shape_ok(shape) && n >= 0 && n * 4 <= (Wide{1} << 20);
   std::optional<HostTensor<float>> t;
   const Attempt a = attempt([&] { t.emplace(shape); });
   threw = a.threw;

@@ -56,6 +56,19 @@ inline Wide numel_exact(const Dims& s) {
   return n;
 }
 
+/// pld's rule for a shape: no negative extent, and the product of the non-zero extents fits int64
+/// (its strides must be representable, even when another extent is 0 and it has no element).
+inline bool shape_ok(const Dims& s) {
+  Wide n = 1;
+  for (Index e : s) {
+    if (e < 0) return false;
+    if (e == 0) continue;
+    n *= e;
+    if (n > INT64_MAX) return false;
+  }
+  return true;
+}
+
 /// `offsets` and `extent` have the rank of `shape`, are non-negative and fit: the model's box rule.
 inline bool box_ok(const Dims& shape, const Dims& offsets, const Dims& extent) {
   if (offsets.size() != shape.size() || extent.size() != shape.size()) return false;

@@ -36,6 +36,8 @@ void draw_transfer(Rng& r, OpCase& c) {
       if (c.lshape[d] < 64) c.lshape[d] = std::max<Index>(0, c.lshape[d] + r.range(-1, 2));
   if (r.chance(4) && c.lshape.size() > 0) c.lshape = c.lshape.drop_front();  // rank mismatch
   if (c.lshape.size() == 0 && esz > kArea) c.lshape = Dims{0};
+  for (int d = 0; d < c.lshape.size() && !shape_ok(c.lshape); ++d)  // a tensor shape pld accepts
+    if (c.lshape[d] > 64) c.lshape[d] = 1;
   while (numel_exact(c.lshape) * static_cast<Wide>(esz) > static_cast<Wide>(kArea)) {
     int big = 0;
     for (int d = 1; d < c.lshape.size(); ++d)

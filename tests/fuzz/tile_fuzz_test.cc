@@ -82,7 +82,7 @@ Verdict exec_load(Arena& env, const OpCase& c, bool remote) {
   const Dims& shape = remote ? c.wshape : c.lshape;
   const Dims& offsets = remote ? c.woff : c.loff;
   const bool valid = (!remote || (peer_ok(c.peer, env.p()) && shape.size() > 0)) && valid_ok(c.tshape, c.tvalid) &&
-                     c.tshape.size() == shape.size() && box_ok(shape, offsets, c.tvalid) &&
+                     shape_ok(c.tshape) && c.tshape.size() == shape.size() && box_ok(shape, offsets, c.tvalid) &&
                      !tile_too_big(c.tshape, sizeof(T));
   Tile<T> t;
   const Attempt a = attempt([&] {
