@@ -139,15 +139,23 @@ struct OpCase {
   }
 };
 
-/// Rank side of one op's run: the cases of [start, end) that belong to this rank, each drawn by
-/// `draw(rng, P)`, run and judged by `exec(arena, case)`, then every image compared.
+/// The domain-local rank that runs case `index` (of a test with P world ranks) in its domain.
+inline int case_actor(int p, std::int64_t index) {
+  const auto n = static_cast<std::int64_t>(case_domain(p, index).size());
+  return static_cast<int>((p == 1 ? index : index / 2) % n);
+}
+
+/// Rank side of one op's run: the cases of [start, end) that belong to this rank in this domain
+/// part (case_part), each drawn by `draw(rng, domain size)`, run and judged by `exec(arena,
+/// case)`, then every image compared.
 template <class Draw, class Exec>
-void arena_cases(Arena& env, const char* name, int op, std::int64_t start, std::int64_t end, Draw draw, Exec exec) {
+void arena_cases(Arena& env, const char* name, int op, int p, int part, std::int64_t start, std::int64_t end,
+                 Draw draw, Exec exec) {
   const std::uint64_t seed = settings().seed;
   for (std::int64_t i = start; i < end; ++i) {
-    if (i % env.p() != env.me()) continue;
+    if (case_part(p, i) != part || case_actor(p, i) != env.me()) continue;
     env.log().start(i);
-    Rng r = case_rng(seed, op, env.p(), i);
+    Rng r = case_rng(seed, op, p, i);
     const OpCase c = draw(r, env.p());
     Verdict v = exec(env, c);
     const std::string mem = env.compare();
@@ -156,8 +164,8 @@ void arena_cases(Arena& env, const char* name, int op, std::int64_t start, std::
       env.resync();
     }
     if (!v.problem.empty())
-      env.log().fail(case_tag(name, env.p(), i) + " rank " + std::to_string(env.me()) + ": " + c.str() + ": " +
-                     v.problem);
+      env.log().fail(case_tag(name, p, i) + " domain rank " + std::to_string(env.me()) + " of " +
+                     std::to_string(env.p()) + ": " + c.str() + ": " + v.problem);
     env.log().done(v.error);
     if (env.log().failures() >= kMaxFailures) {
       env.log().fail(std::string(name) + ": rank " + std::to_string(env.me()) + " stops after " +
@@ -167,24 +175,36 @@ void arena_cases(Arena& env, const char* name, int op, std::int64_t start, std::
   }
 }
 
-/// Allocates one set per rank and runs `kernel(pre, A, B, sig, post, counters, log, op, start,
-/// end)` on every rank, each with its own set.
+/// Allocates one set per rank in the world and in the sub-domain (case_domain) and runs
+/// `kernel(pre, A, B, sig, post, counters, log, op, P, part, start, end)` on every member of each,
+/// with its own set.
 template <class Kernel>
 void launch_sets(int p, double wait_timeout, Kernel kernel, int op, std::int64_t start, std::int64_t end,
                  const Logs& logs) {
   run(test::ranks(p, wait_timeout), [&](Host& h) {
-    std::vector<std::array<ByteView, kSetBuffers>> sets(static_cast<std::size_t>(p));
-    for (int r = 0; r < p; ++r)
-      for (int k = 0; k < kSetBuffers; ++k) {
-        auto buf = h.alloc_window_buffer(kSetSizes[k], std::string(kSetNames[k]) + std::to_string(r));
-        sets[r][k] = h.window<std::uint8_t>(buf, {static_cast<Index>(kSetSizes[k])});
+    for (int part = 0; part < (p > 1 ? 2 : 1); ++part) {
+      const std::vector<int> members = case_domain(p, part);
+      CommDomain d = part == 0 ? h.world() : h.domain(members);
+      std::vector<std::array<ByteView, kSetBuffers>> sets(members.size());
+      for (std::size_t m = 0; m < members.size(); ++m)
+        for (int k = 0; k < kSetBuffers; ++k) {
+          auto buf = d.alloc_window_buffer(kSetSizes[k], std::string(kSetNames[k]) + std::to_string(m));
+          sets[m][k] = d.window<std::uint8_t>(buf, {static_cast<Index>(kSetSizes[k])});
+        }
+      for (std::size_t m = 0; m < members.size(); ++m) {
+        const auto& s = sets[m];
+        const int r = members[m];
+        h.dispatch(r, kernel, s[kPre], s[kA], s[kB], s[kSigBuf], s[kPost], logs.counters[r], logs.text[r], op, p, part,
+                   start, end);
       }
-    for (int r = 0; r < p; ++r) {
-      const auto& s = sets[r];
-      h.dispatch(r, kernel, s[kPre], s[kA], s[kB], s[kSigBuf], s[kPost], logs.counters[r], logs.text[r], op, start,
-                 end);
     }
   });
+}
+
+/// "domain of n ranks, rank a: " for the host's description of case `index`.
+inline std::string case_where(int p, std::int64_t index) {
+  return "domain of " + std::to_string(case_domain(p, index).size()) + " ranks, domain rank " +
+         std::to_string(case_actor(p, index)) + ": ";
 }
 
 }  // namespace pld::fuzz

@@ -143,21 +143,4 @@ reinterpret_cast<std::int32_t*>(local_real_.data() + 128 + kCollArea), shape);
   std::vector<std::byte> model_, local_real_, local_model_;
 };
 
-/// The domain case `index` of a test with P world ranks runs in: even cases the world, odd cases a
-/// sub-domain (ranks 1..P-1, or {0, 2} for P = 3), so that domain-local ranks differ from world ranks.
-inline std::vector<int> case_domain(int p, std::int64_t index) {
-  std::vector<int> ranks;
-  if (p == 1 || index % 2 == 0) {
-    for (int r = 0; r < p; ++r) ranks.push_back(r);
-  } else if (p == 3) {
-    ranks = {0, 2};
-  } else {
-    for (int r = 1; r < p; ++r) ranks.push_back(r);
-  }
-  return ranks;
-}
-
-/// Part 0 runs the world's cases, part 1 the sub-domain's (see case_domain).
-inline int case_part(int p, std::int64_t index) { return p == 1 ? 0 : static_cast<int>(index % 2); }
-
 }  // namespace pld::fuzz

@@ -192,10 +192,10 @@ Verdict exec_rma(int op, Arena& env, const OpCase& c) {
 }
 
 void rma_kernel(ByteView pre, ByteView a, ByteView b, ByteView sig, ByteView post, Tensor<std::int64_t> counters,
-                Tensor<std::uint8_t> log, int op, std::int64_t start, std::int64_t end) {
+                Tensor<std::uint8_t> log, int op, int p, int part, std::int64_t start, std::int64_t end) {
   Arena env(pre, a, b, sig, post, RankLog(counters, log));
   arena_cases(
-      env, rma_name(op), op, start, end, [op](Rng& r, int p) { return draw_rma(op, r, p); },
+      env, rma_name(op), op, p, part, start, end, [op](Rng& r, int n) { return draw_rma(op, r, n); },
       [op](Arena& e, const OpCase& c) { return with_dtype(c.dtype, [&]<class T>() { return exec_rma<T>(op, e, c); }); });
 }
 
@@ -213,7 +213,7 @@ TEST_P(RmaFuzz, RightResultOrNamedError) {
       },
       [&](std::int64_t i) {
         Rng r = case_rng(settings().seed, op, p, i);
-        return "rank " + std::to_string(i % p) + ": " + draw_rma(op, r, p).str();
+        return case_where(p, i) + draw_rma(op, r, static_cast<int>(case_domain(p, i).size())).str();
       });
 }
 

@@ -173,10 +173,10 @@ Verdict exec_tile_op(int op, Arena& env, const OpCase& c) {
 }
 
 void tile_kernel(ByteView pre, ByteView a, ByteView b, ByteView sig, ByteView post, Tensor<std::int64_t> counters,
-                 Tensor<std::uint8_t> log, int op, std::int64_t start, std::int64_t end) {
+                 Tensor<std::uint8_t> log, int op, int p, int part, std::int64_t start, std::int64_t end) {
   Arena env(pre, a, b, sig, post, RankLog(counters, log));
   arena_cases(
-      env, kTileOpNames[op], op, start, end, [op](Rng& r, int p) { return draw_tile_op(op, r, p); },
+      env, kTileOpNames[op], op, p, part, start, end, [op](Rng& r, int n) { return draw_tile_op(op, r, n); },
       [op](Arena& e, const OpCase& c) { return with_dtype(c.dtype, [&]<class T>() { return exec_tile_op<T>(op, e, c); }); });
 }
 
@@ -190,7 +190,7 @@ TEST_P(TileFuzz, RightResultOrNamedError) {
       [&](std::int64_t start, std::int64_t end, const Logs& logs) { launch_sets(p, 20, tile_kernel, op, start, end, logs); },
       [&](std::int64_t i) {
         Rng r = case_rng(settings().seed, op, p, i);
-        return "rank " + std::to_string(i % p) + ": " + draw_tile_op(op, r, p).str();
+        return case_where(p, i) + draw_tile_op(op, r, static_cast<int>(case_domain(p, i).size())).str();
       });
 }
 
