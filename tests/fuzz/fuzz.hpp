@@ -59,8 +59,12 @@ class Rng {
   }
   /// Uniform in [0, n) (n > 0).
   std::int64_t below(std::int64_t n) { return static_cast<std::int64_t>(next() % static_cast<std::uint64_t>(n)); }
-  /// Uniform in [lo, hi].
-  std::int64_t range(std::int64_t lo, std::int64_t hi) { return lo + below(hi - lo + 1); }
+  /// Uniform in [lo, hi] (any lo <= hi, computed without overflow).
+  std::int64_t range(std::int64_t lo, std::int64_t hi) {
+    const std::uint64_t span = static_cast<std::uint64_t>(hi) - static_cast<std::uint64_t>(lo) + 1;
+    const std::uint64_t x = span == 0 ? next() : next() % span;
+    return static_cast<std::int64_t>(static_cast<std::uint64_t>(lo) + x);
+  }
   /// True with probability pct / 100.
   bool chance(int pct) { return below(100) < pct; }
   template <class T, std::size_t N>
@@ -84,12 +88,13 @@ inline Rng case_rng(std::uint64_t seed, int op, int p, std::int64_t index) {
 
 /// Offsets and extents that break naive `offset + extent > shape` checks or products.
 inline Index boundary_index(Rng& r, Index near) {
+  auto wrap = [](std::uint64_t v) { return static_cast<Index>(v); };  // modular, as C++20 defines it
   const Index values[] = {-1,
                           INT64_MIN,
                           INT64_MAX,
                           INT64_MAX - 1,
-                          INT64_MAX - near + 1,
-                          near + 1,
+                          wrap(static_cast<std::uint64_t>(INT64_MAX) - static_cast<std::uint64_t>(near) + 1),
+                          wrap(static_cast<std::uint64_t>(near) + 1),
                           near,
                           Index{1} << 31,
                           Index{1} << 32,

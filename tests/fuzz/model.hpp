@@ -50,8 +50,8 @@ inline Wide numel_exact(const Dims& s) {
   for (Index e : s)
     if (e == 0) return 0;
   for (Index e : s) {
-    n *= e;
-    if (n > (Wide{1} << 100)) return Wide{1} << 100;
+    n *= e;  // n <= 2^64 before, e < 2^63: no overflow
+    if (n > (Wide{1} << 64)) return Wide{1} << 100;
   }
   return n;
 }
@@ -199,7 +199,7 @@ void model_copy(const Area& dst, const Dims& doff, const Area& src, const Dims& 
 
 /// First differing byte of two images, or -1.
 inline Index first_diff(const std::byte* a, const std::byte* b, std::size_t n) {
-  if (std::memcmp(a, b, n) == 0) return -1;
+  if (n == 0 || std::memcmp(a, b, n) == 0) return -1;
   for (std::size_t i = 0; i < n; ++i)
     if (a[i] != b[i]) return static_cast<Index>(i);
   return -1;
