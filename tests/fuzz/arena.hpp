@@ -64,7 +64,7 @@ class Arena {
   template <class T>
   DistributedTensor<T> view(SetBuffer which, const Dims& shape) const {
     const ByteView& v = which == kA ? a_ : which == kB ? b_ : sig_;
-    return DistributedTensor<T>(v.ref(), shape, v.state());
+    return detail::Access::make<DistributedTensor<T>>(v.ref(), shape, v.state());
   }
   Area model_area(int r, SetBuffer which, const Dims& shape) {
     return Area{model_[r].data() + rel(which), shape};

@@ -69,14 +69,19 @@ void call_builtin(Host& h, CommDomain& d, const CollBuffers& b, const CollCase& 
       own ? h.allreduce(target, o) : h.allreduce(target, signal, o);
       break;
     }
-    case kBroadcast: own ? h.broadcast(target, c.root, c.core_num) : h.broadcast(target, signal, c.root, c.core_num); break;
-    case kAllgather: own ? h.allgather(input, target, c.core_num) : h.allgather(input, target, signal, c.core_num); break;
-    case kReduceScatter: own ? h.reduce_scatter(target, rop, c.core_num) : h.reduce_scatter(target, signal, rop, c.core_num); break;
-    case kAllToAll: own ? h.all_to_all(input, target, c.core_num) : h.all_to_all(input, target, signal, c.core_num); break;
+    case kBroadcast: own ? h.broadcast(target, {.root = c.root, .core_num = c.core_num})
+                         : h.broadcast(target, signal, {.root = c.root, .core_num = c.core_num}); break;
+    case kAllgather: own ? h.allgather(input, target, {.core_num = c.core_num})
+                         : h.allgather(input, target, signal, {.core_num = c.core_num}); break;
+    case kReduceScatter: own ? h.reduce_scatter(target, {.op = rop, .core_num = c.core_num})
+                             : h.reduce_scatter(target, signal, {.op = rop, .core_num = c.core_num}); break;
+    case kAllToAll: own ? h.all_to_all(input, target, {.core_num = c.core_num})
+                        : h.all_to_all(input, target, signal, {.core_num = c.core_num}); break;
     default: {
       const auto counts = d.window<std::int32_t>(b.buffers[kSend], c.counts);
       const auto recv = d.window<std::int32_t>(b.buffers[kRecv], c.recv);
-      own ? h.all_to_all_v(input, target, counts, recv) : h.all_to_all_v(input, target, signal, counts, recv);
+      const AllToAllVCounts named{.send_counts = counts, .recv_counts = recv};
+      own ? h.all_to_all_v(input, target, named) : h.all_to_all_v(input, target, signal, named);
     }
   }
 }

@@ -75,7 +75,7 @@ class CollArena {
 
   template <class T>
   DistributedTensor<T> view(int k, const Dims& shape) const {
-    return DistributedTensor<T>(v_[k].ref(), shape, v_[k].state());
+    return detail::Access::make<DistributedTensor<T>>(v_[k].ref(), shape, v_[k].state());
   }
   template <class T>
   Tensor<T> local(const Dims& shape) {

@@ -25,15 +25,15 @@ Verdict exec_coll(CollArena& env, const CollCase& c, int set) {
         tensor::allreduce(target, signal,
                           AllreduceOptions{op, static_cast<AllreduceMode>(c.mode), c.core_num, c.reproducible});
         break;
-      case kBroadcast: tensor::broadcast(target, signal, c.root, c.core_num); break;
-      case kReduceScatter: tensor::reduce_scatter(target, signal, op, c.core_num); break;
+      case kBroadcast: tensor::broadcast(target, signal, {.root = c.root, .core_num = c.core_num}); break;
+      case kReduceScatter: tensor::reduce_scatter(target, signal, {.op = op, .core_num = c.core_num}); break;
       case kAllgather:
-        if (c.window_input) tensor::allgather(env.view<T>(kInp0 + set, c.input), target, signal, c.core_num);
-        else tensor::allgather(env.local<T>(c.input), target, signal, c.core_num);
+        if (c.window_input) tensor::allgather(env.view<T>(kInp0 + set, c.input), target, signal, {.core_num = c.core_num});
+        else tensor::allgather(env.local<T>(c.input), target, signal, {.core_num = c.core_num});
         break;
       case kAllToAll:
-        if (c.window_input) tensor::all_to_all(env.view<T>(kInp0 + set, c.input), target, signal, c.core_num);
-        else tensor::all_to_all(env.local<T>(c.input), target, signal, c.core_num);
+        if (c.window_input) tensor::all_to_all(env.view<T>(kInp0 + set, c.input), target, signal, {.core_num = c.core_num});
+        else tensor::all_to_all(env.local<T>(c.input), target, signal, {.core_num = c.core_num});
         break;
       default: {
         const auto recv = env.view<std::int32_t>(kRecv, c.recv);

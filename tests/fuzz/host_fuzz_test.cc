@@ -152,7 +152,7 @@ std::string dispatch_case(HostState& st, Rng& r, bool& threw) {
     if (how == 0) ref.domain = 1000;
     if (how == 1) ref.buffer = 1000;
     if (how == 2) ref.offset = 1ull << 40;
-    view = DistributedTensor<float>(ref, how == 3 ? Dims{1 << 26} : view.shape());
+    view = detail::Access::make<DistributedTensor<float>>(ref, how == 3 ? Dims{1 << 26} : view.shape());
     view_ok = false;
   }
   float stack[4] = {};
