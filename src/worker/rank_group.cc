@@ -1,6 +1,8 @@
 #include "worker/rank_group.h"
 #ifdef PLD_HAVE_MPI
 #include "worker/mpi_group.h"
+#else
+namespace pld::detail { class MpiGroup {}; }  // never constructed without the mpi backend
 #endif
 
 #include "core/block.h"
