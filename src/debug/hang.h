@@ -4,8 +4,8 @@
 // notified. Used at a wait deadline (appended to the RankError message) and on SIGUSR1.
 #pragma once
 
+#include "backend/op_history.h"
 #include "backend/shm/backend.h"
-#include "debug/oplog.h"
 #include "host/session.h"
 
 #include <string>

@@ -72,7 +72,7 @@ void put(const WindowDesc& dst, int peer, const LocalDesc& src, const Dims* dst_
     const std::size_t bytes = static_cast<std::size_t>(src.shape.numel()) * dtype_size(src.dtype);
     if (debug_checks()) debug_check_view("tensor::put", dst);
     dst.state->backend->put(world_peer, dst.ref.offset, src.data, bytes);
-    dst.state->backend->note(OpKind::Put, 0, world_peer, saturate(static_cast<Index>(bytes)), dst.ref.domain,
+    dst.state->backend->record_op(OpKind::Put, 0, world_peer, saturate(static_cast<Index>(bytes)), dst.ref.domain,
                              dst.ref.buffer, dst.ref.offset, nullptr);
     return;
   }
@@ -86,7 +86,7 @@ void put(const WindowDesc& dst, int peer, const LocalDesc& src, const Dims* dst_
   const std::size_t esz = dtype_size(dst.dtype);
   const int world_peer = d.members[static_cast<std::size_t>(peer)];
   if (debug_checks()) debug_check_view(op, dst);
-  d.backend->note(OpKind::Put, static_cast<std::uint8_t>(options.atomic), world_peer,
+  d.backend->record_op(OpKind::Put, static_cast<std::uint8_t>(options.atomic), world_peer,
                   saturate(r.shape.numel() * static_cast<Index>(esz)), dst.ref.domain, dst.ref.buffer, dst.ref.offset,
                   &r.window_offsets);
   for_each_run(dst.shape, r.window_offsets, r.shape, src.shape, r.local_offsets, r.shape, options.chunk_rows,
@@ -106,7 +106,7 @@ void get(const LocalDesc& dst, int peer, const WindowDesc& src, const Dims* dst_
     const std::size_t bytes = static_cast<std::size_t>(dst.shape.numel()) * dtype_size(dst.dtype);
     if (debug_checks()) debug_check_view("tensor::get", src);
     src.state->backend->get(dst.data, world_peer, src.ref.offset, bytes);
-    src.state->backend->note(OpKind::Get, 0, world_peer, saturate(static_cast<Index>(bytes)), src.ref.domain,
+    src.state->backend->record_op(OpKind::Get, 0, world_peer, saturate(static_cast<Index>(bytes)), src.ref.domain,
                              src.ref.buffer, src.ref.offset, nullptr);
     return;
   }
@@ -119,7 +119,7 @@ void get(const LocalDesc& dst, int peer, const WindowDesc& src, const Dims* dst_
   const std::size_t esz = dtype_size(src.dtype);
   const int world_peer = d.members[static_cast<std::size_t>(peer)];
   if (debug_checks()) debug_check_view(op, src);
-  d.backend->note(OpKind::Get, 0, world_peer, saturate(r.shape.numel() * static_cast<Index>(esz)), src.ref.domain,
+  d.backend->record_op(OpKind::Get, 0, world_peer, saturate(r.shape.numel() * static_cast<Index>(esz)), src.ref.domain,
                   src.ref.buffer, src.ref.offset, &r.window_offsets);
   for_each_run(src.shape, r.window_offsets, r.shape, dst.shape, r.local_offsets, r.shape, options.chunk_rows,
                options.chunk_cols, [&](Index w, Index l, Index n) {

@@ -96,7 +96,7 @@ void remote_load(LocalDesc& tile, const WindowDesc& src, int peer, const Dims& o
   for (int i = 0; i < zero.size(); ++i) zero[i] = 0;
   const int world_peer = d.members[static_cast<std::size_t>(peer)];
   if (debug_checks()) debug_check_view(op.c_str(), src);
-  d.backend->note(OpKind::RemoteLoad, 0, world_peer, saturate(tile.valid.numel() * static_cast<Index>(esz)),
+  d.backend->record_op(OpKind::RemoteLoad, 0, world_peer, saturate(tile.valid.numel() * static_cast<Index>(esz)),
                   src.ref.domain, src.ref.buffer, src.ref.offset, &offsets);
   for_each_run(tile.shape, zero, tile.valid, src.shape, offsets, tile.valid, 0, 0, [&](Index t, Index s, Index n) {
     d.backend->get(tile.data + t * esz, world_peer, src.ref.offset + static_cast<std::uint64_t>(s) * esz,
@@ -130,7 +130,7 @@ void remote_store(const char* op, const LocalDesc& src, const WindowDesc& dst, i
   const Dims src_ext = pad_leading(inner, src.shape.size());
   const int world_peer = d.members[static_cast<std::size_t>(peer)];
   if (debug_checks()) debug_check_view(op, dst);
-  d.backend->note(OpKind::RemoteStore, static_cast<std::uint8_t>(atomic), world_peer,
+  d.backend->record_op(OpKind::RemoteStore, static_cast<std::uint8_t>(atomic), world_peer,
                   saturate(ext.numel() * static_cast<Index>(esz)), dst.ref.domain, dst.ref.buffer, dst.ref.offset,
                   &offsets);
   for_each_run(dst.shape, offsets, ext, src.shape, zero, src_ext, 0, 0, [&](Index t, Index s, Index n) {
