@@ -50,7 +50,7 @@ struct WorkerOptions {
   /// Zero persistent buffers before each reuse. Unset = reset iff persistent; true requires
   /// persistent. false keeps the previous call's contents (safe only with self-clearing signals
   /// or epochs).
-  std::optional<bool> reset_persistent_windows;
+  std::optional<bool> reset_persistent_windows = std::nullopt;
 };
 
 /// Per-dispatch timing statistics of DistributedWorker::benchmark, in microseconds.
