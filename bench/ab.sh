@@ -3,7 +3,7 @@
 # medians): did a change make a collective faster or slower?
 #
 #   bench/ab.sh REV_A REV_B [--rounds N] [--out DIR] -- [pld-bench arguments]
-#   bench/ab.sh dcd3ce9 HEAD -- --op barrier,allreduce -b 4 -e 1M -f 16 -g 2
+#   bench/ab.sh main HEAD -- --op barrier,allreduce -b 4 -e 1M -f 16 -g 2
 #
 # Each revision is checked out into DIR/<rev> (git worktree) and built (Release, pld-bench only).
 # Prints per row: time A, time B (median over rounds, composite path) and B/A.

@@ -15,7 +15,7 @@
 #      before all_to_all, the bare copy of the same bytes (bench/mpi/exchange_ceiling.cpp, P=2);
 #   4. the barrier at P=4 (4 ranks on 2 cores, oversubscribed) the same way;
 #   5. prints the ratio table (median over the rounds, both sides alike; --stat min for the lowest)
-#      and the targets, writes OUT/compare.txt, OUT/summary.json and the plot
+#      and the speed targets, writes OUT/compare.txt, OUT/summary.json and the plot
 #      OUT/busbw.png + .svg (gnuplot; OUT/busbw.gp + .dat if gnuplot is missing).
 #
 # Options: --quick  --rounds N  --stat median|min  --out DIR  --np N (default 2)  --help

@@ -12,7 +12,7 @@
 #   ompi mpirun -n P mpi_bench                            (MPI_Allreduce / MPI_Allgather)
 # all three on Open MPI's one-machine transports (osc/rdma and btl/vader over shared memory). Then
 # the notify->wait latency of both backends (pld-bench --op p2p, P=2). Prints per size the median
-# time of each and the ratio mpi / ompi (the issue's target: <= 2 from 64 KiB up).
+# time of each and the ratio mpi / ompi (target: <= 2 from 64 KiB up).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)

@@ -6,7 +6,7 @@
 //   * the memory-traffic floor of allreduce 64 MiB fp32 (4 x 64 MiB at the streaming copy rate);
 //   * all_to_all's bare copy (exchange_ceiling: two threads copying the same bytes, no runtime),
 //     with pld's and Open MPI's all_to_all and all_to_all_v times as multiples of it;
-//   * the issue's targets, PASS / FAIL with the measured value;
+//   * the speed targets, PASS / FAIL with the measured value;
 //
 // and writes a gnuplot script + data (busbw vs size, pld vs Open MPI, one panel per collective;
 // PREFIX.png and PREFIX.svg).
@@ -369,7 +369,7 @@ int main(int argc, char** argv) {
     targets.push_back(t);
   }
 
-  std::printf("\ntargets (from the issue):\n");
+  std::printf("\ntargets:\n");
   json jt = json::array();
   int failed = 0;
   for (const Target& t : targets) {

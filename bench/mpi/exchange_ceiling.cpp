@@ -3,16 +3,15 @@
 // thread t copies row p of its input into row t of thread p's target, for p = t then the peer,
 // between two spin barriers — exactly the bytes pld's all_to_all moves (read S, write S per
 // rank; nothing to fuse, every row has its own source). Bandwidth = 4S / time (both threads,
-// read + write, STREAM's convention). bench/README.md uses it to show where all_to_all's
-// busbw target lies relative to what the machine can do.
+// read + write, STREAM's convention): where all_to_all's busbw lies relative to what the machine
+// can do (bench/README.md).
 //
 // bench/compare_mpi.sh runs it in every round, next to pld-bench and mpi_bench (`--kinds
 // memcpy-alt,stream-64B-alt,stream -J FILE`, `--huge-pages` as PLD_HUGE_PAGES), and reports each
 // side's all_to_all time as a multiple of this bare copy. It is an estimate of the floor, not a
 // bound: it is measured like the others, with their noise.
 //
-//   g++ -O2 -std=c++20 -pthread bench/mpi/exchange_ceiling.cpp -o /tmp/exchange_ceiling
-//   /tmp/exchange_ceiling --mib 1,4,16,64
+//   build/bench/mpi/pld-exchange-ceiling --mib 1,4,16,64
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
@@ -31,25 +30,19 @@
 
 namespace {
 
-// The store kinds: memcpy (glibc: ordinary stores at these sizes on a VM reporting a large L3),
-// 16-byte streaming stores (pld's bulk_copy before session 5), 64-byte streaming stores (what
-// bulk_copy does from 1 MiB on an AVX-512 CPU), 16-byte streaming in 256 KiB pieces that
-// alternate between the two rows (a cache-friendlier order), and memcpy / 64-byte streaming with
-// the order alternating per iteration (odd iterations: rows and 64 KiB blocks last to first, as
-// pld's push collectives do since session 6, src/core/copy.h). Two more that session 8 tried
-// against pld's: 64-byte streaming with `prefetcht0` 1 KiB ahead, and both rows interleaved 256 B
-// at a time (twice the concurrent streams); neither is faster (bench/README.md, "Session 8").
-enum class Kind { Memcpy, Stream, Stream64, StreamChunked, MemcpyAlt, Stream64Alt, Stream64Prefetch, Stream64Pairs };
+// The store kinds: memcpy (glibc: ordinary stores at these sizes on a VM reporting a large L3);
+// 16-byte streaming stores (SSE2, any x86-64); and memcpy / 64-byte streaming stores (AVX-512)
+// with the order alternating per iteration as pld's push collectives copy (src/core/copy.h: odd
+// iterations take the rows and their 64 KiB blocks last to first, so a call starts on the lines
+// the previous one touched last). bench/compare_mpi.sh takes the fastest of memcpy-alt,
+// stream-64B-alt and stream (the latter stands in for the 64-byte kind without AVX-512).
+enum class Kind { Memcpy, MemcpyAlt, Stream, Stream64Alt };
 const char* name(Kind k) {
   switch (k) {
     case Kind::Memcpy: return "memcpy";
-    case Kind::Stream: return "stream";
-    case Kind::Stream64: return "stream-64B";
-    case Kind::StreamChunked: return "stream-256K";
     case Kind::MemcpyAlt: return "memcpy-alt";
+    case Kind::Stream: return "stream";
     case Kind::Stream64Alt: return "stream-64B-alt";
-    case Kind::Stream64Prefetch: return "stream-64B-pf1K";
-    case Kind::Stream64Pairs: return "stream-64B-pairs";
   }
   return "?";
 }
@@ -71,14 +64,10 @@ void stream_copy(char* dst, const char* src, std::size_t n) {
   std::memcpy(dst + i, src + i, n - i);
 }
 
-// 64-byte non-temporal stores, one per cache line (main() skips this kind without AVX-512);
-// kPrefetchAhead > 0: each 256-byte step also prefetches (prefetcht0) the lines that far ahead.
-template <std::size_t kPrefetchAhead = 0>
+// 64-byte non-temporal stores, one per cache line (main() skips this kind without AVX-512).
 __attribute__((target("avx512f"))) void stream64_avx512(char* dst, const char* src, std::size_t n) {
   std::size_t i = 0;
   for (; i + 256 <= n; i += 256) {
-    if constexpr (kPrefetchAhead > 0)
-      for (std::size_t l = 0; l < 256; l += 64) _mm_prefetch(src + i + kPrefetchAhead + l, _MM_HINT_T0);
     const __m512i a = _mm512_loadu_si512(src + i);
     const __m512i b = _mm512_loadu_si512(src + i + 64);
     const __m512i c = _mm512_loadu_si512(src + i + 128);
@@ -92,25 +81,11 @@ __attribute__((target("avx512f"))) void stream64_avx512(char* dst, const char* s
   std::memcpy(dst + i, src + i, n - i);
 }
 
-// Both rows of a rank at once: 256 bytes of one, then 256 of the other (64-byte streaming stores).
-__attribute__((target("avx512f"))) void stream64_pairs_avx512(char* const dst[2], const char* const src[2],
-                                                              std::size_t n) {
-  std::size_t i = 0;
-  for (; i + 256 <= n; i += 256)
-    for (int r = 0; r < 2; ++r)
-      for (std::size_t l = 0; l < 256; l += 64)
-        _mm512_stream_si512(reinterpret_cast<__m512i*>(dst[r] + i + l), _mm512_loadu_si512(src[r] + i + l));
-  _mm_sfence();
-  for (int r = 0; r < 2; ++r) std::memcpy(dst[r] + i, src[r] + i, n - i);
-}
-
 void copy_kind(Kind kind, char* dst, const char* src, std::size_t n) {
   if (kind == Kind::Memcpy || kind == Kind::MemcpyAlt)
     std::memcpy(dst, src, n);
-  else if (kind == Kind::Stream64 || kind == Kind::Stream64Alt)
+  else if (kind == Kind::Stream64Alt)
     stream64_avx512(dst, src, n);
-  else if (kind == Kind::Stream64Prefetch)
-    stream64_avx512<1024>(dst, src, n);
   else
     stream_copy(dst, src, n);
 }
@@ -146,7 +121,7 @@ struct Times {
 Times run(std::size_t s, Kind kind, int iters) {
   char* in[2] = {shared_buffer(s), shared_buffer(s)};
   char* tgt[2] = {shared_buffer(s), shared_buffer(s)};
-  const std::size_t row = s / 2, piece = 256 << 10;
+  const std::size_t row = s / 2;
   std::atomic<int> arrived{0};
   auto barrier = [&](int generation) {
     arrived.fetch_add(1);
@@ -158,18 +133,11 @@ Times run(std::size_t s, Kind kind, int iters) {
       barrier(2 * it + 1);
       const auto t0 = std::chrono::steady_clock::now();
       const bool backward = alternates(kind) && it % 2 == 1;
-      if (kind == Kind::Stream64Pairs) {
-        char* const dst[2] = {tgt[t] + static_cast<std::size_t>(t) * row, tgt[1 - t] + static_cast<std::size_t>(t) * row};
-        const char* const src[2] = {in[t] + static_cast<std::size_t>(t) * row, in[t] + static_cast<std::size_t>(1 - t) * row};
-        stream64_pairs_avx512(dst, src, row);
+      for (int i = 0; i < 2; ++i) {
+        const int p = (t + (backward ? 1 - i : i)) % 2;
+        copy_row(kind, tgt[p] + static_cast<std::size_t>(t) * row, in[t] + static_cast<std::size_t>(p) * row, row,
+                 backward);
       }
-      for (std::size_t at = 0; kind != Kind::Stream64Pairs && at < row; at += kind == Kind::StreamChunked ? piece : row)
-        for (int i = 0; i < 2; ++i) {
-          const int p = (t + (backward ? 1 - i : i)) % 2;
-          const std::size_t n = kind == Kind::StreamChunked ? std::min(piece, row - at) : row;
-          copy_row(kind, tgt[p] + static_cast<std::size_t>(t) * row + at, in[t] + static_cast<std::size_t>(p) * row + at,
-                   n, backward);
-        }
       barrier(2 * it + 2);
       if (t == 0 && it >= 3)
         times.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
@@ -188,8 +156,7 @@ Times run(std::size_t s, Kind kind, int iters) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const std::vector<Kind> all = {Kind::Memcpy,    Kind::Stream,      Kind::Stream64,         Kind::StreamChunked,
-                                 Kind::MemcpyAlt, Kind::Stream64Alt, Kind::Stream64Prefetch, Kind::Stream64Pairs};
+  const std::vector<Kind> all = {Kind::Memcpy, Kind::MemcpyAlt, Kind::Stream, Kind::Stream64Alt};
   std::vector<int> mib = {1, 4, 16, 64};
   std::vector<std::string> kind_names;
   std::string json_path;
@@ -214,9 +181,7 @@ int main(int argc, char** argv) {
     const std::size_t s = static_cast<std::size_t>(m) << 20;
     const int iters = std::max(20, static_cast<int>((2048ull << 20) / s));
     for (Kind k : kinds) {
-      const bool avx512 = k == Kind::Stream64 || k == Kind::Stream64Alt || k == Kind::Stream64Prefetch ||
-                          k == Kind::Stream64Pairs;
-      if (avx512 && !__builtin_cpu_supports("avx512f")) {
+      if (k == Kind::Stream64Alt && !__builtin_cpu_supports("avx512f")) {
         std::printf("%5d MiB  %-15s (no AVX-512 on this CPU)\n", m, name(k));
         continue;
       }

@@ -7,7 +7,7 @@
 //              that waits, like a device would) are about the same size: back-to-back run()
 //              vs submit() with two calls in flight
 //
-// Target (issue 4): dispatch <= 20 us at P=2; two-in-flight submit measurably faster than
+// Target: dispatch <= 20 us at P=2; two-in-flight submit measurably faster than
 // back-to-back run. A benchmark, not a test: exit 0 whatever the numbers are.
 //
 //   pld-bench-worker                  # P=2, defaults

@@ -20,13 +20,32 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <new>
+#include <stdexcept>
 #include <vector>
 
 namespace pld {
 
 namespace detail {
 PLD_API Dims checked_valid(const char* op, const Dims& shape, const Dims& valid);
+/// Element count of a tile of `shape`, after checking that its byte size fits an Index and this
+/// machine's memory (UsageError naming `op`, the shape and the size otherwise).
+PLD_API std::size_t tile_elements(const char* op, const Dims& shape, std::size_t elem_size);
+[[noreturn]] PLD_API void throw_tile_alloc(const char* op, const Dims& shape, std::size_t elem_size);
+
+/// Zero-filled storage of a tile of `shape`; a failed allocation is a UsageError naming `op`.
+template <class T>
+std::vector<T> tile_storage(const char* op, const Dims& shape) {
+  const std::size_t n = tile_elements(op, shape, sizeof(T));
+  try {
+    return std::vector<T>(n);
+  } catch (const std::bad_alloc&) {
+    throw_tile_alloc(op, shape, sizeof(T));
+  } catch (const std::length_error&) {
+    throw_tile_alloc(op, shape, sizeof(T));
+  }
 }
+}  // namespace detail
 
 /// A rank-local block of values (the model's on-chip tile): `shape` elements, of which the
 /// leading `valid_shape` box holds data. Elements outside the valid box are zero.
@@ -37,7 +56,7 @@ class Tile {
   explicit Tile(const Dims& shape) : Tile(shape, shape) {}
   Tile(const Dims& shape, const Dims& valid_shape)
       : shape_(shape), valid_(detail::checked_valid("Tile", shape, valid_shape)),
-        data_(static_cast<std::size_t>(shape.numel())) {}
+        data_(detail::tile_storage<T>("Tile", shape)) {}
 
   const Dims& shape() const { return shape_; }
   const Dims& valid_shape() const { return valid_; }
@@ -110,6 +129,9 @@ PLD_API LocalDesc window_local(const char* op, const WindowDesc& w);
 PLD_API void notify(const WindowDesc& signal, int peer, const Dims& offsets, std::int32_t value, NotifyOp op);
 PLD_API void wait(const WindowDesc& signal, const Dims& offsets, std::int32_t expected, WaitCmp cmp);
 
+/// The checks of tile_load / remote_load alone, on a tile not yet allocated (`tile.data` unused).
+PLD_API void check_tile_load(const char* op, const LocalDesc& tile, const LocalDesc& src, const Dims& offsets);
+PLD_API void check_remote_load(const LocalDesc& tile, const WindowDesc& src, int peer, const Dims& offsets);
 PLD_API void tile_load(const char* op, LocalDesc& tile, const LocalDesc& src, const Dims& offsets);
 PLD_API void tile_store(const char* op, const LocalDesc& tile, const LocalDesc& dst, const Dims& offsets);
 PLD_API void element_read(const char* op, const LocalDesc& src, const Dims& offsets, void* value);
@@ -122,6 +144,26 @@ PLD_API void put(const WindowDesc& dst, int peer, const LocalDesc& src, const Di
 PLD_API void get(const LocalDesc& dst, int peer, const WindowDesc& src, const Dims* dst_offsets,
                  const Dims* src_offsets, const Dims* shape, const GetOptions& options);
 PLD_API void check_same_shape(const char* op, const Dims& a, const Dims& b);
+
+/// A tile of `shape` / `valid`, allocated only after its size and `check(tile)` (the calling
+/// operation's own checks) passed: a bad call fails before any memory is taken.
+template <class T, class Check>
+Tile<T> checked_tile(const char* op, const Dims& shape, const Dims& valid, Check&& check) {
+  const LocalDesc probe{nullptr, shape, dtype_of<T>, checked_valid(op, shape, valid)};
+  tile_elements(op, shape, sizeof(T));
+  check(probe);
+  return Tile<T>(shape, valid);
+}
+
+/// tile::load from a rank-local array.
+template <class T>
+Tile<T> load_tile(const LocalDesc& src, const Dims& offsets, const Dims& shape, const Dims& valid) {
+  Tile<T> t = checked_tile<T>("tile::load", shape, valid,
+                              [&](const LocalDesc& probe) { check_tile_load("tile::load", probe, src, offsets); });
+  auto d = desc(t);
+  tile_load("tile::load", d, src, offsets);
+  return t;
+}
 
 template <class T, class F>
 Tile<T> elementwise(const char* op, const Tile<T>& a, const Tile<T>& b, F f) {
@@ -216,10 +258,7 @@ namespace tile {
 /// `valid_shape`, only that leading part is read (the rest of the tile is zero).
 template <class T>
 Tile<T> load(const Tensor<T>& src, const Dims& offsets, const Dims& shape, const Dims& valid_shape) {
-  Tile<T> t(shape, detail::checked_valid("tile::load", shape, valid_shape));
-  auto d = detail::desc(t);
-  detail::tile_load("tile::load", d, detail::desc(src), offsets);
-  return t;
+  return detail::load_tile<T>(detail::desc(src), offsets, shape, valid_shape);
 }
 template <class T>
 Tile<T> load(const Tensor<T>& src, const Dims& offsets, const Dims& shape) {
@@ -228,10 +267,7 @@ Tile<T> load(const Tensor<T>& src, const Dims& offsets, const Dims& shape) {
 /// Loads from the calling rank's own copy of a window.
 template <class T>
 Tile<T> load(const DistributedTensor<T>& src, const Dims& offsets, const Dims& shape, const Dims& valid_shape) {
-  Tile<T> t(shape, detail::checked_valid("tile::load", shape, valid_shape));
-  auto d = detail::desc(t);
-  detail::tile_load("tile::load", d, detail::window_local("tile::load", detail::desc(src)), offsets);
-  return t;
+  return detail::load_tile<T>(detail::window_local("tile::load", detail::desc(src)), offsets, shape, valid_shape);
 }
 template <class T>
 Tile<T> load(const DistributedTensor<T>& src, const Dims& offsets, const Dims& shape) {
@@ -331,9 +367,12 @@ Tile<T> min(const Tile<T>& a, std::type_identity_t<T> b) {
 template <class T>
 Tile<T> remote_load(const DistributedTensor<T>& src, int peer, const Dims& offsets, const Dims& shape,
                     const Dims& valid_shape) {
-  Tile<T> t(shape, detail::checked_valid("tile::remote_load", shape, valid_shape));
+  const detail::WindowDesc s = detail::desc(src);
+  Tile<T> t = detail::checked_tile<T>("tile::remote_load", shape, valid_shape, [&](const detail::LocalDesc& probe) {
+    detail::check_remote_load(probe, s, peer, offsets);
+  });
   auto d = detail::desc(t);
-  detail::remote_load(d, detail::desc(src), peer, offsets);
+  detail::remote_load(d, s, peer, offsets);
   return t;
 }
 template <class T>

@@ -3,6 +3,7 @@
 // the rank processes when a dispatch first needs it). `Tensor<T>` is a non-owning view.
 #pragma once
 
+#include <pld/detail/checked.hpp>
 #include <pld/error.hpp>
 #include <pld/export.hpp>
 #include <pld/types.hpp>
@@ -42,9 +43,12 @@ inline Index linear_index(const char* op, const Dims& index, const Dims& shape) 
   return lin;
 }
 
-inline void check_shape(const char* op, const Dims& shape) {
+/// Throws UsageError unless every extent of `shape` is >= 0 and `shape` elements of `elem_size`
+/// bytes have a byte size that fits an Index.
+inline void check_shape(const char* op, const Dims& shape, std::size_t elem_size = 1) {
   for (Index e : shape)
     if (e < 0) throw_bad_shape(op, shape);
+  checked_bytes(op, shape, elem_size);
 }
 
 }  // namespace detail
@@ -60,7 +64,7 @@ class Tensor {
   /// A view of `data` with `shape`. `block` is set by pld for views of its shared memory.
   Tensor(T* data, Dims shape, std::uint32_t block = 0, std::uint64_t block_offset = 0)
       : data_(data), shape_(shape), block_(block), block_offset_(block_offset) {
-    detail::check_shape("Tensor", shape);
+    detail::check_shape("Tensor", shape, sizeof(T));
     if (!data && shape.numel() > 0)
       detail::throw_usage("Tensor: null data for shape " + shape.str() + "; a view needs memory behind it");
   }
@@ -113,8 +117,7 @@ class HostTensor {
   HostTensor() = default;
   /// A zero-filled tensor of `shape`.
   explicit HostTensor(const Dims& shape) {
-    detail::check_shape("HostTensor", shape);
-    block_ = detail::shared_alloc(static_cast<std::size_t>(shape.numel()) * sizeof(T));
+    block_ = detail::shared_alloc(static_cast<std::size_t>(detail::checked_bytes("HostTensor", shape, sizeof(T))));
     view_ = Tensor<T>(reinterpret_cast<T*>(block_.base), shape, block_.id, 0);
   }
 

@@ -186,7 +186,7 @@ class DistributedWorker {
   /// `init` (numel(shape) elements of any host memory).
   template <Element T>
   DeviceTensor<T> alloc_tensor(const Dims& shape, int worker_id = 0, std::span<const T> init = {}) {
-    detail::check_shape("DistributedWorker::alloc_tensor", shape);
+    detail::check_shape("DistributedWorker::alloc_tensor", shape, sizeof(T));
     const auto bytes = static_cast<std::uint64_t>(shape.numel()) * sizeof(T);
     if (!init.empty() && init.size() != static_cast<std::size_t>(shape.numel()))
       detail::WorkerCore::size_mismatch("DistributedWorker::alloc_tensor (init)", init.size_bytes(), bytes);
@@ -232,7 +232,7 @@ class DistributedWorker {
   StackedDeviceTensor<T> alloc_stacked_tensor(const Dims& full_shape, std::type_identity_t<std::span<const T>> host,
                                               std::vector<int> worker_ids = {}) {
     const char* op = "DistributedWorker::alloc_stacked_tensor";
-    detail::check_shape(op, full_shape);
+    detail::check_shape(op, full_shape, sizeof(T));
     if (full_shape.size() < 1 || full_shape[0] < 1)
       detail::throw_usage(std::string(op) + ": shape " + full_shape.str() +
                           " needs a leading batch dimension B >= 1 (at least one shard)");

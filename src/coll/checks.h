@@ -1,11 +1,16 @@
 // Operand checks of every collective, shared by the rank (composite path) and the host (builtin
-// path, which runs them before any rank starts). Each throws UsageError naming the collective,
-// the operand and the shape it needs; the int results are the signal's column stride per lane.
+// path, which runs them before any rank starts). Each throws UsageError naming the collective
+// (`api`), the operand and the shape it needs; the int results are the signal's column stride per
+// lane.
 #pragma once
 
 #include <pld/collectives.hpp>
 
+#include <cstdint>
+
 namespace pld::detail {
+
+struct DomainState;
 
 int check_allreduce(const WindowDesc& target, const WindowDesc& signal, const AllreduceOptions& options);
 int check_broadcast(const WindowDesc& target, const WindowDesc& signal, int root, int core_num);
@@ -16,7 +21,31 @@ int check_all_to_all(const LocalDesc& input, const WindowDesc* input_window, con
                      const WindowDesc& signal, int core_num);
 void check_all_to_all_v(const LocalDesc& input, const WindowDesc* input_window, const WindowDesc& target,
                         const WindowDesc& signal, const LocalDesc& send_counts, const WindowDesc& recv_counts);
+/// all_to_all_v's send counts (known on the rank only): each in [0, max_recv].
+void check_send_counts(const std::int32_t* counts, int nranks, Index max_recv);
 /// barrier: the signal alone.
 void check_barrier(const WindowDesc& signal);
+
+// The pieces the checks above are made of.
+
+/// The domain of a collective's operands, after checking they are bound and share it.
+const DomainState& coll_domain(const char* api, const WindowDesc& signal, const WindowDesc* target,
+                               const char* signal_name = "signal");
+
+/// Checks signal dtype and shape for `core_num` lanes and returns the column stride per lane:
+/// [P] (core_num 1), or [>= P, k] with k >= core_num (lane b uses column b * (k / core_num)).
+int signal_lane_stride(const char* api, const WindowDesc& signal, int nranks, int core_num);
+
+/// Throws unless op is Sum, Max, Min or Prod.
+void check_reduce_op(const char* api, ReduceOp op);
+
+/// Throws unless the two window operands are different buffers.
+void check_distinct(const char* api, const char* a_name, const WindowDesc& a, const char* b_name, const WindowDesc& b);
+
+/// Throws unless `w` is [nranks, SIZE].
+void check_rows(const char* api, const char* what, const WindowDesc& w, int nranks);
+
+/// Throws unless 1 <= core_num <= kMaxCoreNum.
+void check_core_num(const char* api, int core_num);
 
 }  // namespace pld::detail

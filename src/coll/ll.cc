@@ -51,7 +51,7 @@
 #include "coll/ll.h"
 
 #include "coll/peer.h"
-#include "core/settings.h"
+#include "coll/tuning.h"
 #include "reduce/reduce.h"
 
 #include <pld/error.hpp>
@@ -72,17 +72,7 @@ std::uint64_t load_word(std::byte* at) {
   return std::atomic_ref<std::uint64_t>(*reinterpret_cast<std::uint64_t*>(at)).load(std::memory_order_acquire);
 }
 
-std::uint64_t ll_max_bytes() {
-  static const std::uint64_t max = std::min<std::uint64_t>(setting_bytes(Setting::AllreduceLLMax), kLLMaxBytes);
-  return max;
-}
-
-std::uint64_t ll_row_max_bytes() {
-  static const std::uint64_t max = std::min<std::uint64_t>(setting_bytes(Setting::CollLLMax), kLLMaxBytes);
-  return max;
-}
-
-// What an LL wait waits for, in its error message: "<op>: waiting for rank <s>'s <thing> <e>
+// What an LL wait waits for, in its error message: "<api>: waiting for rank <s>'s <thing> <e>
 // (staging '<name>' <cell> <at>, channel of signal '<sig>'; <seen> <v>)".
 struct EpochWait {
   const char* thing;  // "data of LL call", "arrival at LL barrier"
@@ -92,17 +82,16 @@ struct EpochWait {
 
 // Blocks until the int32 at `offset` of my heap — staging cell `at`, raised by domain rank
 // `source` only — holds `epoch`.
-void await_epoch(const char* op, const DomainState& d, const WindowDesc& signal, std::uint64_t offset,
+void await_epoch(const char* api, const DomainState& d, const WindowDesc& signal, std::uint64_t offset,
                  std::uint32_t epoch, const Dims& at, int source, const EpochWait& how) {
-  const WaitSite site{d.id, static_cast<std::uint32_t>(d.ll_staging), &at, d.members[static_cast<std::size_t>(source)],
-                      op};
+  const WaitSite site{d.id, static_cast<std::uint32_t>(coll_state(d).ll_staging), &at,
+                      d.members[static_cast<std::size_t>(source)], api};
   std::int32_t seen = 0;
   const WaitStatus st = d.backend->wait(offset, static_cast<std::int32_t>(epoch), WaitCmp::Eq, site, &seen);
   if (st == WaitStatus::Ok) return;
-  const std::string what =
-      fmt::format("{}: waiting for rank {}'s {} {} (staging '{}' {} {}, channel of signal '{}'; {} {})", op, source,
-                  how.thing, epoch, kCollStagingName, how.cell, at.str(), d.buffer_name(signal.ref.buffer), how.seen,
-                  seen);
+  const std::string what = fmt::format(
+      "{}: waiting for rank {}'s {} {} (staging '{}' {} {}, channel of signal '{}'; {} {})", api, source, how.thing,
+      epoch, kCollStagingName, how.cell, at.str(), d.buffer_name(signal.ref.buffer), how.seen, seen);
   if (st == WaitStatus::Timeout)
     throw WaitTimeoutError(what +
                            " at the deadline; every rank of the domain must call the same collectives in the "
@@ -111,28 +100,29 @@ void await_epoch(const char* op, const DomainState& d, const WindowDesc& signal,
 }
 
 // Word `word` of LL slot [parity][source] (its epoch half is at `offset` + 4).
-void await_word(const char* op, const DomainState& d, const WindowDesc& signal, std::uint64_t offset,
+void await_word(const char* api, const DomainState& d, const WindowDesc& signal, std::uint64_t offset,
                 std::uint32_t epoch, int parity, int source, int word) {
-  await_epoch(op, d, signal, offset + 4, epoch, Dims{parity, source, word}, source,
+  await_epoch(api, d, signal, offset + 4, epoch, Dims{parity, source, word}, source,
               {"data of LL call", "cell", "the word's epoch is"});
 }
 
 // Flag [parity][source] of the LL barrier.
-void await_flag(const char* op, const DomainState& d, const WindowDesc& signal, std::uint64_t offset,
+void await_flag(const char* api, const DomainState& d, const WindowDesc& signal, std::uint64_t offset,
                 std::uint32_t epoch, int parity, int source) {
-  await_epoch(op, d, signal, offset, epoch, Dims{parity, source}, source,
+  await_epoch(api, d, signal, offset, epoch, Dims{parity, source}, source,
               {"arrival at LL barrier", "flag", "the flag holds"});
 }
 
 // Whether the domain has a staging channel for the signal's buffer and direct peers: the common
 // condition of the LL allreduce and the LL barrier.
 bool has_channel(const DomainState& d, const WindowDesc& signal) {
-  return d.ll_staging >= 0 && signal.ref.buffer < d.ll_epochs.size() && direct_peers(d);
+  const CollDomainState& s = coll_state(d);
+  return s.ll_staging >= 0 && signal.ref.buffer < s.ll_epochs.size() && s.direct;
 }
 
 // Heap offset of the channel of the signal's buffer (the same on every member).
 std::uint64_t channel_of(const DomainState& d, const WindowDesc& signal) {
-  return d.buffers[static_cast<std::size_t>(d.ll_staging)].offset +
+  return d.buffers[static_cast<std::size_t>(coll_state(d).ll_staging)].offset +
          signal.ref.buffer * ll_channel_bytes(static_cast<std::uint64_t>(d.nranks()));
 }
 
@@ -142,35 +132,37 @@ bool ll_barrier_fits(const DomainState& d, const WindowDesc& signal) {
   return has_channel(d, signal);
 }
 
-void ll_barrier(const char* op, const DomainState& d, const WindowDesc& signal) {
+void ll_barrier(const char* api, const DomainState& d, const WindowDesc& signal) {
   const int n = d.nranks(), me = d.rank;
-  const std::uint32_t epoch = ++d.ll_barrier_epochs[signal.ref.buffer];
+  const std::uint32_t epoch = ++coll_state(d).ll_barrier_epochs[signal.ref.buffer];
   const int parity = static_cast<int>(epoch & 1);
   const std::uint64_t flags = channel_of(d, signal) + ll_flags_offset(static_cast<std::uint64_t>(n));
   auto flag = [&](int source) {
-    return flags + (static_cast<std::uint64_t>(parity) * static_cast<std::uint64_t>(n) +
-                    static_cast<std::uint64_t>(source)) * kLLFlagBytes;
+    return flags +
+           (static_cast<std::uint64_t>(parity) * static_cast<std::uint64_t>(n) + static_cast<std::uint64_t>(source)) *
+               kLLFlagBytes;
   };
   for (int k = 1; k < n; ++k) {  // staggered: rank r starts with r + 1
     const int p = (me + k) % n;
-    d.backend->notify(d.members[static_cast<std::size_t>(p)], flag(me), static_cast<std::int32_t>(epoch), NotifyOp::Set);
+    d.backend->notify(d.members[static_cast<std::size_t>(p)], flag(me), static_cast<std::int32_t>(epoch),
+                      NotifyOp::Set);
   }
   for (int k = 1; k < n; ++k) {
     const int s = (me + n - k) % n;  // the peer that raised my flag first is me - 1
-    await_flag(op, d, signal, flag(s), epoch, parity, s);
+    await_flag(api, d, signal, flag(s), epoch, parity, s);
   }
 }
 
 bool ll_fits(const DomainState& d, const WindowDesc& signal, std::uint64_t bytes) {
-  return bytes <= ll_max_bytes() && has_channel(d, signal);
+  return bytes <= coll_tuning().allreduce_ll_max && has_channel(d, signal);
 }
 
 bool ll_rows_fit(const DomainState& d, const WindowDesc& signal, std::uint64_t row_bytes) {
-  return d.nranks() > 1 && row_bytes > 0 && row_bytes <= ll_row_max_bytes() && has_channel(d, signal);
+  return d.nranks() > 1 && row_bytes > 0 && row_bytes <= coll_tuning().coll_ll_max && has_channel(d, signal);
 }
 
 bool ll_all_to_all_v_fits(const DomainState& d, const WindowDesc& signal, std::uint64_t block_bytes) {
-  return d.nranks() > 1 && block_bytes <= ll_row_max_bytes() && 4 + block_bytes <= kLLMaxBytes &&
+  return d.nranks() > 1 && block_bytes <= coll_tuning().coll_ll_max && 4 + block_bytes <= kLLMaxBytes &&
          has_channel(d, signal);
 }
 
@@ -183,13 +175,13 @@ namespace {
 // (the peer that sent to it first) first.
 class LLCall {
  public:
-  LLCall(const char* op, const DomainState& d, const WindowDesc& signal, std::size_t bytes)
-      : op_(op),
+  LLCall(const char* api, const DomainState& d, const WindowDesc& signal, std::size_t bytes)
+      : api_(api),
         d_(d),
         signal_(signal),
         bytes_(bytes),
         words_(static_cast<int>((bytes + 3) / 4)),
-        epoch_(++d.ll_epochs[signal.ref.buffer]),
+        epoch_(++coll_state(d).ll_epochs[signal.ref.buffer]),
         parity_(static_cast<int>(epoch_ & 1)),
         channel_(channel_of(d, signal)) {}
 
@@ -204,7 +196,8 @@ class LLCall {
   void send(int peer) {
     const std::uint64_t my_slot = slot(d_.rank), doorbell = my_slot + 8 * static_cast<std::uint64_t>(words_ - 1) + 4;
     auto* dst = reinterpret_cast<std::uint64_t*>(d_.windows_in[static_cast<std::size_t>(peer)] + my_slot);
-    for (int i = 0; i < words_; ++i) std::atomic_ref<std::uint64_t>(dst[i]).store(packed_[i], std::memory_order_relaxed);
+    for (int i = 0; i < words_; ++i)
+      std::atomic_ref<std::uint64_t>(dst[i]).store(packed_[i], std::memory_order_relaxed);
     d_.backend->notify(d_.members[static_cast<std::size_t>(peer)], doorbell, static_cast<std::int32_t>(epoch_),
                        NotifyOp::Set);
   }
@@ -237,12 +230,13 @@ class LLCall {
     std::byte* heap = d_.windows_in[static_cast<std::size_t>(d_.rank)];
     const std::uint64_t at = slot(source);
     const std::uint64_t last = at + 8 * static_cast<std::uint64_t>(words_ - 1);
-    if (load_word(heap + last) >> 32 != epoch_) await_word(op_, d_, signal_, last, epoch_, parity_, source, words_ - 1);
+    if (load_word(heap + last) >> 32 != epoch_)
+      await_word(api_, d_, signal_, last, epoch_, parity_, source, words_ - 1);
     for (int i = 0; i < words_; ++i) {
       const std::uint64_t w_at = at + 8 * static_cast<std::uint64_t>(i);
       std::uint64_t w = load_word(heap + w_at);
       if (w >> 32 != epoch_) {  // never on x86 (stores arrive in order), allowed by the protocol
-        await_word(op_, d_, signal_, w_at, epoch_, parity_, source, i);
+        await_word(api_, d_, signal_, w_at, epoch_, parity_, source, i);
         w = load_word(heap + w_at);
       }
       const auto piece = static_cast<std::uint32_t>(w);
@@ -258,7 +252,7 @@ class LLCall {
                           kLLSlotBytes;
   }
 
-  const char* op_;
+  const char* api_;
   const DomainState& d_;
   const WindowDesc& signal_;
   std::size_t bytes_;
@@ -271,30 +265,30 @@ class LLCall {
 
 // mine = op(source 0, ..., source P-1) in ascending rank order, my own source being `mine`, the
 // others this call's messages (after its sends).
-void reduce_received(LLCall& call, const DomainState& d, std::byte* mine, Index count, DType dtype, ReduceOp rop) {
+void reduce_received(LLCall& call, const DomainState& d, std::byte* mine, Index count, DType dtype, ReduceOp op) {
   const void* srcs[kMaxRanks];
   srcs[d.rank] = mine;
   call.receive_all([&](int s, const std::byte* data) { srcs[s] = data; });
-  reduce(mine, srcs, d.nranks(), static_cast<std::size_t>(count), dtype, rop);
+  reduce(mine, srcs, d.nranks(), static_cast<std::size_t>(count), dtype, op);
 }
 
 }  // namespace
 
-void ll_allreduce(const char* op, const DomainState& d, const WindowDesc& target, const WindowDesc& signal, Index count,
-                  ReduceOp rop) {
+void ll_allreduce(const char* api, const DomainState& d, const WindowDesc& target, const WindowDesc& signal,
+                  Index count, ReduceOp op) {
   std::byte* mine = own_at(d, target, 0);
-  LLCall call(op, d, signal, static_cast<std::size_t>(count) * dtype_size(target.dtype));
+  LLCall call(api, d, signal, static_cast<std::size_t>(count) * dtype_size(target.dtype));
   call.pack(mine);
   call.send_all();
-  reduce_received(call, d, mine, count, target.dtype, rop);
+  reduce_received(call, d, mine, count, target.dtype, op);
 }
 
-void ll_broadcast(const char* op, const DomainState& d, const WindowDesc& target, const WindowDesc& signal, int root) {
+void ll_broadcast(const char* api, const DomainState& d, const WindowDesc& target, const WindowDesc& signal, int root) {
   const std::size_t bytes = static_cast<std::size_t>(target.shape.numel()) * dtype_size(target.dtype);
   std::byte* mine = own_at(d, target, 0);
   // Every rank sends (a non-root its own, ignored bytes) and every rank receives: the exchange
   // stays all-to-all, which is what lets slots be reused without acknowledgements.
-  LLCall call(op, d, signal, bytes);
+  LLCall call(api, d, signal, bytes);
   call.pack(mine);
   call.send_all();
   call.receive_all([&](int s, const std::byte* data) {
@@ -302,7 +296,7 @@ void ll_broadcast(const char* op, const DomainState& d, const WindowDesc& target
   });
 }
 
-void ll_all_to_all_v(const char* op, const DomainState& d, const std::byte* input, const std::int32_t* send_counts,
+void ll_all_to_all_v(const char* api, const DomainState& d, const std::byte* input, const std::int32_t* send_counts,
                      const WindowDesc& target, const WindowDesc& recv_counts, const WindowDesc& signal) {
   const Index max_recv = target.shape[0] / d.nranks();
   const std::size_t row_bytes = static_cast<std::size_t>(target.shape[1]) * dtype_size(target.dtype);
@@ -313,7 +307,7 @@ void ll_all_to_all_v(const char* op, const DomainState& d, const std::byte* inpu
                 static_cast<std::size_t>(rows) * row_bytes);
   };
   // Each message: the row count, then the rows of the block (zero-padded to MAX_RECV rows).
-  LLCall call(op, d, signal, 4 + block_bytes);
+  LLCall call(api, d, signal, 4 + block_bytes);
   std::byte message[kLLMaxBytes] = {};
   call.send_each([&](int p) {
     const std::size_t bytes = static_cast<std::size_t>(send_counts[p]) * row_bytes;
@@ -330,16 +324,16 @@ void ll_all_to_all_v(const char* op, const DomainState& d, const std::byte* inpu
   });
 }
 
-void ll_rows(const char* op, LLRows kind, const DomainState& d, const std::byte* input, const WindowDesc& target,
-             const WindowDesc& signal, ReduceOp rop) {
+void ll_rows(const char* api, LLRows kind, const DomainState& d, const std::byte* input, const WindowDesc& target,
+             const WindowDesc& signal, ReduceOp op) {
   const Index size = target.shape[1];
   const std::size_t row_bytes = static_cast<std::size_t>(size) * dtype_size(target.dtype);
   auto own_row = [&](int row) { return own_at(d, target, static_cast<std::uint64_t>(row) * row_bytes); };
-  LLCall call(op, d, signal, row_bytes);
+  LLCall call(api, d, signal, row_bytes);
   switch (kind) {
     case LLRows::ReduceScatter:
       call.send_each([&](int p) { return static_cast<const std::byte*>(own_row(p)); });
-      return reduce_received(call, d, own_row(d.rank), size, target.dtype, rop);
+      return reduce_received(call, d, own_row(d.rank), size, target.dtype, op);
     case LLRows::Allgather:
       call.pack(input);  // the same row for every peer
       call.send_all();

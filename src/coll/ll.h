@@ -1,10 +1,10 @@
 // The LL ("low latency", after NCCL's protocol of that name) one-hop collectives for payloads of
-// at most kLLMaxBytes per peer: allreduce, allgather, reduce_scatter, all_to_all, all_to_all_v
-// and broadcast in one hop
-// instead of two barriers around the copies; and the LL barrier: one flag store per peer instead
-// of a credit and its give-back.
+// at most kLLMaxBytes per peer (coll/tuning.h): allreduce, allgather, reduce_scatter, all_to_all,
+// all_to_all_v and broadcast in one hop instead of two barriers around the copies; and the LL
+// barrier: one flag store per peer instead of a credit and its give-back.
 #pragma once
 
+#include "coll/tuning.h"
 #include "rank/runtime.h"
 
 #include <pld/collectives.hpp>
@@ -21,8 +21,8 @@ bool ll_fits(const DomainState& d, const WindowDesc& signal, std::uint64_t bytes
 
 /// The LL allreduce of `target` (count elements, count * esz <= kLLMaxBytes) in place, sources
 /// combined in ascending rank order. Operands are already checked; needs ll_fits().
-void ll_allreduce(const char* op, const DomainState& d, const WindowDesc& target, const WindowDesc& signal, Index count,
-                  ReduceOp rop);
+void ll_allreduce(const char* api, const DomainState& d, const WindowDesc& target, const WindowDesc& signal,
+                  Index count, ReduceOp op);
 
 /// Whether allgather, reduce_scatter or all_to_all of `row_bytes` per [P, SIZE] row can run LL
 /// on domain `d` (also all_to_all_v and broadcast, with their message size): more than one rank,
@@ -34,15 +34,15 @@ enum class LLRows { Allgather, ReduceScatter, AllToAll };
 
 /// The LL form of the row collectives on the [P, SIZE] window `target`, operands already checked
 /// and entered; needs ll_rows_fit(). `input`: allgather's local row, all_to_all's [P, SIZE] input
-/// (unused by reduce_scatter, which works in place; `rop` is its op). Each rank writes only its
+/// (unused by reduce_scatter, which works in place; `op` is its reduce op). Each rank writes only its
 /// own target; reduce_scatter combines ranks in ascending order like its two-barrier form.
-void ll_rows(const char* op, LLRows kind, const DomainState& d, const std::byte* input, const WindowDesc& target,
-             const WindowDesc& signal, ReduceOp rop = ReduceOp::Sum);
+void ll_rows(const char* api, LLRows kind, const DomainState& d, const std::byte* input, const WindowDesc& target,
+             const WindowDesc& signal, ReduceOp op = ReduceOp::Sum);
 
 /// The LL broadcast of `target` (at most PLD_COLL_LL_MAX bytes; needs ll_rows_fit() for its
 /// size) from domain rank `root`. Every rank pushes to every peer, so it takes one hop like the
 /// others, not the root's push alone.
-void ll_broadcast(const char* op, const DomainState& d, const WindowDesc& target, const WindowDesc& signal, int root);
+void ll_broadcast(const char* api, const DomainState& d, const WindowDesc& target, const WindowDesc& signal, int root);
 
 /// Whether all_to_all_v with blocks of `block_bytes` (MAX_RECV * SIZE * sizeof(T)) can run LL on
 /// domain `d`: more than one rank, the block at most PLD_COLL_LL_MAX, block and its 4-byte count
@@ -54,7 +54,7 @@ bool ll_all_to_all_v_fits(const DomainState& d, const WindowDesc& signal, std::u
 /// The LL all_to_all_v: each message carries the row count, then the block (4 + MAX_RECV * SIZE
 /// * sizeof(T) bytes; needs ll_all_to_all_v_fits()). Each rank writes its own recv_counts and
 /// target. Counts are already checked.
-void ll_all_to_all_v(const char* op, const DomainState& d, const std::byte* input, const std::int32_t* send_counts,
+void ll_all_to_all_v(const char* api, const DomainState& d, const std::byte* input, const std::int32_t* send_counts,
                      const WindowDesc& target, const WindowDesc& recv_counts, const WindowDesc& signal);
 
 /// Whether a barrier with `signal` can run as an LL barrier on domain `d`: the domain has a
@@ -64,6 +64,6 @@ bool ll_barrier_fits(const DomainState& d, const WindowDesc& signal);
 
 /// The LL barrier: every rank raises its flag in every peer's channel to this call's epoch, then
 /// waits for every peer's flag. The signal's own cells are not touched. Needs ll_barrier_fits().
-void ll_barrier(const char* op, const DomainState& d, const WindowDesc& signal);
+void ll_barrier(const char* api, const DomainState& d, const WindowDesc& signal);
 
 }  // namespace pld::detail

@@ -1,96 +1,180 @@
 // How the composite collectives reach peers' windows (docs/01-collectives.md, "Direct and RMA
-// schedules").
+// schedules"): one schedule per collective, written over a peer access type.
 //
-// Direct: every member's window is load/store addressable here (shm: DomainState::windows_in), and
-// the schedules read and write peers' copies as memory through window_at() (coll/credit.h).
-// RMA: a peer's window is reachable only through Backend::get and Backend::put (mpi: heap_base of
-// a peer is nullptr), or PLD_COLL_RMA=1 asks for that on shm. The RMA schedules use the helpers
-// below: the calling rank's own copy is always memory; a peer's copy is read with get (complete
-// on return) and written with put (visible to a peer once this rank's next notify has returned —
-// the next credit barrier).
+// DirectPeers: every member's window is load/store addressable here (shm: DomainState::windows_in);
+// a read returns the peer's bytes in place, a write is a copy into the peer's window.
+// RmaPeers: a peer's window is reachable only through Backend::get and Backend::put (mpi:
+// heap_base of a peer is nullptr), or PLD_COLL_RMA=1 asks for that on shm. The calling rank's own
+// copy is always memory; a peer's copy is read with get into scratch (complete on return) and
+// written with put (visible to a peer once this rank's next notify has returned — the next credit
+// barrier). Reads of many elements go in steps (step_elems) through bounded scratch (stage).
 //
-// The choice is made once per call (direct_peers), never per element. Both kinds of schedule use
-// the same credits and the same ownership of segments and rows, so a member running one kind and
-// another member the other kind still agree — except LL (coll/ll.cc), which only runs when the
-// domain is direct; every member of a domain gets the same answer from direct_peers anyway (one
-// backend, one inherited environment).
+// with_peers() makes the choice once per call, never per element, and the schedules are
+// templates over the access type, so the direct path compiles to plain loads and copies. Both
+// kinds use the same credits and the same ownership of segments and rows, so a member running one
+// kind and another member the other kind still agree — except LL (coll/ll.cc), which only runs
+// when the domain is direct; every member of a domain gets the same answer from direct_peers
+// anyway (one backend, one inherited environment).
 #pragma once
 
 #include "backend/backend.h"
+#include "coll/domain_state.h"
+#include "coll/tuning.h"
 #include "core/copy.h"
 #include "rank/runtime.h"
 
 #include <pld/kernel.hpp>
 
-#include <pld/types.hpp>
-
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <vector>
 
 namespace pld::detail {
 
-/// PLD_COLL_RMA != 0: run the RMA schedules even where peers' windows are memory. Read once per
-/// process, by its first collective that moves data (coll/credit.cc).
-bool coll_rma_forced();
-
 /// Whether the collectives on `d` may run their direct schedules: every member's window is
 /// addressable from this process and PLD_COLL_RMA is off.
-inline bool direct_peers(const DomainState& d) { return d.direct; }
+inline bool direct_peers(const DomainState& d) {
+  return coll_state(d).direct;
+}
 
 /// Local address of the calling rank's own copy of `w` at `byte_offset` (always addressable).
 inline std::byte* own_at(const DomainState& d, const WindowDesc& w, std::uint64_t byte_offset) {
   return d.windows_in[static_cast<std::size_t>(d.rank)] + w.ref.offset + byte_offset;
 }
 
-/// Bytes [byte_offset, byte_offset + bytes) of `peer`'s copy of `w`: the calling rank's own copy
-/// in place; a peer's copy fetched with Backend::get into `scratch` (complete on return). Returns
-/// where the bytes are.
-inline const std::byte* peer_read(const DomainState& d, int peer, const WindowDesc& w, std::uint64_t byte_offset,
-                                  std::size_t bytes, std::byte* scratch) {
-  if (peer == d.rank) return own_at(d, w, byte_offset);
-  d.backend->get(scratch, d.members[static_cast<std::size_t>(peer)], w.ref.offset + byte_offset, bytes);
-  return scratch;
+/// Local address of `peer`'s copy of `w` at `byte_offset`, for the direct schedules only; a peer
+/// without an address is an internal error (the RMA schedule should have run).
+std::byte* window_at(const char* api, const DomainState& d, int peer, const WindowDesc& w, std::uint64_t byte_offset);
+
+/// Scratch for staged reads: slot i holds one step's bytes from the i-th peer read.
+struct Stage {
+  std::byte* base;
+  std::size_t slot_bytes;
+  std::byte* slot(int i) const { return base + static_cast<std::size_t>(i) * slot_bytes; }
+};
+/// Direct reads need no scratch.
+struct NoStage {
+  std::byte* slot(int) const { return nullptr; }
+};
+
+class DirectPeers {
+ public:
+  DirectPeers(const char* api, const DomainState& d) : api_(api), d_(d) {}
+  const DomainState& domain() const { return d_; }
+  std::byte* own(const WindowDesc& w, std::uint64_t off) const { return own_at(d_, w, off); }
+
+  /// Elements per step of a schedule that reads `sources` ranks: `direct` (at least 1).
+  Index step_elems(Index direct, int /*sources*/, std::size_t /*esz*/) const { return std::max<Index>(1, direct); }
+  NoStage stage(std::size_t /*step_bytes*/, int /*slots*/) const { return {}; }
+
+  /// Where bytes [off, off + bytes) of `peer`'s copy of `w` are: in place.
+  const std::byte* read(int peer, const WindowDesc& w, std::uint64_t off, std::size_t /*bytes*/,
+                        std::byte* /*scratch*/) const {
+    return window_at(api_, d_, peer, w, off);
+  }
+  /// Copies bytes [off, off + bytes) of `peer`'s copy of `w` to local memory `dst`.
+  void fetch(int peer, const WindowDesc& w, std::uint64_t off, std::byte* dst, std::size_t bytes) const {
+    bulk_copy(dst, window_at(api_, d_, peer, w, off), bytes);
+  }
+  /// Writes `bytes` from `src` into `peer`'s copy of `w` at `off`.
+  void write(int peer, const WindowDesc& w, std::uint64_t off, const std::byte* src, std::size_t bytes,
+             std::size_t streaming_from = kStreamingBytes, CopyOrder order = CopyOrder::Forward) const {
+    bulk_copy(window_at(api_, d_, peer, w, off), src, bytes, streaming_from, order);
+  }
+  /// write() of a small block (a step, a count): a plain copy, never streamed.
+  void store(int peer, const WindowDesc& w, std::uint64_t off, const std::byte* src, std::size_t bytes) const {
+    std::memcpy(window_at(api_, d_, peer, w, off), src, bytes);
+  }
+  /// Writes the same `bytes` from `src` into every member's copy of `w` at `off`, the calling rank
+  /// first, then staggered; the blocks of src are read once for all (bulk_copy_multi).
+  void write_all(const WindowDesc& w, std::uint64_t off, const std::byte* src, std::size_t bytes,
+                 std::size_t streaming_from, CopyOrder order) const {
+    const int n = d_.nranks();
+    std::byte* dsts[kMaxRanks];
+    for (int k = 0; k < n; ++k) dsts[k] = window_at(api_, d_, (d_.rank + k) % n, w, off);
+    bulk_copy_multi(dsts, n, src, bytes, streaming_from, order);
+  }
+  /// Whether the pushes alternate the order of their copies from call to call (coll/push.h).
+  static constexpr bool kOrdered = true;
+
+ private:
+  const char* api_;
+  const DomainState& d_;
+};
+
+class RmaPeers {
+ public:
+  RmaPeers(const char* /*api*/, const DomainState& d) : d_(d) {}
+  const DomainState& domain() const { return d_; }
+  std::byte* own(const WindowDesc& w, std::uint64_t off) const { return own_at(d_, w, off); }
+
+  /// Elements per step of a schedule that reads `sources` ranks: what bounded scratch holds.
+  Index step_elems(Index /*direct*/, int sources, std::size_t esz) const { return rma_chunk_elems(sources, esz); }
+  /// The calling thread's scratch for `slots` reads of `step_bytes` (kept for the thread's life;
+  /// each lane runs on its own thread).
+  Stage stage(std::size_t step_bytes, int slots) const {
+    thread_local std::vector<std::byte> buf;
+    const std::size_t bytes = step_bytes * static_cast<std::size_t>(std::max(slots, 0));
+    if (buf.size() < bytes) buf.resize(bytes);
+    return {buf.data(), step_bytes};
+  }
+
+  /// The calling rank's own copy in place; a peer's copy fetched with get into `scratch`.
+  const std::byte* read(int peer, const WindowDesc& w, std::uint64_t off, std::size_t bytes, std::byte* scratch) const {
+    if (peer == d_.rank) return own(w, off);
+    d_.backend->get(scratch, member(peer), w.ref.offset + off, bytes);
+    return scratch;
+  }
+  void fetch(int peer, const WindowDesc& w, std::uint64_t off, std::byte* dst, std::size_t bytes) const {
+    if (bytes == 0) return;
+    if (peer == d_.rank) return bulk_copy(dst, own(w, off), bytes);
+    d_.backend->get(dst, member(peer), w.ref.offset + off, bytes);
+  }
+  /// A store into the calling rank's own copy (streaming from `streaming_from` bytes), a put into
+  /// a peer's; puts ignore `order`.
+  void write(int peer, const WindowDesc& w, std::uint64_t off, const std::byte* src, std::size_t bytes,
+             std::size_t streaming_from = kStreamingBytes, CopyOrder /*order*/ = CopyOrder::Forward) const {
+    if (bytes == 0) return;
+    if (peer == d_.rank) return bulk_copy(own(w, off), src, bytes, streaming_from);
+    d_.backend->put(member(peer), w.ref.offset + off, src, bytes);
+  }
+  void store(int peer, const WindowDesc& w, std::uint64_t off, const std::byte* src, std::size_t bytes) const {
+    write(peer, w, off, src, bytes);
+  }
+  void write_all(const WindowDesc& w, std::uint64_t off, const std::byte* src, std::size_t bytes,
+                 std::size_t streaming_from, CopyOrder /*order*/) const {
+    for (int k = 0; k < d_.nranks(); ++k) write((d_.rank + k) % d_.nranks(), w, off, src, bytes, streaming_from);
+  }
+  static constexpr bool kOrdered = false;
+
+ private:
+  int member(int peer) const { return d_.members[static_cast<std::size_t>(peer)]; }
+  const DomainState& d_;
+};
+
+/// Calls fn(peers) with the access domain `d` allows: DirectPeers where direct_peers(d), else
+/// RmaPeers. `fn` is a generic lambda; each access type gets its own instantiation.
+template <class Fn>
+decltype(auto) with_peers(const char* api, const DomainState& d, Fn&& fn) {
+  if (direct_peers(d)) return fn(DirectPeers(api, d));
+  return fn(RmaPeers(api, d));
 }
 
-/// Copies bytes [byte_offset, byte_offset + bytes) of `peer`'s copy of `w` to local memory `dst`
-/// (which may be inside the calling rank's own window).
-inline void peer_fetch(const DomainState& d, int peer, const WindowDesc& w, std::uint64_t byte_offset, std::byte* dst,
-                       std::size_t bytes) {
-  if (bytes == 0) return;
-  if (peer == d.rank) return bulk_copy(dst, own_at(d, w, byte_offset), bytes);
-  d.backend->get(dst, d.members[static_cast<std::size_t>(peer)], w.ref.offset + byte_offset, bytes);
-}
-
-/// Writes `bytes` from `src` into `peer`'s copy of `w` at `byte_offset`: a store into the calling
-/// rank's own copy (streaming from `streaming_from` bytes), Backend::put into a peer's.
-inline void peer_write(const DomainState& d, int peer, const WindowDesc& w, std::uint64_t byte_offset,
-                       const std::byte* src, std::size_t bytes, std::size_t streaming_from = kStreamingBytes) {
-  if (bytes == 0) return;
-  if (peer == d.rank) return bulk_copy(own_at(d, w, byte_offset), src, bytes, streaming_from);
-  d.backend->put(d.members[static_cast<std::size_t>(peer)], w.ref.offset + byte_offset, src, bytes);
-}
-
-/// One step of an RMA schedule moves at most this much per peer...
-inline constexpr std::size_t kRmaChunkBytes = 256 * 1024;
-/// ...and stages at most this much from all peers together (a lane's scratch stays bounded at
-/// any rank count: 4 MiB / (P - 1) per peer above P = 17).
-inline constexpr std::size_t kRmaScratchBytes = 4u << 20;
-
-/// Elements of `esz` bytes per peer and step of an RMA schedule on `nranks` ranks (>= 1).
-inline Index rma_chunk_elems(int nranks, std::size_t esz) {
-  const std::size_t per_peer = std::clamp<std::size_t>(
-      kRmaScratchBytes / static_cast<std::size_t>(std::max(1, nranks - 1)), 4096, kRmaChunkBytes);
-  return static_cast<Index>(std::max<std::size_t>(1, per_peer / esz));
-}
-
-/// The calling thread's staging buffer for RMA gets, at least `bytes` long (kept for the thread's
-/// life; each lane runs on its own thread).
-inline std::byte* rma_scratch(std::size_t bytes) {
-  thread_local std::vector<std::byte> buf;
-  if (buf.size() < bytes) buf.resize(bytes);
-  return buf.data();
+/// srcs[p] = where rank p's copy of `w` at [off, off + bytes) is, for every rank p of the domain:
+/// the calling rank's own copy in place, peers read staggered (rank r reads r + 1 first), the
+/// i-th through stage.slot(i).
+template <class Peers, class StageT>
+void read_copies(const Peers& peers, const WindowDesc& w, std::uint64_t off, std::size_t bytes, const StageT& stage,
+                 const void** srcs) {
+  const DomainState& d = peers.domain();
+  const int n = d.nranks(), me = d.rank;
+  for (int k = 1; k < n; ++k) {
+    const int p = (me + k) % n;
+    srcs[p] = peers.read(p, w, off, bytes, stage.slot(k - 1));
+  }
+  srcs[me] = peers.own(w, off);
 }
 
 }  // namespace pld::detail

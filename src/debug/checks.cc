@@ -3,6 +3,7 @@
 #include "core/log.h"
 #include "rank/runtime.h"
 
+#include <pld/detail/checked.hpp>
 #include <pld/error.hpp>
 
 #include <fmt/format.h>
@@ -342,12 +343,13 @@ void debug_check_view(const char* op, const WindowDesc& w) {
                                  "{}; make views with Host::window<T>() and pass them through Host::dispatch",
                                  op, w.ref.buffer, w.ref.offset, d->label));
   const BufferInfo& b = d->buffers[w.ref.buffer];
-  const std::uint64_t need = static_cast<std::uint64_t>(w.shape.numel()) * dtype_size(w.dtype);
-  if (need > b.bytes)
-    throw UsageError(fmt::format("{}: the view of window '{}' has shape {} ({}, {} bytes) but the buffer has {} bytes; "
+  const std::optional<Index> need = try_bytes(w.shape, dtype_size(w.dtype));
+  if (!need || static_cast<std::uint64_t>(*need) > b.bytes)
+    throw UsageError(fmt::format("{}: the view of window '{}' has shape {} ({}, {}) but the buffer has {} bytes; "
                                  "accesses through it would leave the window (a DistributedTensor built in the kernel "
                                  "must fit its buffer)",
-                                 op, b.name, w.shape.str(), dtype_name(w.dtype), need, b.bytes));
+                                 op, b.name, w.shape.str(), dtype_name(w.dtype),
+                                 need ? fmt::format("{} bytes", *need) : std::string("more bytes than int64 can count"), b.bytes));
 }
 
 }  // namespace pld::detail

@@ -23,7 +23,7 @@
 
 namespace pld::detail {
 
-/// Set on the host before the rank processes are forked (worker/run.cc), so ranks inherit it.
+/// Set on the host before the rank processes are forked (group/group.cc group_options), so ranks inherit it.
 extern bool g_debug_checks;
 inline bool debug_checks() { return __builtin_expect(g_debug_checks, false); }
 /// PLD_LOG=info or debug with the coll subsystem (one line per collective call). Read once per

@@ -1,7 +1,6 @@
 // Host builtin collectives: the host-side checks (the same functions the ranks run, bound to the
 // host's view of the domain, so bad operands fail before any rank starts) and pld's own signals.
 #include "coll/checks.h"
-#include "coll/credit.h"
 #include "host/session.h"
 
 #include <pld/error.hpp>
@@ -13,14 +12,14 @@ namespace pld {
 
 const std::vector<int>& Host::builtin_ranks(detail::BuiltinCall& c) {
   using detail::Builtin;
-  const detail::WindowRef& lead = c.kind == Builtin::Barrier ? c.b.ref : c.a.ref;
-  session_->check_call("host collective", lead);
-  const std::uint32_t domain = lead.domain;
-  const detail::DomainState& st = session_->host_state(domain);
   auto bind = [&](detail::WindowDesc& w) {
-    session_->check_call("host collective", w.ref);
+    session_->check_view("host collective", w.ref, w.shape, w.dtype);
     w.state = &session_->host_state(w.ref.domain);
   };
+  detail::WindowDesc& lead = c.kind == Builtin::Barrier ? c.b : c.a;
+  bind(lead);
+  const std::uint32_t domain = lead.ref.domain;
+  const detail::DomainState& st = session_->host_state(domain);
   const int used = c.kind == Builtin::Barrier ? 1 : c.kind == Builtin::Allreduce || c.kind == Builtin::Broadcast ||
                                                           c.kind == Builtin::ReduceScatter
                                                       ? 2

@@ -1,6 +1,7 @@
 // pld::Host and pld::CommDomain: the orchestrator's view of a HostSession.
 #include "host/session.h"
 
+#include <pld/detail/checked.hpp>
 #include <pld/error.hpp>
 #include <pld/host.hpp>
 
@@ -35,7 +36,9 @@ WindowBuffer CommDomain::alloc_window_buffer(const Dims& shape, DType dtype, con
     if (e < 0)
       throw UsageError(fmt::format("alloc_window_buffer({}, {}): negative extent; extents must be >= 0", shape.str(),
                                    dtype_name(dtype)));
-  return session_->alloc(id_, static_cast<std::uint64_t>(shape.numel()) * dtype_size(dtype), user_name(name));
+  const std::string op = fmt::format("alloc_window_buffer({}, {})", shape.str(), dtype_name(dtype));
+  const Index bytes = detail::checked_bytes(op.c_str(), shape, dtype_size(dtype));
+  return session_->alloc(id_, static_cast<std::uint64_t>(bytes), user_name(name));
 }
 
 detail::WindowRef CommDomain::window_ref(const WindowBuffer& buffer, const Dims& shape, DType dtype) const {

@@ -1,7 +1,9 @@
 #include "host/session.h"
 
+#include "coll/tuning.h"
 #include "core/block.h"
 
+#include <pld/detail/checked.hpp>
 #include <pld/error.hpp>
 
 #include <fmt/format.h>
@@ -9,6 +11,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <optional>
 
 namespace pld::detail {
 
@@ -157,6 +160,23 @@ void HostSession::check_call(const char* what, const WindowRef& ref) const {
                                  what));
 }
 
+namespace {
+// The size check of a view: `shape` x `dtype` within `bytes`, overflow-free.
+void check_view_size(const std::string& site, const Dims& shape, DType dtype, std::uint64_t bytes) {
+  for (Index e : shape)
+    if (e < 0) throw UsageError(fmt::format("{}: shape has a negative extent; extents must be >= 0", site));
+  const std::optional<Index> need = try_bytes(shape, dtype_size(dtype));
+  if (!need)
+    throw UsageError(fmt::format("{}: the view's size overflows int64 (shape {} of {}-byte elements); the buffer has "
+                                 "{} bytes",
+                                 site, shape.str(), dtype_size(dtype), bytes));
+  if (static_cast<std::uint64_t>(*need) > bytes)
+    throw UsageError(fmt::format("{}: the view needs {} bytes but the buffer has {} bytes; alloc_window_buffer takes "
+                                 "a size in BYTES (e.g. n * sizeof(T)), not elements",
+                                 site, *need, bytes));
+}
+}  // namespace
+
 WindowRef HostSession::view(std::uint32_t domain, const WindowBuffer& buffer, const Dims& shape, DType dtype) const {
   const DomainRecord& d = domains_.at(domain);
   const WindowRef& ref = buffer.ref;
@@ -176,12 +196,26 @@ WindowRef HostSession::view(std::uint32_t domain, const WindowBuffer& buffer, co
     if (e < 0)
       throw UsageError(fmt::format("window('{}', {}): shape has a negative extent; extents must be >= 0", buffer.name,
                                    shape.str()));
-  const std::uint64_t need = static_cast<std::uint64_t>(shape.numel()) * dtype_size(dtype);
-  if (need > ref.bytes)
-    throw UsageError(fmt::format("window('{}', {}, {}): the view needs {} bytes but the buffer has {} bytes; "
-                                 "alloc_window_buffer takes a size in BYTES (e.g. n * sizeof(T)), not elements",
-                                 buffer.name, shape.str(), dtype_name(dtype), need, ref.bytes));
+  check_view_size(fmt::format("window('{}', {}, {})", buffer.name, shape.str(), dtype_name(dtype)), shape, dtype,
+                  ref.bytes);
   return ref;
+}
+
+void HostSession::check_view(const char* what, const WindowRef& ref, const Dims& shape, DType dtype) const {
+  check_call(what, ref);
+  const std::string made = "; make window views with Host::window<T>() or CommDomain::window<T>()";
+  if (ref.domain >= domains_.size())
+    throw UsageError(fmt::format("{}: a window view of comm domain {}, which this call did not create ({} domains){}",
+                                 what, ref.domain, domains_.size(), made));
+  const DomainRecord& d = domains_[ref.domain];
+  if (ref.buffer >= d.buffers.size() || d.buffers[ref.buffer].offset != ref.offset ||
+      d.buffers[ref.buffer].bytes != ref.bytes)
+    throw UsageError(fmt::format("{}: a window view of buffer {} (offset {}, {} bytes) that comm domain {} does not "
+                                 "have{}",
+                                 what, ref.buffer, ref.offset, ref.bytes, d.label, made));
+  check_view_size(fmt::format("{}: window view of '{}' with shape {} ({})", what, d.buffers[ref.buffer].name,
+                              shape.str(), dtype_name(dtype)),
+                  shape, dtype, ref.bytes);
 }
 
 void HostSession::record(int rank, Trampoline trampoline, void (*kernel)(), ArgWriter& writer) {
@@ -220,9 +254,9 @@ void HostSession::record(int rank, Trampoline trampoline, void (*kernel)(), ArgW
                                    rank, a->rank, a->rank, a->rank));
     keep_alive_.push_back(a);
   }
-  for (const WindowRef& ref : writer.windows()) {
-    check_call("Host::dispatch", ref);
-    const std::uint32_t id = ref.domain;
+  for (const WindowArg& w : writer.windows()) {
+    check_view("Host::dispatch", w.ref, w.shape, w.dtype);
+    const std::uint32_t id = w.ref.domain;
     if (std::find(rec.domains.begin(), rec.domains.end(), id) != rec.domains.end()) continue;
     DomainRecord& d = domains_[id];
     const int local = d.local_of[static_cast<std::size_t>(rank)];

@@ -101,6 +101,10 @@ class HostSession {
 
   WindowBuffer alloc(std::uint32_t domain, std::uint64_t bytes, const std::string& name);
   WindowRef view(std::uint32_t domain, const WindowBuffer& buffer, const Dims& shape, DType dtype) const;
+  /// Throws unless `ref` is a buffer of an existing domain of this call, exactly as allocated, and
+  /// a view of `shape` x `dtype` fits it. Every window view reaching a dispatch or a host builtin
+  /// passes here, however it was made.
+  void check_view(const char* what, const WindowRef& ref, const Dims& shape, DType dtype) const;
 
   void record(int rank, Trampoline trampoline, void (*kernel)(), ArgWriter& writer);
   /// Once the orchestrator returned: reserves pld's staging windows, then checks the call as a
@@ -158,7 +162,7 @@ inline constexpr Index kBuiltinSignalColumns = 256;
 /// neighbouring buffer).
 inline constexpr std::uint64_t kWindowAlignment = 64;
 
-/// Largest description of one comm domain sent to a rank (worker/protocol.h kMaxMessage).
+/// Largest description of one comm domain sent to a rank (group/shm/protocol.h kMaxMessage).
 inline constexpr std::size_t kMaxDomainMessage = 60 * 1024;
 
 }  // namespace pld::detail

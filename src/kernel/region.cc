@@ -2,6 +2,7 @@
 
 #include "rank/runtime.h"
 
+#include <pld/detail/checked.hpp>
 #include <pld/error.hpp>
 
 #include <fmt/format.h>
@@ -25,7 +26,10 @@ void check_box(const std::string& op, const char* operand, const char* region, c
     if (extent[d] < 0)
       throw UsageError(fmt::format("{}: extent {} in dimension {} is negative (extent {}); extents must be >= 0", op,
                                    extent[d], d, extent.str()));
-    if (offsets[d] + extent[d] > shape[d])
+    if (shape[d] < 0)
+      throw UsageError(fmt::format("{}: {} shape {} has a negative extent; extents must be >= 0", op, operand,
+                                   shape.str()));
+    if (!fits_within(offsets[d], extent[d], shape[d]))
       throw UsageError(fmt::format("{}: {} {} exceeds dimension {}: offset {} + extent {} > {} (shape {}, offsets {}, "
                                    "extent {}); {}",
                                    op, operand, region, d, offsets[d], extent[d], shape[d], shape.str(), offsets.str(),

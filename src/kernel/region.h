@@ -57,7 +57,7 @@ void for_each_run(const Dims& dshape, const Dims& doff, const Dims& dext, const 
                   const Dims& sext, Index chunk_rows, Index chunk_cols, Fn&& fn) {
   const Index n = dext.numel();
   if (n == 0) return;
-  const Index cols = dext.back();
+  const Index cols = dext.empty() ? 1 : dext.back();  // a 0-dimensional box is one element
   const Index rows = n / cols;
   const bool whole = (chunk_rows == 0 || chunk_rows >= rows) && (chunk_cols == 0 || chunk_cols >= cols);
   if (whole && box_contiguous(dshape, dext) && box_contiguous(sshape, sext)) {

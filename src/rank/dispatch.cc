@@ -1,8 +1,8 @@
 #include "rank/dispatch.h"
 
-#include <pld/error.hpp>
-
 #include "rank/runtime.h"
+
+#include <pld/error.hpp>
 
 #include <cxxabi.h>
 #include <fmt/format.h>
@@ -23,22 +23,22 @@ DispatchOutcome run_kernel(Trampoline trampoline, void (*kernel)(), const std::b
     ArgReader reader(args, bytes);
     trampoline(kernel, reader);
   } catch (const WaitTimeoutError& e) {
-    out.status = ReplyStatus::WaitTimeout;
+    out.status = DispatchStatus::WaitTimeout;
     out.text = e.what();
   } catch (const AbortedError& e) {
-    out.status = ReplyStatus::Aborted;
+    out.status = DispatchStatus::Aborted;
     out.text = e.what();
   } catch (const UsageError& e) {
-    out.status = ReplyStatus::KernelError;
+    out.status = DispatchStatus::KernelError;
     out.text = e.what();
   } catch (const std::exception& e) {
-    out.status = ReplyStatus::KernelError;
+    out.status = DispatchStatus::KernelError;
     int st = 0;
     char* name = abi::__cxa_demangle(typeid(e).name(), nullptr, nullptr, &st);
     out.text = fmt::format("kernel threw {}: {}", name ? name : typeid(e).name(), e.what());
     std::free(name);
   } catch (...) {
-    out.status = ReplyStatus::KernelError;
+    out.status = DispatchStatus::KernelError;
     out.text = "kernel threw an exception that is not a std::exception";
   }
   out.kernel_ns = static_cast<std::uint64_t>(
@@ -46,29 +46,26 @@ DispatchOutcome run_kernel(Trampoline trampoline, void (*kernel)(), const std::b
   return out;
 }
 
-std::string apply_device_op(RankRuntime& rt, MessageType type, const std::byte* p, int staging_fd) {
+std::string apply_device_op(RankRuntime& rt, const DeviceOp& op) {
   try {
-    const auto id = take_value<std::uint32_t>(p);
-    if (type == MessageType::DeviceAlloc) {
-      rt.device_alloc(id, take_value<std::uint64_t>(p));
-    } else if (type == MessageType::DeviceFree) {
-      rt.device_free(id);
+    if (op.kind == DeviceOp::Kind::Alloc) {
+      rt.device_alloc(op.id, op.bytes);
+    } else if (op.kind == DeviceOp::Kind::Free) {
+      rt.device_free(op.id);
     } else {
-      const auto offset = take_value<std::uint64_t>(p);
-      const auto bytes = take_value<std::uint64_t>(p);
       std::uint64_t size = 0;
-      std::byte* base = rt.device_base(id, &size);
-      if (offset > size || bytes > size - offset)
-        throw Error(fmt::format("pld: copy of {} bytes at offset {} exceeds resident tensor {} ({} bytes)", bytes,
-                                offset, id, size));
-      if (bytes > 0) {
-        void* m = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, staging_fd, 0);
+      std::byte* base = rt.device_base(op.id, &size);
+      if (op.offset > size || op.bytes > size - op.offset)
+        throw Error(fmt::format("pld: copy of {} bytes at offset {} exceeds resident tensor {} ({} bytes)", op.bytes,
+                                op.offset, op.id, size));
+      if (op.bytes > 0) {
+        void* m = mmap(nullptr, op.bytes, PROT_READ | PROT_WRITE, MAP_SHARED, op.staging_fd, 0);
         if (m == MAP_FAILED) throw Error(fmt::format("pld: cannot map the staging buffer: {}", std::strerror(errno)));
-        if (type == MessageType::DeviceWrite)
-          std::memcpy(base + offset, m, bytes);
+        if (op.kind == DeviceOp::Kind::Write)
+          std::memcpy(base + op.offset, m, op.bytes);
         else
-          std::memcpy(m, base + offset, bytes);
-        munmap(m, bytes);
+          std::memcpy(m, base + op.offset, op.bytes);
+        munmap(m, op.bytes);
       }
     }
   } catch (const std::exception& e) {

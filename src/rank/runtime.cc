@@ -1,7 +1,5 @@
 #include "rank/runtime.h"
 
-#include "coll/peer.h"
-
 #include <pld/detail/dispatch.hpp>
 #include <pld/error.hpp>
 
@@ -105,15 +103,6 @@ DomainState* RankRuntime::domain(std::uint32_t id) {
 
 void RankRuntime::domain_define(std::unique_ptr<DomainState> state) {
   const std::uint32_t id = state->id;
-  state->push_backward.assign(state->buffers.size(), 0);
-  state->direct = !coll_rma_forced() && std::none_of(state->windows_in.begin(), state->windows_in.end(),
-                                                     [](const std::byte* base) { return base == nullptr; });
-  for (std::size_t b = 0; b < state->buffers.size(); ++b)
-    if (state->buffers[b].name == kCollStagingName) {
-      state->ll_staging = static_cast<std::int64_t>(b);
-      state->ll_epochs.assign(state->buffers[b].bytes / ll_channel_bytes(state->members.size()), 0);
-      state->ll_barrier_epochs.assign(state->ll_epochs.size(), 0);
-    }
   domains_[id] = std::move(state);
 }
 

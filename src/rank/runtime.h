@@ -10,29 +10,34 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
 namespace pld::detail {
 
-/// Name of pld's small-message staging window (coll/ll.cc), one per used comm domain; names
-/// starting with "pld." are reserved.
-inline constexpr const char* kCollStagingName = "pld.coll_staging";
+/// State a higher layer keeps per comm domain (the collectives': coll/domain_state.h), which the
+/// domain owns without knowing its type: made by the first get(), safe to race for from several
+/// threads, destroyed with the domain.
+class DomainSlot {
+ public:
+  template <class T, class Make>
+  T& get(Make&& make) const {
+    if (void* p = ptr_.load(std::memory_order_acquire)) return *static_cast<T*>(p);
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!owner_) {
+      owner_ = std::shared_ptr<T>(make());
+      ptr_.store(owner_.get(), std::memory_order_release);
+    }
+    return *static_cast<T*>(owner_.get());
+  }
 
-/// Largest allreduce payload (bytes per rank) the LL path carries. One staging channel holds the
-/// LL slots, 2 parities x P sources x kLLMaxBytes / 4 words of 8 bytes, then the LL barrier's
-/// flags, 2 parities x P sources, one cache line each.
-inline constexpr std::uint64_t kLLMaxBytes = 64;
-inline constexpr std::uint64_t kLLSlotBytes = kLLMaxBytes * 2;
-inline constexpr std::uint64_t kLLFlagBytes = 64;
-inline constexpr std::uint64_t ll_flags_offset(std::uint64_t nranks) { return 2 * nranks * kLLSlotBytes; }
-inline constexpr std::uint64_t ll_channel_bytes(std::uint64_t nranks) {
-  return ll_flags_offset(nranks) + 2 * nranks * kLLFlagBytes;
-}
-/// Staging per rank is capped (it is zeroed with the other windows on every call): channels go
-/// to the first buffer ids only, at least one (P = 2: 256 channels, P = 64: 8).
-inline constexpr std::uint64_t kCollStagingBudget = 192 * 1024;
+ private:
+  mutable std::mutex mutex_;
+  mutable std::shared_ptr<void> owner_;  // keeps T's deleter
+  mutable std::atomic<void*> ptr_{nullptr};
+};
 
 struct BufferInfo {
   std::uint64_t offset = 0;
@@ -49,22 +54,7 @@ struct DomainState {
   std::vector<BufferInfo> buffers;   // by buffer id
   std::string label;                 // "world" or "{1, 2}"
   Backend* backend = nullptr;
-  // Every member's heap is load/store addressable here and PLD_COLL_RMA does not force RMA
-  // (coll/peer.h: direct_peers). Set by domain_define.
-  bool direct = false;
-  // The LL staging window (kCollStagingName): its buffer id or -1, and this rank's epochs per
-  // channel (one channel per buffer id that may serve as a signal), one sequence for LL data
-  // calls (allreduce and the small calls of the other collectives, coll/ll.cc) and one for LL
-  // barriers. Set by domain_define; each advances with every call
-  // of its kind, in the same order on every member.
-  std::int64_t ll_staging = -1;
-  mutable std::vector<std::uint32_t> ll_epochs;
-  mutable std::vector<std::uint32_t> ll_barrier_epochs;
-  // Per target buffer id: whether this rank's next push collective (allgather, all_to_all,
-  // all_to_all_v) into it copies backward; it flips with every such call (coll/exchange.cc).
-  // Rank-local; one byte per buffer, so calls on different targets from different threads of
-  // one kernel touch different bytes.
-  mutable std::vector<std::uint8_t> push_backward;
+  DomainSlot coll;  // the collectives' state of this domain (coll/domain_state.h)
 
   int nranks() const { return static_cast<int>(members.size()); }
   const std::string& buffer_name(std::uint32_t id) const;

@@ -82,6 +82,16 @@ std::uint16_t float_to_half(float f) {
   return H(f).bits;
 }
 
+// Highway converts fp16 <-> fp32 with a hardware instruction on x86 from AVX2 up (F16C). Its
+// emulation on older targets (the static dispatch's SSE2/SSSE3/SSE4 baseline included) truncates
+// instead of rounding, drops the sign of results below fp16's range ((-1) * 0 gives +0) and maps
+// inf/NaN to finite values; there fp16 takes the element-wise loop, which rounds like fp16(float).
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2 && !defined(HWY_DISABLE_F16C)
+constexpr bool kVectorFp16 = true;
+#else
+constexpr bool kVectorFp16 = false;
+#endif
+
 template <class H, ReduceOp kOp>
 void reduce_half(std::uint16_t* dst, const std::uint16_t* const* srcs, int nsrc, std::size_t n) {
   const hn::ScalableTag<float> df;
@@ -92,25 +102,27 @@ void reduce_half(std::uint16_t* dst, const std::uint16_t* const* srcs, int nsrc,
   const hn::Rebind<HwyHalf, decltype(df)> dh;
   const std::size_t lanes = hn::Lanes(df);
   std::size_t i = 0;
-  for (; i + lanes <= n; i += lanes) {
-    auto load = [&](int k) {
+  if constexpr (!std::is_same_v<H, fp16> || kVectorFp16) {
+    for (; i + lanes <= n; i += lanes) {
+      auto load = [&](int k) {
+        if constexpr (std::is_same_v<H, fp16>) {
+          return hn::PromoteTo(df, hn::LoadU(dh, reinterpret_cast<const HwyHalf*>(srcs[k] + i)));
+        } else {  // bf16 is the upper half of a float
+          return hn::BitCast(df, hn::ShiftLeft<16>(hn::PromoteTo(du32, hn::LoadU(du16, srcs[k] + i))));
+        }
+      };
+      auto acc = load(0);
+      for (int k = 1; k < nsrc; ++k) acc = vector_apply<kOp>(acc, load(k));
       if constexpr (std::is_same_v<H, fp16>) {
-        return hn::PromoteTo(df, hn::LoadU(dh, reinterpret_cast<const HwyHalf*>(srcs[k] + i)));
-      } else {  // bf16 is the upper half of a float
-        return hn::BitCast(df, hn::ShiftLeft<16>(hn::PromoteTo(du32, hn::LoadU(du16, srcs[k] + i))));
+        hn::StoreU(hn::DemoteTo(dh, acc), dh, reinterpret_cast<HwyHalf*>(dst + i));
+      } else {
+        const auto bits = hn::BitCast(du32, acc);
+        const auto lsb = hn::And(hn::ShiftRight<16>(bits), hn::Set(du32, 1));
+        const auto rounded = hn::ShiftRight<16>(hn::Add(bits, hn::Add(hn::Set(du32, 0x7fffu), lsb)));
+        const auto quiet = hn::ShiftRight<16>(hn::Or(bits, hn::Set(du32, 0x400000u)));
+        const auto out = hn::IfThenElse(hn::RebindMask(du32, hn::IsNaN(acc)), quiet, rounded);
+        hn::StoreU(hn::DemoteTo(du16, hn::BitCast(di32, out)), du16, dst + i);
       }
-    };
-    auto acc = load(0);
-    for (int k = 1; k < nsrc; ++k) acc = vector_apply<kOp>(acc, load(k));
-    if constexpr (std::is_same_v<H, fp16>) {
-      hn::StoreU(hn::DemoteTo(dh, acc), dh, reinterpret_cast<HwyHalf*>(dst + i));
-    } else {
-      const auto bits = hn::BitCast(du32, acc);
-      const auto lsb = hn::And(hn::ShiftRight<16>(bits), hn::Set(du32, 1));
-      const auto rounded = hn::ShiftRight<16>(hn::Add(bits, hn::Add(hn::Set(du32, 0x7fffu), lsb)));
-      const auto quiet = hn::ShiftRight<16>(hn::Or(bits, hn::Set(du32, 0x400000u)));
-      const auto out = hn::IfThenElse(hn::RebindMask(du32, hn::IsNaN(acc)), quiet, rounded);
-      hn::StoreU(hn::DemoteTo(du16, hn::BitCast(di32, out)), du16, dst + i);
     }
   }
   for (; i < n; ++i) {

@@ -1,4 +1,4 @@
-// Internal interface between the kernel API (defer_wait in kernel/system.cc) and the task
+// Internal interface between the kernel API (defer_wait in kernel/signal.cc) and the task
 // scheduler (task_graph.cc).
 #pragma once
 

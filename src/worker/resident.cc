@@ -2,7 +2,6 @@
 // rank process that holds them, through the executor queue so that each operation runs after the
 // calls submitted before it. Host data is staged through a temporary memfd passed with the
 // message, so the host side may be any memory.
-#include "worker/protocol.h"
 #include "worker/worker_core.h"
 
 #include <fmt/format.h>
@@ -32,12 +31,6 @@ void check_device_live(const char* op, const DeviceAllocation& a) {
 }
 
 namespace {
-
-std::vector<std::byte> device_message(MessageType type, std::uint32_t id) {
-  std::vector<std::byte> m = message(type);
-  put_value(m, id);
-  return m;
-}
 
 /// A temporary shared buffer for one copy; closed and unmapped on scope exit.
 class Staging {
@@ -80,7 +73,7 @@ void WorkerCore::Impl::check_usable(const char* op) {
     throw Error(fmt::format("{}: the worker is broken: {}; create a new worker", op, broken));
 }
 
-void WorkerCore::Impl::control(const char* op, std::function<void(RankGroup&)> fn) {
+void WorkerCore::Impl::control(const char* op, std::function<void(ProcessGroup&)> fn) {
   check_usable(op);
   auto state = std::make_shared<CallState>();
   {
@@ -157,11 +150,7 @@ std::shared_ptr<DeviceAllocation> WorkerCore::device_alloc(const char* op, int r
     std::lock_guard lock(m.mutex);
     a->id = m.next_device++;
   }
-  m.control(op, [&](RankGroup& g) {
-    auto msg = device_message(MessageType::DeviceAlloc, a->id);
-    put_value(msg, bytes);
-    g.device_op(rank, std::move(msg), -1);
-  });
+  m.control(op, [&](ProcessGroup& g) { g.device_op(rank, DeviceOp{DeviceOp::Kind::Alloc, a->id, 0, bytes, -1}); });
   {
     std::lock_guard lock(m.mutex);
     m.devices[a->id] = a;
@@ -188,7 +177,7 @@ void WorkerCore::device_free(const char* op, const std::shared_ptr<DeviceAllocat
     std::lock_guard lock(m.mutex);
     m.devices.erase(a->id);
   }
-  m.control(op, [&](RankGroup& g) { g.device_op(a->rank, device_message(MessageType::DeviceFree, a->id), -1); });
+  m.control(op, [&](ProcessGroup& g) { g.device_op(a->rank, DeviceOp{DeviceOp::Kind::Free, a->id, 0, 0, -1}); });
 }
 
 void WorkerCore::device_write(const char* op, const std::shared_ptr<DeviceAllocation>& a, std::uint64_t offset,
@@ -196,11 +185,8 @@ void WorkerCore::device_write(const char* op, const std::shared_ptr<DeviceAlloca
   check_owned(op, a);
   Staging staging(bytes);
   if (bytes) std::memcpy(staging.data(), src, bytes);
-  impl_->control(op, [&](RankGroup& g) {
-    auto msg = device_message(MessageType::DeviceWrite, a->id);
-    put_value(msg, offset);
-    put_value(msg, bytes);
-    g.device_op(a->rank, std::move(msg), staging.fd());
+  impl_->control(op, [&](ProcessGroup& g) {
+    g.device_op(a->rank, DeviceOp{DeviceOp::Kind::Write, a->id, offset, bytes, staging.fd()});
   });
 }
 
@@ -208,11 +194,8 @@ void WorkerCore::device_read(const char* op, const std::shared_ptr<DeviceAllocat
                              void* dst, std::uint64_t bytes) {
   check_owned(op, a);
   Staging staging(bytes);
-  impl_->control(op, [&](RankGroup& g) {
-    auto msg = device_message(MessageType::DeviceRead, a->id);
-    put_value(msg, offset);
-    put_value(msg, bytes);
-    g.device_op(a->rank, std::move(msg), staging.fd());
+  impl_->control(op, [&](ProcessGroup& g) {
+    g.device_op(a->rank, DeviceOp{DeviceOp::Kind::Read, a->id, offset, bytes, staging.fd()});
   });
   if (bytes) std::memcpy(dst, staging.data(), bytes);
 }

@@ -23,8 +23,6 @@
 
 namespace pld::detail {
 
-GroupOptions group_options(const DistributedConfig& config);
-
 namespace {
 constexpr int kMaxInFlight = 2;
 
@@ -59,7 +57,7 @@ void call_result(const CallState& s, double timeout) {
   if (s.error) std::rethrow_exception(s.error);
 }
 
-std::exception_ptr WorkerCore::Impl::run_item(RankGroup& g, Item& item) {
+std::exception_ptr WorkerCore::Impl::run_item(ProcessGroup& g, Item& item) {
   std::exception_ptr error;
   const auto t0 = std::chrono::steady_clock::now();
   t_executing_item = true;
@@ -75,7 +73,7 @@ std::exception_ptr WorkerCore::Impl::run_item(RankGroup& g, Item& item) {
   return error;
 }
 
-void WorkerCore::Impl::after_item(RankGroup& g, const std::exception_ptr& error) {
+void WorkerCore::Impl::after_item(ProcessGroup& g, const std::exception_ptr& error) {
   if (g.all_alive()) return;
   std::vector<int> lost;
   for (int r = 0; r < g.world_size(); ++r)
@@ -101,9 +99,9 @@ void WorkerCore::Impl::after_item(RankGroup& g, const std::exception_ptr& error)
 }
 
 void WorkerCore::Impl::run_executor(std::promise<void>& started) {
-  std::unique_ptr<RankGroup> owned;
+  std::unique_ptr<ProcessGroup> owned;
   try {
-    owned = std::make_unique<RankGroup>(group_options);
+    owned = make_group(group_options);
     group = owned.get();
     started.set_value();
   } catch (...) {
@@ -219,7 +217,7 @@ std::shared_ptr<CallState> WorkerCore::Impl::run_now(void (*program)(), const st
     executing = false;
     --in_flight;
     // Recovery forks, which only the executor thread may do: it goes first in the queue.
-    if (lost) queue.push_front(Item{nullptr, [error](RankGroup&) {
+    if (lost) queue.push_front(Item{nullptr, [error](ProcessGroup&) {
                                       if (error) std::rethrow_exception(error);
                                     },
                                     recovery});

@@ -1,11 +1,11 @@
 // DistributedWorker's engine state, shared by worker.cc (calls, lifecycle) and resident.cc
-// (resident tensors). One executor thread owns the RankGroup: it forks the ranks (so the ranks'
+// (resident tensors). One executor thread owns the process group (group/group.h): it starts the ranks (so the ranks'
 // parent-death signal follows a thread that lives as long as the worker), executes queued items —
 // recorded calls and resident-tensor operations — in submission order, and replaces lost ranks.
 #pragma once
 
 #include "host/session.h"
-#include "worker/rank_group.h"
+#include "group/group.h"
 
 #include <pld/worker.hpp>
 
@@ -34,7 +34,7 @@ struct CallState {
   std::exception_ptr error;
   // Timing (seconds), for DistributedWorker::benchmark.
   double host_s = 0;    // recording + checks on the submitting thread
-  double ranks_s = 0;   // RankGroup::execute
+  double ranks_s = 0;   // ProcessGroup::execute
   double kernel_s = 0;  // slowest rank's time inside kernels
 
   void finish(std::exception_ptr e) {
@@ -51,7 +51,7 @@ struct WorkerCore::Impl {
   /// One unit of work for the executor: a recorded call, or a control operation.
   struct Item {
     std::unique_ptr<HostSession> session;
-    std::function<void(RankGroup&)> control;
+    std::function<void(ProcessGroup&)> control;
     std::shared_ptr<CallState> state;
   };
 
@@ -71,7 +71,7 @@ struct WorkerCore::Impl {
   std::string broken;  // why the worker cannot run calls any more ("" = fine)
   std::thread executor;
   std::once_flag close_once;
-  RankGroup* group = nullptr;  // owned by the executor thread
+  ProcessGroup* group = nullptr;  // owned by the executor thread
   bool executing = false;      // the execution token: one item runs at a time, on whichever thread holds it
 
   // Resident allocations by id (executor thread and API callers; guarded by `mutex`).
@@ -85,12 +85,12 @@ struct WorkerCore::Impl {
   /// thread hand-off), else through the executor; returns the finished state.
   std::shared_ptr<CallState> run_now(void (*program)(), const std::function<void(Host&)>& record);
   /// Runs one item with the execution token held; returns its error.
-  std::exception_ptr run_item(RankGroup& g, Item& item);
+  std::exception_ptr run_item(ProcessGroup& g, Item& item);
   /// After an item: marks lost resident tensors, replaces lost ranks or breaks the worker
   /// (executor thread only — it forks).
-  void after_item(RankGroup& g, const std::exception_ptr& error);
+  void after_item(ProcessGroup& g, const std::exception_ptr& error);
   /// Queues a control operation behind every accepted call and waits for it; rethrows its error.
-  void control(const char* op, std::function<void(RankGroup&)> fn);
+  void control(const char* op, std::function<void(ProcessGroup&)> fn);
   /// Throws if the worker is closed or broken (`op` names the API).
   void check_usable(const char* op);
   /// Marks the resident tensors of `lost` ranks as lost (their process is gone).

@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # Runs PROGRAM on 2 ranks in two network namespaces joined by a veth pair — two "nodes" that share
 # no memory and reach each other only over TCP, the closest to two hosts on one machine
-# (bench/mpi-probe/run_netns.sh). Exit 77 (CTest: skipped) when namespaces cannot be created here
+# (tests/mpi/netns.sh). Exit 77 (CTest: skipped) when namespaces cannot be created here
 # (no root / CAP_NET_ADMIN, no `ip`).
 #   tests/mpi/netns_run.sh PROGRAM [args...]
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
-NETNS="$HERE/../../bench/mpi-probe/run_netns.sh"
+NETNS="$HERE/netns.sh"
 command -v ip >/dev/null 2>&1 || { echo "netns_run: no 'ip' command (iproute2): skipped"; exit 77; }
 "$NETNS" teardown >/dev/null 2>&1
 if ! "$NETNS" setup >/dev/null 2>&1; then

@@ -4,7 +4,8 @@
 //   pld-bench --op all --path both -d all -o all -J out.json # everything, JSON too
 //
 // options.cpp parses the command line, sweep.cpp plans the rows, runner.cpp runs them in one
-// pld::run (kernels.hpp / timer.hpp / check.hpp inside the ranks), report.cpp prints and writes.
+// pld::run (kernels.hpp / timer.hpp / check.hpp inside the ranks; baseline.cpp the bare memcpy and
+// ping-pongs of p2p before it), report.cpp prints and writes.
 // Exit status: 0 all results correct, 1 some value wrong, 2 the run failed.
 #include "options.hpp"
 #include "report.hpp"

@@ -12,7 +12,8 @@
 
 namespace pldbench {
 
-/// The benchmarks: one per collective, plus p2p (put/get bandwidth, notify->wait latency).
+/// The benchmarks: one per collective, plus p2p (put/get bandwidth, notify->wait latency, each next
+/// to its bare baseline).
 enum class Coll { Barrier, Allreduce, Broadcast, Allgather, ReduceScatter, AllToAll, AllToAllV, P2P };
 
 /// composite: pld::tensor::* inside one kernel that loops; builtin: pld::Host methods, one dispatch

@@ -73,16 +73,16 @@ void print_header(std::FILE* out, const Options& o, const Plan& plan) {
 }
 
 void print_table(std::FILE* out, const Options& o, const TableResult& t) {
-  bool show[2] = {false, false};
+  bool show[kGroups] = {};
   for (const Row& r : t.rows)
-    for (int g = 0; g < 2; ++g) show[g] = show[g] || r.group[g].valid;
+    for (int g = 0; g < kGroups; ++g) show[g] = show[g] || r.group[g].valid;
   std::fprintf(out, "#\n# %s\n", table_title(t.table).c_str());
   if (t.table.coll == Coll::P2P && o.path == Path::Builtin)
     std::fprintf(out, "# (p2p has no host builtin: put/get are measured in a kernel)\n");
   std::string l1 = "#                                                   ", l2, l3;
   l2 = "#       size         count      type   redop    root";
   l3 = "#        (B)    (elements)                          ";
-  for (int g = 0; g < 2; ++g) {
+  for (int g = 0; g < kGroups; ++g) {
     if (!show[g]) continue;
     char head[64];
     std::snprintf(head, sizeof head, "%-33s", (std::string(t.group_names[g]) + " (" + t.group_notes[g] + ")").c_str());
@@ -95,7 +95,7 @@ void print_table(std::FILE* out, const Options& o, const TableResult& t) {
     const Point& p = r.point;
     std::fprintf(out, "%12llu  %12lld  %8s  %6s  %6d", static_cast<unsigned long long>(p.bytes),
                  static_cast<long long>(p.count), type_of(p), redop_of(p), p.root);
-    for (int g = 0; g < 2; ++g) {
+    for (int g = 0; g < kGroups; ++g) {
       if (!show[g]) continue;
       const Measure& m = r.group[g];
       if (!m.valid) {
@@ -108,10 +108,10 @@ void print_table(std::FILE* out, const Options& o, const TableResult& t) {
     std::fprintf(out, "\n");
   }
   std::int64_t wrong = 0;
-  double sum_bw[2] = {0, 0};
-  int rows[2] = {0, 0};
+  double sum_bw[kGroups] = {};
+  int rows[kGroups] = {};
   for (const Row& r : t.rows)
-    for (int g = 0; g < 2; ++g)
+    for (int g = 0; g < kGroups; ++g)
       if (r.group[g].valid) {
         wrong += std::max<std::int64_t>(r.group[g].wrong, 0);
         sum_bw[g] += busbw(r.point, r.group[g], o.nranks);
@@ -120,7 +120,7 @@ void print_table(std::FILE* out, const Options& o, const TableResult& t) {
   std::fprintf(out, "# Out of bounds values : %lld %s\n", static_cast<long long>(wrong),
                o.check ? (wrong ? "FAILED" : "OK") : "(not checked)");
   std::fprintf(out, "# Avg bus bandwidth    :");
-  for (int g = 0; g < 2; ++g)
+  for (int g = 0; g < kGroups; ++g)
     if (show[g]) std::fprintf(out, " %.3f (%s)", rows[g] ? sum_bw[g] / rows[g] : 0.0, t.group_names[g]);
   std::fprintf(out, "\n");
 }
@@ -129,6 +129,13 @@ void print_footer(std::FILE* out, const Results& r) {
   if (r.latency_us >= 0)
     std::fprintf(out, "#\n# p2p notify->wait latency (half a round trip, rank 0 <-> rank 1, %lld iters): %.3f us\n",
                  static_cast<long long>(r.latency_iters), r.latency_us);
+  // The bare ping-pongs: one int32 both ways, and one per direction (the layout of pld's signals).
+  auto ratio = [&](double bare) { return bare > 0 ? r.latency_us / bare : 0.0; };
+  if (r.bare_one_cell_us >= 0)
+    std::fprintf(out,
+                 "# bare ping-pong, two fork()ed processes, same iters: one int32 both ways %.3f us (pld %.2fx), "
+                 "one int32 per direction %.3f us (pld %.2fx)\n",
+                 r.bare_one_cell_us, ratio(r.bare_one_cell_us), r.bare_two_cell_us, ratio(r.bare_two_cell_us));
   std::fprintf(out, "#\n# %s: %lld wrong values, %.1f s\n", r.wrong_total ? "FAILED" : "OK",
                static_cast<long long>(r.wrong_total), r.elapsed_s);
 }
@@ -163,7 +170,7 @@ void write_json(const std::string& path, const Options& o, const Plan& plan, con
     for (const Row& row : t.rows) {
       const Point& p = row.point;
       json jr = {{"size", p.bytes}, {"count", p.count}, {"type", type_of(p)}, {"redop", redop_of(p)}, {"root", p.root}};
-      for (int g = 0; g < 2; ++g) {
+      for (int g = 0; g < kGroups; ++g) {
         const Measure& m = row.group[g];
         if (!m.valid) continue;
         jr[t.group_names[g]] = {{"time_us", m.time_us},
@@ -179,7 +186,13 @@ void write_json(const std::string& path, const Options& o, const Plan& plan, con
     tables.push_back(jt);
   }
   j["tables"] = tables;
-  if (r.latency_us >= 0) j["p2p_latency"] = {{"notify_wait_us", r.latency_us}, {"iters", r.latency_iters}};
+  if (r.latency_us >= 0) {
+    j["p2p_latency"] = {{"notify_wait_us", r.latency_us}, {"iters", r.latency_iters}};
+    if (r.bare_one_cell_us >= 0) {
+      j["p2p_latency"]["bare_one_cell_us"] = r.bare_one_cell_us;
+      j["p2p_latency"]["bare_two_cell_us"] = r.bare_two_cell_us;
+    }
+  }
   j["wrong_total"] = r.wrong_total;
   j["elapsed_s"] = r.elapsed_s;
   std::ofstream f(path);

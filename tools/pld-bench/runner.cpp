@@ -1,5 +1,6 @@
 #include "runner.hpp"
 
+#include "baseline.hpp"
 #include "kernels.hpp"
 
 #include <pld/pld.hpp>
@@ -73,6 +74,98 @@ struct Windows {
   pld::WindowBuffer data, aux, counts, recv_counts, sig, ping;
 };
 
+/// Round trips of the notify->wait ping-pong (and of the bare ones): -n, else 5 x --max-iters.
+Iters latency_iters(const Options& o) {
+  Iters it;
+  it.iters = o.iters > 0 ? o.iters : 5 * o.max_iters;
+  it.warmup = o.warmup >= 0 ? o.warmup : it.iters / 10;
+  return it;
+}
+
+/// The bare baselines of the p2p rows, measured here before any rank exists (shm only: under an
+/// MPI launcher every process runs the benchmark, and forking there measures nothing useful).
+/// Returns the memcpy result per row index; fills the ping-pong latencies of `out`.
+std::vector<CopyResult> run_baselines(const Options& o, const Plan& plan, Results& out) {
+  std::vector<CopyResult> copies(static_cast<std::size_t>(std::max(plan.npoints, 1)));
+  if (pld::launcher_world_size() > 0) return copies;
+  bool latency_done = false;
+  for (const Table& t : plan.tables)
+    for (const Point& p : t.rows) {
+      if (p.coll != Coll::P2P) continue;
+      copies[static_cast<std::size_t>(p.index)] = bare_memcpy(p.bytes, p.composite.warmup, p.composite.iters);
+      if (latency_done) continue;
+      const Iters lat = latency_iters(o);
+      out.bare_one_cell_us = bare_pingpong_us(lat.warmup, lat.iters, false, o.pin);
+      out.bare_two_cell_us = bare_pingpong_us(lat.warmup, lat.iters, true, o.pin);
+      latency_done = true;
+    }
+  return copies;
+}
+
+Measure measured(Iters iters, double loop_ns, std::int64_t wrong, bool check) {
+  Measure m;
+  m.valid = true;
+  m.iters = iters;
+  m.time_us = per_iter_us(loop_ns, iters.iters);
+  m.wrong = check ? wrong : -1;
+  return m;
+}
+
+/// Turns the per-rank numbers the kernels wrote into `res` (and the baselines) into tables.
+void collect(const Options& o, const Plan& plan, pld::HostTensor<double>& res, const std::vector<CopyResult>& copies,
+             std::int64_t lat_iters, Results& out) {
+  const int n = o.nranks;
+  const bool composite = o.path != Path::Builtin, builtin = o.path != Path::Composite;
+  for (const Table& t : plan.tables) {
+    TableResult tr;
+    tr.table = t;
+    if (t.coll == Coll::P2P) {
+      tr.group_names[0] = "put";
+      tr.group_names[1] = "get";
+      tr.group_names[2] = "memcpy";
+      tr.group_notes[0] = "rank 0 -> rank 1, tensor::put";
+      tr.group_notes[1] = "rank 0 <- rank 1, tensor::get";
+      tr.group_notes[2] = "bare copy, one process";
+    } else {
+      tr.group_notes[0] = "in-kernel loop";
+      tr.group_notes[1] = "1 dispatch/iter";
+    }
+    for (const Point& p : t.rows) {
+      Row row;
+      row.point = p;
+      auto max_over_ranks = [&](auto value) {
+        double m = 0;
+        for (int r = 0; r < n; ++r) m = std::max(m, value(r));
+        return m;
+      };
+      auto field_max = [&](int field) { return max_over_ranks([&](int r) { return res(p.index, r, field); }); };
+      auto field_sum = [&](int field) {
+        double s = 0;
+        for (int r = 0; r < n; ++r) s += res(p.index, r, field);
+        return static_cast<std::int64_t>(s);
+      };
+      if (t.coll == Coll::P2P) {
+        row.group[0] = measured(p.composite, field_max(kTime0), field_sum(kWrong0), o.check);
+        row.group[1] = measured(p.composite, field_max(kTime1), field_sum(kWrong1), o.check);
+        const CopyResult& copy = copies[static_cast<std::size_t>(p.index)];
+        if (pld::launcher_world_size() == 0) row.group[2] = measured(p.composite, copy.loop_ns, copy.wrong, o.check);
+        if (res(p.index, 0, kLatency) > 0)
+          out.latency_us = per_iter_us(res(p.index, 0, kLatency), lat_iters) / 2, out.latency_iters = lat_iters;
+      } else {
+        if (composite) row.group[0] = measured(p.composite, field_max(kTime0), field_sum(kWrong0), o.check);
+        if (builtin) {
+          const double loop_ns = max_over_ranks([&](int r) { return res(p.index, r, kStamp1) - res(p.index, r, kStamp0); });
+          row.group[1] = measured(p.builtin, loop_ns, field_sum(kWrong1), o.check);
+        }
+      }
+      for (const Measure& m : row.group)
+        if (m.valid && m.wrong > 0) out.wrong_total += m.wrong;
+      tr.rows.push_back(row);
+    }
+    out.tables.push_back(std::move(tr));
+  }
+}
+
 }  // namespace
 
 Results run_plan(const Options& o, const Plan& plan) {
@@ -81,12 +174,14 @@ Results run_plan(const Options& o, const Plan& plan) {
   const int progress = progress_mode(o, plan);
   auto res = pld::HostTensor<double>::zeros({std::max(plan.npoints, 1), n, kFields});
   std::int64_t lat_iters = 0;
+  const double t_start = now_ns();
+  Results out;
+  const std::vector<CopyResult> copies = run_baselines(o, plan, out);
 
   pld::DistributedConfig config;
   config.heap_bytes = plan.heap_bytes;
   for (int r = 0; r < n; ++r) config.device_ids.push_back(r);
 
-  const double t_start = now_ns();
   pld::run(config, [&](pld::Host& h) {
     Windows w;
     // Largest first: page-aligned (the heap is), then signals on their own cache lines.
@@ -124,8 +219,9 @@ Results run_plan(const Options& o, const Plan& plan) {
           a.warmup = p.composite.warmup;
           a.iters = p.composite.iters;
           if (!latency_done) {
-            lat_iters = a.lat_iters = o.iters > 0 ? o.iters : 5 * o.max_iters;
-            a.lat_warmup = o.warmup >= 0 ? o.warmup : a.lat_iters / 10;
+            const Iters lat = latency_iters(o);
+            lat_iters = a.lat_iters = lat.iters;
+            a.lat_warmup = lat.warmup;
             latency_done = true;
           }
           a.progress = progress;
@@ -181,68 +277,8 @@ Results run_plan(const Options& o, const Plan& plan) {
   });
   if (progress == 1) std::fprintf(stderr, "\r\033[K");
 
-  Results out;
   out.elapsed_s = (now_ns() - t_start) / 1e9;
-  for (const Table& t : plan.tables) {
-    TableResult tr;
-    tr.table = t;
-    if (t.coll == Coll::P2P) {
-      tr.group_names[0] = "put";
-      tr.group_names[1] = "get";
-      tr.group_notes[0] = "rank 0 -> rank 1, tensor::put";
-      tr.group_notes[1] = "rank 0 <- rank 1, tensor::get";
-    } else {
-      tr.group_notes[0] = "in-kernel loop";
-      tr.group_notes[1] = "1 dispatch/iter";
-    }
-    for (const Point& p : t.rows) {
-      Row row;
-      row.point = p;
-      auto max_over_ranks = [&](auto value) {
-        double m = 0;
-        for (int r = 0; r < n; ++r) m = std::max(m, value(r));
-        return m;
-      };
-      auto sum_over_ranks = [&](int field) {
-        double s = 0;
-        for (int r = 0; r < n; ++r) s += res(p.index, r, field);
-        return static_cast<std::int64_t>(s);
-      };
-      if (t.coll == Coll::P2P) {
-        for (int g = 0; g < 2; ++g) {
-          Measure& m = row.group[g];
-          m.valid = true;
-          m.iters = p.composite;
-          const int tf = g == 0 ? kTime0 : kTime1, wf = g == 0 ? kWrong0 : kWrong1;
-          m.time_us = per_iter_us(max_over_ranks([&](int r) { return res(p.index, r, tf); }), p.composite.iters);
-          m.wrong = o.check ? sum_over_ranks(wf) : -1;
-        }
-        if (res(p.index, 0, kLatency) > 0)
-          out.latency_us = per_iter_us(res(p.index, 0, kLatency), lat_iters) / 2, out.latency_iters = lat_iters;
-      } else {
-        if (composite) {
-          Measure& m = row.group[0];
-          m.valid = true;
-          m.iters = p.composite;
-          m.time_us = per_iter_us(max_over_ranks([&](int r) { return res(p.index, r, kTime0); }), p.composite.iters);
-          m.wrong = o.check ? sum_over_ranks(kWrong0) : -1;
-        }
-        if (builtin) {
-          Measure& m = row.group[1];
-          m.valid = true;
-          m.iters = p.builtin;
-          m.time_us = per_iter_us(
-              max_over_ranks([&](int r) { return res(p.index, r, kStamp1) - res(p.index, r, kStamp0); }),
-              p.builtin.iters);
-          m.wrong = o.check ? sum_over_ranks(kWrong1) : -1;
-        }
-      }
-      for (const Measure& m : row.group)
-        if (m.valid && m.wrong > 0) out.wrong_total += m.wrong;
-      tr.rows.push_back(row);
-    }
-    out.tables.push_back(std::move(tr));
-  }
+  collect(o, plan, res, copies, lat_iters, out);
   return out;
 }
 

@@ -11,7 +11,10 @@
 
 namespace pldbench {
 
-/// One column group of a row (composite / builtin, or put / get for p2p).
+/// Column groups per row: composite / builtin, or put / get / memcpy for p2p.
+inline constexpr int kGroups = 3;
+
+/// One column group of a row.
 struct Measure {
   bool valid = false;
   double time_us = 0;  // per iteration: max over ranks of loop time / iterations
@@ -21,13 +24,13 @@ struct Measure {
 
 struct Row {
   Point point;
-  Measure group[2];
+  Measure group[kGroups];
 };
 
 struct TableResult {
   Table table;
-  const char* group_names[2] = {"composite", "builtin"};
-  const char* group_notes[2] = {"", ""};
+  const char* group_names[kGroups] = {"composite", "builtin", ""};
+  const char* group_notes[kGroups] = {"", "", ""};
   std::vector<Row> rows;
 };
 
@@ -35,6 +38,8 @@ struct Results {
   std::vector<TableResult> tables;
   double latency_us = -1;  // p2p notify->wait, half a round trip (-1: not measured)
   std::int64_t latency_iters = 0;
+  double bare_one_cell_us = -1;  // p2p baselines: bare ping-pong on one int32 (-1: not measured)
+  double bare_two_cell_us = -1;  // ... on one int32 per direction, each on its own page
   std::int64_t wrong_total = 0;
   double elapsed_s = 0;
 };

@@ -21,6 +21,13 @@
 
 namespace pld::detail {
 
+/// A window view passed to a dispatch, as the host checks it before recording.
+struct WindowArg {
+  WindowRef ref;
+  Dims shape;
+  DType dtype = DType::FP32;
+};
+
 class ArgWriter {
  public:
   template <class T>
@@ -31,17 +38,17 @@ class ArgWriter {
     std::memcpy(bytes_.data() + at, &v, sizeof(T));
   }
   void note_block(std::uint32_t id) { blocks_.push_back(id); }
-  void note_window(const WindowRef& ref) { windows_.push_back(ref); }
+  void note_window(const WindowRef& ref, const Dims& shape, DType dtype) { windows_.push_back({ref, shape, dtype}); }
   void note_device(const std::shared_ptr<DeviceAllocation>& a) { devices_.push_back(a); }
   std::vector<std::byte>& bytes() { return bytes_; }
   const std::vector<std::uint32_t>& blocks() const { return blocks_; }
-  const std::vector<WindowRef>& windows() const { return windows_; }
+  const std::vector<WindowArg>& windows() const { return windows_; }
   const std::vector<std::shared_ptr<DeviceAllocation>>& devices() const { return devices_; }
 
  private:
   std::vector<std::byte> bytes_;
   std::vector<std::uint32_t> blocks_;
-  std::vector<WindowRef> windows_;
+  std::vector<WindowArg> windows_;
   std::vector<std::shared_ptr<DeviceAllocation>> devices_;
 };
 
@@ -117,7 +124,7 @@ struct ArgCodec<Tensor<T>> {
 template <class T>
 struct ArgCodec<DistributedTensor<T>> {
   static void encode(ArgWriter& w, const DistributedTensor<T>& t, int) {
-    w.note_window(t.ref());
+    w.note_window(t.ref(), t.shape(), dtype_of<T>);
     w.value(t.ref());
     w.value(t.shape());
   }

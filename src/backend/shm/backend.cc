@@ -5,6 +5,8 @@
 #include "core/log.h"
 #include "debug/checks.h"
 
+#include <pld/error.hpp>
+
 #include <fmt/format.h>
 #include <sys/mman.h>
 
@@ -26,7 +28,14 @@ ShmBackend::ShmBackend(int world_size, std::uint64_t heap_bytes, bool huge_pages
     }
     int refused = 0;  // errno of a refused madvise
     for (int r = 0; r < world_size; ++r) {
-      bases_.push_back(map_memfd(fmt::format("pld-window-rank{}", r).c_str(), heap_bytes));
+      try {
+        bases_.push_back(map_memfd(fmt::format("pld-window-rank{}", r).c_str(), heap_bytes));
+      } catch (const Error& e) {
+        throw Error(fmt::format("pld: cannot map the window heap of rank {} of {} ({} bytes per rank, {} mapped so "
+                                "far): {}; lower DistributedConfig::heap_bytes or PLD_HEAP_BYTES (every process maps "
+                                "every rank's heap)",
+                                r, world_size, heap_bytes, r, e.what()));
+      }
       if (huge_pages && !refused) refused = advise_huge_pages(bases_.back(), heap_bytes);
     }
     if (log_enabled(LogLevel::Info, LogSys::Init)) {
@@ -40,12 +49,14 @@ ShmBackend::ShmBackend(int world_size, std::uint64_t heap_bytes, bool huge_pages
       log(LogLevel::Info, LogSys::Init, "heaps: {} x {} bytes, {}", world_size, heap_bytes, pages);
     }
   } catch (...) {
-    this->~ShmBackend();
+    release();  // the destructor does not run for an object whose constructor threw
     throw;
   }
 }
 
-ShmBackend::~ShmBackend() {
+ShmBackend::~ShmBackend() { release(); }
+
+void ShmBackend::release() {
   for (std::byte* base : bases_) munmap(base, heap_bytes_);
   bases_.clear();
   if (control_) munmap(control_, sizeof(ControlBlock));

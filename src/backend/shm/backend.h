@@ -34,7 +34,7 @@ struct alignas(64) RankSlot {
 };
 
 /// Message counters of one host <-> rank socket, in shared memory, so that either side can spin
-/// on plain memory for a short while instead of sleeping in the kernel (worker/doorbell.h).
+/// on plain memory for a short while instead of sleeping in the kernel (group/shm/doorbell.h).
 struct Doorbell {
   alignas(64) std::atomic<std::uint64_t> posted{0};   // messages the host has sent to the rank
   alignas(64) std::atomic<std::uint64_t> replied{0};  // replies the rank has sent to the host
@@ -104,6 +104,9 @@ class ShmBackend final : public Backend {
   bool may_spin() const { return wait_spin_ > 0; }
 
  private:
+  /// Unmaps what the constructor mapped (idempotent).
+  void release();
+
   int world_size_;
   std::uint64_t heap_bytes_;
   double wait_timeout_;

@@ -1,0 +1,28 @@
+// barrier: the LL barrier (one flag per peer in pld's staging window, coll/ll.cc) where the domain
+// has a staging channel for the signal's buffer and direct peers; else one credit barrier on the
+// signal's column 0 (coll/credit.h) and its give-back.
+#include "coll/checks.h"
+#include "coll/credit.h"
+#include "coll/ll.h"
+#include "debug/checks.h"
+
+namespace pld::detail {
+
+void coll_barrier(const WindowDesc& signal) {
+  const char* api = "barrier";
+  check_barrier(signal);
+  const DomainState& d = *signal.state;
+  collective_enter(d, signal, CollKind::Barrier, 0, [&] {
+    CollCall call;
+    call.kind = CollKind::Barrier;
+    call.signal = signal.ref.buffer;
+    return call;
+  });
+  if (d.nranks() == 1) return;
+  if (ll_barrier_fits(d, signal)) return ll_barrier(api, d, signal);
+  CreditBarrier b(api, d, signal, 0);
+  b.sync();
+  b.finish();
+}
+
+}  // namespace pld::detail

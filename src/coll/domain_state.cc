@@ -1,0 +1,32 @@
+#include "coll/domain_state.h"
+
+#include "coll/tuning.h"
+
+#include <algorithm>
+#include <memory>
+
+namespace pld::detail {
+
+namespace {
+
+std::unique_ptr<CollDomainState> make_state(const DomainState& d) {
+  auto s = std::make_unique<CollDomainState>();
+  s->push_backward.assign(d.buffers.size(), 0);
+  s->direct = !coll_rma_forced() && std::none_of(d.windows_in.begin(), d.windows_in.end(),
+                                                 [](const std::byte* base) { return base == nullptr; });
+  for (std::size_t b = 0; b < d.buffers.size(); ++b)
+    if (d.buffers[b].name == kCollStagingName) {
+      s->ll_staging = static_cast<std::int64_t>(b);
+      s->ll_epochs.assign(d.buffers[b].bytes / ll_channel_bytes(d.members.size()), 0);
+      s->ll_barrier_epochs.assign(s->ll_epochs.size(), 0);
+    }
+  return s;
+}
+
+}  // namespace
+
+CollDomainState& coll_state(const DomainState& d) {
+  return d.coll.get<CollDomainState>([&] { return make_state(d); });
+}
+
+}  // namespace pld::detail

@@ -1,0 +1,34 @@
+// The collectives' state of one comm domain, as this rank sees it. It lives in the domain's slot
+// (DomainState::coll) and is made on the domain's first collective; a domain delivered again by
+// the host starts afresh, like its (zero-filled) staging window.
+#pragma once
+
+#include "rank/runtime.h"
+
+#include <cstdint>
+#include <vector>
+
+namespace pld::detail {
+
+struct CollDomainState {
+  // Every member's heap is load/store addressable here and PLD_COLL_RMA does not force RMA: the
+  // direct schedules run (coll/peer.h).
+  bool direct = false;
+  // The LL staging window (kCollStagingName): its buffer id or -1, and this rank's epochs per
+  // channel (one channel per buffer id that may serve as a signal), one sequence for LL data
+  // calls and one for LL barriers (coll/ll.cc). Each advances with every call of its kind, in the
+  // same order on every member.
+  std::int64_t ll_staging = -1;
+  std::vector<std::uint32_t> ll_epochs;
+  std::vector<std::uint32_t> ll_barrier_epochs;
+  // Per target buffer id: whether this rank's next push collective (allgather, all_to_all,
+  // all_to_all_v) into it copies backward; it flips with every such call (coll/push.h).
+  // Rank-local; one byte per buffer, so calls on different targets from different threads of
+  // one kernel touch different bytes.
+  std::vector<std::uint8_t> push_backward;
+};
+
+/// The collectives' state of `d` (made on first use; safe from several threads).
+CollDomainState& coll_state(const DomainState& d);
+
+}  // namespace pld::detail

@@ -1,0 +1,24 @@
+#include "coll/tuning.h"
+
+#include "core/settings.h"
+
+namespace pld::detail {
+
+const CollTuning& coll_tuning() {
+  static const CollTuning tuning = [] {
+    CollTuning t;
+    t.allreduce_ll_max = std::min<std::uint64_t>(setting_bytes(Setting::AllreduceLLMax), kLLMaxBytes);
+    t.coll_ll_max = std::min<std::uint64_t>(setting_bytes(Setting::CollLLMax), kLLMaxBytes);
+    t.mesh_max_bytes = setting_bytes(Setting::AllreduceMeshMax);
+    t.reproducible = setting_int(Setting::Reproducible) != 0;
+    return t;
+  }();
+  return tuning;
+}
+
+bool coll_rma_forced() {
+  static const bool forced = setting_int(Setting::CollRma) != 0;
+  return forced;
+}
+
+}  // namespace pld::detail

@@ -1,0 +1,54 @@
+// Hang diagnosis on the host: from a snapshot of every rank (its state, the wait it is blocked in,
+// its last operations) it finds the ranks expected to write each awaited cell, the wait-for graph
+// across ranks, and a verdict — the cycle (rank a waits for b waits for a) or the rank that never
+// notified. Each process group takes the snapshots its own way (shm/report.cc reads the shared
+// control block, mpi/report.cc gathers them); the report is appended to the RankError message
+// of a wait deadline and printed on SIGUSR1.
+#pragma once
+
+#include "backend/op_history.h"
+
+#include <pld/types.hpp>
+
+#include <string>
+#include <vector>
+
+namespace pld::detail {
+
+class HostSession;
+
+struct RankSnapshot {
+  enum class State { NotRunning, Idle, Running, Waiting } state = State::Idle;
+  std::string who;  // "rank 1 (device 1)"
+  // The wait in progress (state == Waiting).
+  std::uint32_t domain = 0, buffer = 0;
+  Dims offsets;
+  WaitCmp cmp = WaitCmp::Ge;
+  std::int32_t expected = 0, value = 0;
+  std::uint64_t offset = 0;
+  int writer = -1;   // the protocol's writer (collectives), or -1
+  std::string what;  // the collective waiting, or empty
+  std::vector<OpRecord> history;  // oldest first
+};
+
+struct HangReport {
+  std::string text;  // per-rank lines, expected writers, last operations, wait-for graph, verdict
+  std::string dot;   // the wait-for graph in Graphviz DOT
+};
+
+HangReport hang_analyse(const std::vector<RankSnapshot>& ranks, const HostSession& session);
+
+/// Writes `dot` to a new file in PLD_DEBUG_DIR (default: the temporary directory) and returns its
+/// path, or an explanation starting with "(" when it cannot be written.
+std::string hang_write_dot(const std::string& dot);
+
+/// A waiting rank's wait: "waiting on signal 'sig' of domain world offsets [0, 0] for value >= 1;
+/// the cell holds 0 (inside allreduce)".
+std::string describe_wait(const RankSnapshot& s, const HostSession& session);
+/// A rank's last operations, one indented line each (starts with a newline).
+std::string describe_history(const RankSnapshot& s, const HostSession& session);
+
+/// One operation record as text: "notify(rank 1, 'sig' [0, 0], AtomicAdd 1)".
+std::string describe_op(const OpRecord& op, const HostSession& session);
+
+}  // namespace pld::detail

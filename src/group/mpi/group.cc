@@ -1,0 +1,71 @@
+// MpiGroup (group.h): construction and resident-tensor operations between calls.
+#include "group/mpi/group.h"
+
+#include "backend/mpi/backend.h"
+#include "core/log.h"
+#include "core/settings.h"
+#include "debug/checks.h"
+#include "rank/runtime.h"
+#include "trace/trace.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <sys/mman.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+namespace pld::detail {
+
+MpiGroup::MpiGroup(const GroupOptions& options) : options_(options), backend_(&MpiBackend::instance()) {
+  const int p = static_cast<int>(options.device_ids.size());
+  if (p != backend_->world_size())
+    throw UsageError(
+        fmt::format("DistributedConfig: {} device ids ({}) but the MPI launcher started {} processes; "
+                    "under the mpi backend each process is one rank: give {} device ids (or start "
+                    "mpirun -n {})",
+                    p, fmt::join(options.device_ids, ","), backend_->world_size(), backend_->world_size(), p));
+  backend_->set_wait_policy(options.wait_timeout, options.wait_spin);
+  sent_.assign(static_cast<std::size_t>(p), 0);
+  const std::string sync = setting_string(Setting::MpiHostSync);
+  if (sync != "merge" && sync != "none")
+    throw UsageError(fmt::format("PLD_MPI_HOST_SYNC='{}' is not a mode; use merge or none", sync));
+  merge_ = sync == "merge";
+  if (debug_checks() && backend_->rank() == 0)
+    log(LogLevel::Warn, LogSys::Debug,
+        "PLD_DEBUG under the mpi backend: only the per-rank checks (window views) run; "
+        "the cross-rank checks (collective mismatch, notify misuse) need the shm backend's shared control block");
+  runtime_ = std::make_unique<RankRuntime>(backend_->rank(), backend_);
+  // Swimlanes: each process writes its rank's files; rank 0 clears stale outputs first and merges
+  // each call (ranks on other machines write to their own file systems: merge by hand there).
+  trace::configure(trace::Config{options.swimlane, options.dfx_dir});
+  if (options.swimlane && backend_->rank() == 0) trace::clear_outputs();
+  backend_->barrier();
+}
+
+MpiGroup::~MpiGroup() {
+  if (owner_) backend_->release(owner_);  // collective: every process ends the worker
+}
+
+int MpiGroup::world_size() const {
+  return backend_->world_size();
+}
+
+void MpiGroup::device_op(int r, const DeviceOp& op) {
+  MpiBackend& be = *backend_;
+  if (r < 0 || r >= be.world_size())
+    throw UsageError(fmt::format("MpiGroup::device_op: rank {} is out of range [0, {})", r, be.world_size()));
+  std::string error = be.rank() == r ? apply_device_op(*runtime_, op) : std::string();
+  be.broadcast(error, r);
+  if (!error.empty()) throw Error(error);
+  if (op.kind != DeviceOp::Kind::Read || op.bytes == 0) return;
+  void* m = mmap(nullptr, op.bytes, PROT_READ | PROT_WRITE, MAP_SHARED, op.staging_fd, 0);
+  if (m == MAP_FAILED) throw Error(fmt::format("pld: cannot map the staging buffer: {}", std::strerror(errno)));
+  for (std::uint64_t at = 0; at < op.bytes; at += 1u << 30)
+    be.broadcast(static_cast<std::byte*>(m) + at,
+                 static_cast<int>(std::min<std::uint64_t>(1u << 30, op.bytes - at)), MPI_BYTE, r);
+  munmap(m, op.bytes);
+}
+
+}  // namespace pld::detail

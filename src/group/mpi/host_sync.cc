@@ -1,0 +1,159 @@
+// The mpi group's HostTensor merge (HostSync) and pld::gather's collection of row slices.
+#include "group/mpi/host_sync.h"
+
+#include "backend/launcher.h"
+#include "backend/mpi/backend.h"
+#include "core/block.h"
+#include "group/wire.h"
+
+#include <pld/detail/dispatch.hpp>
+#include <pld/error.hpp>
+#include <pld/host.hpp>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <climits>
+#include <cstring>
+#include <unordered_map>
+
+namespace pld::detail {
+
+namespace {
+
+constexpr std::uint64_t kLine = 64;
+
+}  // namespace
+
+HostSync::HostSync(const HostSession& session, int me) {
+  std::unordered_map<std::uint32_t, std::size_t> index;
+  for (const DispatchRecord& d : session.dispatches())
+    for (std::uint32_t id : d.blocks) {
+      if (id & kDeviceBlockBit) continue;
+      auto [it, fresh] = index.emplace(id, blocks_.size());
+      if (fresh) {
+        BlockRecord rec;
+        Block b;
+        if (BlockRegistry::instance().find(id, &rec)) {
+          b.base = rec.base;
+          b.bytes = rec.bytes;
+        }
+        blocks_.push_back(std::move(b));
+      }
+      if (d.rank == me) blocks_[it->second].mine = true;
+    }
+  take_snapshots();
+}
+
+void HostSync::take_snapshots() {
+  for (Block& b : blocks_)
+    if (b.mine) b.snapshot.assign(b.base, b.base + b.bytes);
+}
+
+void HostSync::merge(MpiBackend& be) {
+  // My changes: runs of changed bytes, as (block, offset, length, bytes). Exact to the byte:
+  // ranks' slices may share a cache line (a [P, 3] int32 tensor), so a whole changed line would
+  // carry stale copies of a neighbour's bytes. Unchanged lines are skipped with memcmp.
+  std::vector<std::byte> out;
+  for (std::size_t i = 0; i < blocks_.size(); ++i) {
+    const Block& b = blocks_[i];
+    if (!b.mine) continue;
+    const std::byte* now = b.base;
+    const std::byte* was = b.snapshot.data();
+    std::uint64_t run = 0, run_end = 0;  // the open run [run, run_end), empty when equal
+    auto close_run = [&] {
+      if (run_end == run) return;
+      put_value(out, static_cast<std::uint32_t>(i));
+      put_value(out, run);
+      put_value(out, run_end - run);
+      out.insert(out.end(), now + run, now + run_end);
+      run = run_end = 0;
+    };
+    for (std::uint64_t line = 0; line < b.bytes; line += kLine) {
+      const std::uint64_t end = std::min(line + kLine, b.bytes);
+      if (std::memcmp(now + line, was + line, end - line) == 0) continue;
+      for (std::uint64_t k = line; k < end; ++k) {
+        if (now[k] == was[k]) continue;
+        if (run_end != k) {
+          close_run();
+          run = k;
+        }
+        run_end = k + 1;
+      }
+    }
+    close_run();
+  }
+  const int size = be.world_size(), me = be.rank();
+  long long mine = static_cast<long long>(out.size());
+  std::vector<long long> sizes(static_cast<std::size_t>(size));
+  be.collective([&](MPI_Comm comm, MPI_Request* req) {
+    MPI_Iallgather(&mine, 1, MPI_LONG_LONG, sizes.data(), 1, MPI_LONG_LONG, comm, req);
+  });
+  std::vector<int> counts(static_cast<std::size_t>(size)), displs(static_cast<std::size_t>(size));
+  long long total = 0;
+  for (int q = 0; q < size; ++q) {
+    displs[static_cast<std::size_t>(q)] = static_cast<int>(total);
+    counts[static_cast<std::size_t>(q)] = static_cast<int>(sizes[static_cast<std::size_t>(q)]);
+    total += sizes[static_cast<std::size_t>(q)];
+  }
+  if (total > INT_MAX)
+    throw Error(
+        fmt::format("pld: the ranks changed {} bytes of host tensors in one call, more than the 2 GiB the "
+                    "mpi backend merges at once; return results through fewer or smaller host tensors",
+                    total));
+  std::vector<std::byte> all(static_cast<std::size_t>(total));
+  be.collective([&](MPI_Comm comm, MPI_Request* req) {
+    MPI_Iallgatherv(out.data(), static_cast<int>(mine), MPI_BYTE, all.data(), counts.data(), displs.data(), MPI_BYTE,
+                    comm, req);
+  });
+  for (int q = 0; q < size; ++q) {
+    if (q == me) continue;
+    const std::byte* p = all.data() + displs[static_cast<std::size_t>(q)];
+    const std::byte* end = p + counts[static_cast<std::size_t>(q)];
+    while (p < end) {
+      const auto i = take_value<std::uint32_t>(p);
+      const auto at = take_value<std::uint64_t>(p);
+      const auto len = take_value<std::uint64_t>(p);
+      if (i >= blocks_.size() || at + len > blocks_[i].bytes)
+        throw Error(
+            fmt::format("pld: MPI process {} changed bytes [{}, {}) of host tensor #{} of the call, which this "
+                        "process does not have: the processes created different host tensors (the "
+                        "orchestrator and main() must be the same on every process)",
+                        q, at, at + len, i));
+      std::memcpy(blocks_[i].base + at, p, len);
+      p += len;
+    }
+  }
+  take_snapshots();
+}
+
+void gather_slices(void* data, std::uint64_t bytes, Index rows, int root) {
+  if (launcher_size() == 0) return;  // shm: the ranks wrote the host's own memory
+  MpiBackend& be = MpiBackend::instance();
+  const int n = be.world_size();
+  if (rows != n)
+    throw UsageError(
+        fmt::format("pld::gather: the tensor's leading dimension is {} but there are {} ranks; gather "
+                    "collects slice t[r] of every rank r, so the leading dimension must be the world size",
+                    rows, n));
+  if (root < -1 || root >= n)
+    throw UsageError(fmt::format("pld::gather: root {} is not a rank of {} (or -1 for every process)", root, n));
+  const std::uint64_t slice = bytes / static_cast<std::uint64_t>(n);
+  if (slice > INT_MAX)
+    throw UsageError(
+        fmt::format("pld::gather: a slice of {} bytes is more than the 2 GiB one MPI call carries; "
+                    "gather smaller tensors",
+                    slice));
+  const int count = static_cast<int>(slice);
+  auto* mine = static_cast<std::byte*>(data) + slice * static_cast<std::uint64_t>(be.rank());
+  be.collective([&](MPI_Comm comm, MPI_Request* req) {
+    if (root < 0)
+      MPI_Iallgather(MPI_IN_PLACE, 0, MPI_BYTE, data, count, MPI_BYTE, comm, req);
+    else if (be.rank() == root)
+      MPI_Igather(MPI_IN_PLACE, 0, MPI_BYTE, data, count, MPI_BYTE, root, comm, req);
+    else
+      MPI_Igather(mine, count, MPI_BYTE, nullptr, 0, MPI_BYTE, root, comm, req);
+  });
+}
+
+}  // namespace pld::detail

@@ -1,0 +1,198 @@
+// The shm group's rank process: receives messages from the host over its socket
+// (group/shm/protocol.h) and runs its dispatches in program order. It never returns: it _exit()s when told to shut down or when the host goes away (the socket
+// closes, and PR_SET_PDEATHSIG kills it if the host dies first).
+#include "backend/shm/backend.h"
+#include "core/block.h"
+#include "core/log.h"
+#include "group/report.h"
+#include "group/shm/channel.h"
+#include "group/shm/doorbell.h"
+#include "group/shm/group.h"
+#include "group/shm/protocol.h"
+#include "rank/dispatch.h"
+#include "rank/runtime.h"
+#include "trace/trace.h"
+
+#include <pld/detail/dispatch.hpp>
+#include <pld/error.hpp>
+
+#include <cxxabi.h>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <unistd.h>
+
+#include <sys/mman.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <iostream>
+#include <typeinfo>
+
+namespace pld::detail {
+
+namespace {
+
+Doorbell* g_bell = nullptr;      // this rank's message counters (set once the rank starts)
+std::uint64_t g_dispatches = 0;  // dispatches received (swimlane directories d{k})
+
+[[noreturn]] void leave(int code) {
+  std::cout.flush();
+  std::cerr.flush();
+  std::fflush(nullptr);
+  _exit(code);
+}
+
+void reply(int fd, DispatchStatus status, std::uint64_t seq, const std::string& text, std::uint64_t kernel_ns = 0) {
+  std::vector<std::byte> out(sizeof(ReplyHeader));
+  ReplyHeader h{status, 0, seq, kernel_ns};
+  std::memcpy(out.data(), &h, sizeof h);
+  const std::size_t n = std::min(text.size(), kMaxMessage - sizeof h);
+  const auto* t = reinterpret_cast<const std::byte*>(text.data());
+  out.insert(out.end(), t, t + n);
+  try {
+    channel_send(fd, out.data(), out.size(), -1, false);
+  } catch (const Error&) {
+    leave(0);  // the host is gone
+  }
+  if (g_bell) g_bell->replied.fetch_add(1, std::memory_order_release);
+}
+
+void define_domain(RankRuntime& rt, ShmBackend* backend, const std::byte* p) {
+  auto d = std::make_unique<DomainState>();
+  d->id = take_value<std::uint32_t>(p);
+  const auto n = take_value<std::uint32_t>(p);
+  d->rank = -1;
+  for (std::uint32_t i = 0; i < n; ++i) {
+    const int w = take_value<std::int32_t>(p);
+    if (w == rt.world_rank()) d->rank = static_cast<int>(i);
+    d->members.push_back(w);
+    d->windows_in.push_back(backend->heap_base(w));
+  }
+  const auto m = take_value<std::uint32_t>(p);
+  for (std::uint32_t i = 0; i < m; ++i) {
+    BufferInfo b;
+    b.offset = take_value<std::uint64_t>(p);
+    b.bytes = take_value<std::uint64_t>(p);
+    const auto len = take_value<std::uint32_t>(p);
+    b.name.assign(reinterpret_cast<const char*>(p), len);
+    p += len;
+    d->buffers.push_back(std::move(b));
+  }
+  d->label = static_cast<int>(n) == backend->world_size() && d->id == 0
+                 ? std::string("world")
+                 : fmt::format("{{{}}}", fmt::join(d->members, ", "));
+  d->backend = backend;
+  rt.domain_define(std::move(d));
+}
+
+void run_dispatch(int fd, ShmBackend* backend, const std::byte* p, const std::byte* end) {
+  const auto seq = take_value<std::uint64_t>(p);
+  const auto trampoline = reinterpret_cast<Trampoline>(take_value<std::uintptr_t>(p));
+  const auto kernel = reinterpret_cast<void (*)()>(take_value<std::uintptr_t>(p));
+  const std::uint64_t k = g_dispatches++;  // counted even when skipped: the host counts what it sent
+  RankSlot& slot = backend->control().slots[backend->my_rank()];
+  slot.dispatch.store(seq, std::memory_order_relaxed);
+  slot.state.store(static_cast<std::uint32_t>(RankState::Running), std::memory_order_release);
+  if (backend->control().abort.load(std::memory_order_acquire)) {
+    slot.state.store(static_cast<std::uint32_t>(RankState::Idle), std::memory_order_release);
+    reply(fd, DispatchStatus::Aborted, seq, "skipped: the job is aborting");
+    return;
+  }
+  log(LogLevel::Debug, LogSys::Rank, "dispatch seq {} starts", seq);
+  if (trace::config().enabled) trace::dispatch_begin(backend->my_rank(), k, kernel_name(kernel));
+  const DispatchOutcome out = run_kernel(trampoline, kernel, p, static_cast<std::size_t>(end - p));
+  const DispatchStatus status = out.status;
+  const std::string& text = out.text;
+  if (trace::config().enabled) trace::dispatch_end(status == DispatchStatus::Ok);
+  if (status != DispatchStatus::WaitTimeout)  // a timed-out wait stays published for the host's report
+    slot.state.store(static_cast<std::uint32_t>(RankState::Idle), std::memory_order_release);
+  if (status != DispatchStatus::Ok) log(LogLevel::Debug, LogSys::Rank, "dispatch seq {} ended: {}", seq, text);
+  reply(fd, status, seq, text, out.kernel_ns);
+}
+
+/// DeviceAlloc / DeviceFree / DeviceWrite / DeviceRead: one reply each, Ok or the error text.
+void run_device_op(int fd, RankRuntime& rt, MessageType type, const std::byte* p, int got_fd) {
+  const std::string error = apply_device_op(rt, device_op_of(type, p, got_fd));
+  if (got_fd >= 0) close(got_fd);
+  reply(fd, error.empty() ? DispatchStatus::Ok : DispatchStatus::KernelError, kControlSeq, error);
+}
+
+}  // namespace
+
+void serve(int fd, int rank, ShmBackend* backend, RankRuntime& rt, std::vector<std::byte>& buf);
+
+[[noreturn]] void rank_main(int rank, int fd, ShmBackend* backend, pid_t host_pid,
+                            const std::vector<std::pair<std::uint32_t, BlockRecord>>& inherited,
+                            const std::vector<int>& close_fds) {
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (getppid() != host_pid) leave(1);  // the host died before we armed the death signal
+  for (int f : close_fds) close(f);
+  log_set_rank(rank);
+  backend->become_rank(rank);
+  auto runtime = std::make_unique<RankRuntime>(rank, backend);
+  runtime->set_wait_policy(backend->wait_timeout(), backend->may_spin(), &backend->control().abort);
+  for (const auto& [id, rec] : inherited) runtime->block_inherit(id, rec.base, rec.bytes);
+  RankRuntime& rt = *runtime;
+  RankRuntime::install(std::move(runtime));
+  g_bell = &backend->control().bells[rank];
+  reply(fd, DispatchStatus::Ok, kReadySeq, "ready");
+
+  std::vector<std::byte> buf;
+  try {
+    serve(fd, rank, backend, rt, buf);
+  } catch (const std::exception& e) {
+    log(LogLevel::Error, LogSys::Rank, "rank runtime failed: {}", e.what());
+  } catch (...) {
+  }
+  leave(2);  // never unwind into the host's code that forked us
+}
+
+void serve(int fd, int rank, ShmBackend* backend, RankRuntime& rt, std::vector<std::byte>& buf) {
+  Doorbell& bell = backend->control().bells[rank];
+  std::uint64_t received = 0;  // the host zeroes both counters before it forks this process
+  for (;;) {
+    if (backend->may_spin() && bell.posted.load(std::memory_order_acquire) == received)
+      spin_until(kRankIdleSpin, [&] { return bell.posted.load(std::memory_order_acquire) != received; });
+    ++received;
+    int got_fd = -1;
+    long n = 0;
+    try {
+      n = channel_recv(fd, buf, &got_fd, false);
+    } catch (const Error&) {
+      n = 0;
+    }
+    if (n <= 0) leave(0);  // the host closed the socket or died
+    const std::byte* p = buf.data();
+    const std::byte* end = p + n;
+    const auto type = take_value<MessageType>(p);
+    switch (type) {
+      case MessageType::Attach: {
+        const auto id = take_value<std::uint32_t>(p);
+        const auto bytes = take_value<std::uint64_t>(p);
+        rt.block_attach(id, got_fd, bytes);
+        break;
+      }
+      case MessageType::Retire: rt.block_retire(take_value<std::uint32_t>(p)); break;
+      case MessageType::Domain: define_domain(rt, backend, p); break;
+      case MessageType::Dispatch: run_dispatch(fd, backend, p, end); break;
+      case MessageType::DispatchLast:
+        run_dispatch(fd, backend, p, end);
+        rt.domains_clear();
+        break;
+      case MessageType::EndCall: rt.domains_clear(); break;
+      case MessageType::DeviceAlloc:
+      case MessageType::DeviceFree:
+      case MessageType::DeviceWrite:
+      case MessageType::DeviceRead: run_device_op(fd, rt, type, p, got_fd); break;
+      case MessageType::Shutdown:
+        backend->control().slots[rank].state.store(static_cast<std::uint32_t>(RankState::Exited));
+        leave(0);
+    }
+  }
+}
+
+}  // namespace pld::detail

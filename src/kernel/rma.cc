@@ -1,0 +1,227 @@
+// One-sided transfers between a rank-local array and a peer's copy of a window: tensor::put
+// (push) and tensor::get (pull), and the remote_load / remote_store of tiles and tensors. Every
+// form checks its operands, records the operation (backend/op_history.h), and moves the addressed box in
+// runs of contiguous elements through the backend (backend/*/rma.cc).
+#include "debug/checks.h"
+#include "kernel/region.h"
+#include "rank/runtime.h"
+
+#include <pld/error.hpp>
+#include <pld/kernel.hpp>
+
+#include <fmt/format.h>
+
+namespace pld::detail {
+
+namespace {
+
+/// Which way the data moves: into the peer's window or out of it.
+enum class Direction { ToPeer, FromPeer };
+
+/// A box `[offsets, offsets + extent)` of an array of `shape`.
+struct Box {
+  const Dims& shape;
+  const Dims& offsets;
+  const Dims& extent;
+};
+
+/// Checks a window operand in debug mode and records the operation in the rank's op history.
+void record(const char* op, OpKind kind, AtomicType atomic, const DomainState& d, int world_peer, const WindowDesc& w,
+            Index bytes, const Dims* offsets) {
+  if (debug_checks()) debug_check_view(op, w);
+  d.backend->record_op(kind, static_cast<std::uint8_t>(atomic), world_peer, saturate(bytes), w.ref.domain, w.ref.buffer,
+                  w.ref.offset, offsets);
+}
+
+/// Moves box `wbox` of world rank `world_peer`'s copy of window `w` to or from box `lbox` of the
+/// local array at `local`; both boxes hold the same elements in row-major order.
+void move_boxes(const DomainState& d, int world_peer, Direction dir, AtomicType atomic, const WindowDesc& w,
+                const Box& wbox, std::byte* local, const Box& lbox, Index chunk_rows = 0, Index chunk_cols = 0) {
+  const std::size_t esz = dtype_size(w.dtype);
+  for_each_run(wbox.shape, wbox.offsets, wbox.extent, lbox.shape, lbox.offsets, lbox.extent, chunk_rows, chunk_cols,
+               [&](Index wi, Index li, Index n) {
+                 const std::uint64_t off = w.ref.offset + static_cast<std::uint64_t>(wi) * esz;
+                 std::byte* at = local + li * static_cast<Index>(esz);
+                 const auto count = static_cast<std::size_t>(n);
+                 if (dir == Direction::FromPeer)
+                   d.backend->get(at, world_peer, off, count * esz);
+                 else if (atomic == AtomicType::Add)
+                   d.backend->atomic_add(world_peer, off, at, count, w.dtype);
+                 else
+                   d.backend->put(world_peer, off, at, count * esz);
+               });
+}
+
+Dims zeros_like(const Dims& shape) {
+  Dims z = shape;
+  for (int i = 0; i < z.size(); ++i) z[i] = 0;
+  return z;
+}
+
+void check_chunks(const char* op, Index chunk_rows, Index chunk_cols, bool pipeline) {
+  if (chunk_rows < 0)
+    throw UsageError(fmt::format("{}: chunk_rows {} must be non-negative (0 = the whole transfer)", op, chunk_rows));
+  if (chunk_cols < 0)
+    throw UsageError(fmt::format("{}: chunk_cols {} must be non-negative (0 = the whole transfer)", op, chunk_cols));
+  if (pipeline && (chunk_rows <= 0 || chunk_cols <= 0))
+    throw UsageError(
+        fmt::format("{}: pipeline=true requires both chunk_rows>0 and chunk_cols>0 (got chunk_rows={}, "
+                    "chunk_cols={})",
+                    op, chunk_rows, chunk_cols));
+}
+
+struct Region {
+  Dims window_offsets, local_offsets, shape;
+};
+
+// Validates the region arguments of put/get and returns the boxes on both sides.
+Region region_of(const char* op, const char* window_side, const char* local_side, const Dims& window_shape,
+                 const Dims& local_shape, const Dims* window_offsets, const Dims* local_offsets, const Dims* shape) {
+  if (window_shape.size() != local_shape.size())
+    throw UsageError(fmt::format("{}: {} (shape {}) and {} (shape {}) must have the same rank", op, window_side,
+                                 window_shape.str(), local_side, local_shape.str()));
+  Region r;
+  if (!shape) {
+    if (!(window_shape == local_shape))
+      throw UsageError(
+          fmt::format("{}: {} and {} must have the same static shape for a full-slice transfer ({} vs "
+                      "{}); pass dst_offsets, src_offsets and shape to move a region",
+                      op, window_side, local_side, window_shape.str(), local_shape.str()));
+    r.shape = window_shape;
+    r.window_offsets = r.local_offsets = zeros_like(window_shape);
+    return r;
+  }
+  r.shape = *shape;
+  r.window_offsets = *window_offsets;
+  r.local_offsets = *local_offsets;
+  check_box(op, window_side, "subregion", window_shape, r.window_offsets, r.shape, "shrink shape or move the offsets");
+  check_box(op, local_side, "subregion", local_shape, r.local_offsets, r.shape, "shrink shape or move the offsets");
+  return r;
+}
+
+/// A put or a get: `window` is the peer's side (put's dst, get's src), `local` this rank's.
+struct Transfer {
+  const char* op;
+  Direction dir;
+  const WindowDesc& window;
+  int peer;
+  const LocalDesc& local;
+  const Dims* window_offsets;
+  const Dims* local_offsets;
+  const Dims* shape;
+  AtomicType atomic;
+  Index chunk_rows;
+  Index chunk_cols;
+  bool pipeline;
+};
+
+// The common case — whole tensor, same shape and dtype, plain copy, no chunking — goes straight to
+// the backend; anything else (including every error) takes the checked general path.
+bool plain_full_slice(const Transfer& t) {
+  const WindowDesc& w = t.window;
+  return !t.shape && w.state && t.peer >= 0 && t.peer < w.state->nranks() && w.dtype == t.local.dtype &&
+         w.shape == t.local.shape && t.atomic == AtomicType::None && t.chunk_rows == 0 && t.chunk_cols == 0 &&
+         !t.pipeline;
+}
+
+void transfer(const Transfer& t) {
+  const bool to_peer = t.dir == Direction::ToPeer;
+  const OpKind kind = to_peer ? OpKind::Put : OpKind::Get;
+  if (plain_full_slice(t)) {
+    const DomainState& d = *t.window.state;
+    const int world_peer = d.members[static_cast<std::size_t>(t.peer)];
+    const std::size_t bytes = static_cast<std::size_t>(t.local.shape.numel()) * dtype_size(t.local.dtype);
+    if (debug_checks()) debug_check_view(t.op, t.window);
+    if (to_peer)
+      d.backend->put(world_peer, t.window.ref.offset, t.local.data, bytes);
+    else
+      d.backend->get(t.local.data, world_peer, t.window.ref.offset, bytes);
+    d.backend->record_op(kind, 0, world_peer, saturate(static_cast<Index>(bytes)), t.window.ref.domain, t.window.ref.buffer,
+                    t.window.ref.offset, nullptr);
+    return;
+  }
+  const DomainState& d = bound_state(t.op, t.window);
+  check_peer(t.op, d, t.peer);
+  if (to_peer)
+    check_dtype(t.op, t.local.dtype, t.window.dtype);
+  else
+    check_dtype(t.op, t.window.dtype, t.local.dtype);
+  check_atomic(t.op, t.atomic, t.window.dtype);
+  check_chunks(t.op, t.chunk_rows, t.chunk_cols, t.pipeline);
+  const Region r = region_of(t.op, to_peer ? "dst" : "src", to_peer ? "src" : "dst", t.window.shape, t.local.shape,
+                             t.window_offsets, t.local_offsets, t.shape);
+  const int world_peer = d.members[static_cast<std::size_t>(t.peer)];
+  record(t.op, kind, t.atomic, d, world_peer, t.window,
+         r.shape.numel() * static_cast<Index>(dtype_size(t.window.dtype)), &r.window_offsets);
+  move_boxes(d, world_peer, t.dir, t.atomic, t.window, Box{t.window.shape, r.window_offsets, r.shape}, t.local.data,
+             Box{t.local.shape, r.local_offsets, r.shape}, t.chunk_rows, t.chunk_cols);
+}
+
+}  // namespace
+
+void put(const WindowDesc& dst, int peer, const LocalDesc& src, const Dims* dst_offsets, const Dims* src_offsets,
+         const Dims* shape, const PutOptions& options) {
+  transfer(Transfer{"tensor::put", Direction::ToPeer, dst, peer, src, dst_offsets, src_offsets, shape, options.atomic,
+                    options.chunk_rows, options.chunk_cols, options.pipeline});
+}
+
+void get(const LocalDesc& dst, int peer, const WindowDesc& src, const Dims* dst_offsets, const Dims* src_offsets,
+         const Dims* shape, const GetOptions& options) {
+  transfer(Transfer{"tensor::get", Direction::FromPeer, src, peer, dst, src_offsets, dst_offsets, shape,
+                    AtomicType::None, options.chunk_rows, options.chunk_cols, options.pipeline});
+}
+
+void check_remote_load(const LocalDesc& tile, const WindowDesc& src, int peer, const Dims& offsets) {
+  const char* op = "tile::remote_load";
+  const DomainState& d = bound_state(op, src);
+  check_peer(op, d, peer);
+  check_dtype(op, src.dtype, tile.dtype);
+  if (src.shape.size() == 0)
+    throw UsageError("tile::remote_load: the source window view has rank 0; give it at least one dimension");
+  if (tile.shape.size() != src.shape.size())
+    throw UsageError(
+        fmt::format("{}: shape {} has rank {} but the window has rank {} (shape {}); give one extent per "
+                    "dimension",
+                    op, tile.shape.str(), tile.shape.size(), src.shape.size(), src.shape.str()));
+  check_box(op, "window", "box", src.shape, offsets, tile.valid, "reads past the end: pass a smaller valid_shape");
+}
+
+void remote_load(LocalDesc& tile, const WindowDesc& src, int peer, const Dims& offsets) {
+  check_remote_load(tile, src, peer, offsets);
+  const DomainState& d = *src.state;
+  const int world_peer = d.members[static_cast<std::size_t>(peer)];
+  record("tile::remote_load", OpKind::RemoteLoad, AtomicType::None, d, world_peer, src,
+         tile.valid.numel() * static_cast<Index>(dtype_size(tile.dtype)), &offsets);
+  move_boxes(d, world_peer, Direction::FromPeer, AtomicType::None, src, Box{src.shape, offsets, tile.valid}, tile.data,
+             Box{tile.shape, zeros_like(tile.shape), tile.valid});
+}
+
+void remote_store(const char* op, const LocalDesc& src, const WindowDesc& dst, int peer, const Dims& offsets,
+                  AtomicType atomic) {
+  const DomainState& d = bound_state(op, dst);
+  check_peer(op, d, peer);
+  check_dtype(op, src.dtype, dst.dtype);
+  check_atomic(op, atomic, dst.dtype);
+  if (dst.shape.size() < 2)
+    throw UsageError(fmt::format("{}: target rank must be >= 2 (window shape {}); view the window as [rows, cols]", op,
+                                 dst.shape.str()));
+  if (src.shape.size() < 2)
+    throw UsageError(fmt::format("{}: src must be at least 2-D (shape {}); reshape it as [1, n]", op, src.shape.str()));
+  for (int i = 0; i + 2 < src.shape.size(); ++i)
+    if (src.shape[i] != 1)
+      throw UsageError(
+          fmt::format("{}: src leading dimension {} must be 1 (src shape {}); only the inner two "
+                      "dimensions are pushed",
+                      op, i, src.shape.str()));
+  const Dims inner{src.valid[src.valid.size() - 2], src.valid[src.valid.size() - 1]};
+  const Dims ext = pad_leading(inner, dst.shape.size());
+  check_box(op, "target", "box", dst.shape, offsets, ext,
+            "push exceeds the peer's target region: store a smaller tile or at smaller offsets");
+  const int world_peer = d.members[static_cast<std::size_t>(peer)];
+  record(op, OpKind::RemoteStore, atomic, d, world_peer, dst, ext.numel() * static_cast<Index>(dtype_size(dst.dtype)),
+         &offsets);
+  move_boxes(d, world_peer, Direction::ToPeer, atomic, dst, Box{dst.shape, offsets, ext}, src.data,
+             Box{src.shape, zeros_like(src.shape), pad_leading(inner, src.shape.size())});
+}
+
+}  // namespace pld::detail

@@ -1,0 +1,125 @@
+// pld::system signals: notify, wait and defer_wait on int32 cells of a signal window.
+#include "debug/checks.h"
+#include "kernel/region.h"
+#include "rank/runtime.h"
+#include "task/task_graph.h"
+#include "trace/trace.h"
+
+#include <pld/error.hpp>
+#include <pld/kernel.hpp>
+#include <pld/task.hpp>
+
+#include <fmt/format.h>
+
+#include <climits>
+
+namespace pld::detail {
+
+namespace {
+
+std::string signal_site(const char* op, const WindowDesc& s, const Dims& offsets) {
+  const std::string& name = s.state ? s.state->buffer_name(s.ref.buffer) : std::string("?");
+  return fmt::format("{}(signal '{}', offsets {})", op, name, offsets.str());
+}
+
+// Byte offset of the cell `offsets` of a signal window, after checking it exists.
+std::uint64_t cell_offset(const std::string& op, const WindowDesc& s, const Dims& offsets) {
+  Dims one = offsets;
+  for (int d = 0; d < one.size(); ++d) one[d] = 1;
+  check_box(op, "signal", "cell", s.shape, offsets, one, "pick a cell inside the signal window");
+  Index lin = 0;
+  for (int d = 0; d < s.shape.size(); ++d) lin = lin * s.shape[d] + offsets[d];
+  return s.ref.offset + static_cast<std::uint64_t>(lin) * sizeof(std::int32_t);
+}
+
+}  // namespace
+
+// Fast check of a signal cell; the slow path (cell_offset) produces the message.
+bool cell_fast(const WindowDesc& s, const Dims& offsets, std::uint64_t* off) {
+  if (offsets.size() != s.shape.size()) return false;
+  Index lin = 0;
+  for (int d = 0; d < s.shape.size(); ++d) {
+    if (offsets[d] < 0 || offsets[d] >= s.shape[d]) return false;
+    lin = lin * s.shape[d] + offsets[d];
+  }
+  *off = s.ref.offset + static_cast<std::uint64_t>(lin) * sizeof(std::int32_t);
+  return true;
+}
+
+void notify(const WindowDesc& signal, int peer, const Dims& offsets, std::int32_t value, NotifyOp op) {
+  const DomainState* d = signal.state;
+  std::uint64_t off = 0;
+  if (!d || (op != NotifyOp::AtomicAdd && op != NotifyOp::Set) || peer < 0 || peer >= d->nranks() ||
+      !cell_fast(signal, offsets, &off)) {
+    const std::string site = signal_site("notify", signal, offsets);
+    bound_state(site, signal);
+    if (op != NotifyOp::AtomicAdd && op != NotifyOp::Set)
+      throw UsageError(fmt::format("{}: op {} must be NotifyOp::AtomicAdd or NotifyOp::Set", site, static_cast<int>(op)));
+    check_peer(site, *d, peer);
+    off = cell_offset(site, signal, offsets);
+  }
+  const int target = d->members[static_cast<std::size_t>(peer)];
+  if (debug_checks()) debug_check_notify(signal, peer, offsets, off, value, op);
+  // Recorded before the notify releases the cell: a waiter that sees the new value also sees the
+  // record (debug mode's reuse check and the hang report name the last notify of a cell).
+  d->backend->record_op(OpKind::Notify, static_cast<std::uint8_t>(op), target, value, signal.ref.domain, signal.ref.buffer,
+                   off, &offsets);
+  const std::int64_t t = trace::on() ? trace::now_ns() : 0;
+  d->backend->notify(target, off, value, op);
+  if (t)
+    trace::record(trace::Event{trace::Kind::Notify, t, trace::now_ns(), trace::thread_index(),
+                               d->buffer_name(signal.ref.buffer), target, off, value, 0, static_cast<int>(op), {}});
+}
+
+void wait(const WindowDesc& signal, const Dims& offsets, std::int32_t expected, WaitCmp cmp) {
+  const DomainState* d = signal.state;
+  std::uint64_t off = 0;
+  if (!d || (cmp != WaitCmp::Eq && cmp != WaitCmp::Ge) || !cell_fast(signal, offsets, &off)) {
+    const std::string site = signal_site("wait", signal, offsets);
+    bound_state(site, signal);
+    if (cmp != WaitCmp::Eq && cmp != WaitCmp::Ge)
+      throw UsageError(fmt::format("{}: cmp {} must be WaitCmp::Eq or WaitCmp::Ge", site, static_cast<int>(cmp)));
+    off = cell_offset(site, signal, offsets);
+  }
+  if (debug_checks()) debug_check_view("wait", signal);
+  const WaitSite where{signal.ref.domain, signal.ref.buffer, &offsets};
+  d->backend->record_op(OpKind::Wait, static_cast<std::uint8_t>(cmp), d->members[static_cast<std::size_t>(d->rank)], expected,
+                   signal.ref.domain, signal.ref.buffer, off, &offsets);
+  std::int32_t seen = 0;
+  const std::int64_t t0 = trace::on() ? trace::now_ns() : 0;
+  const WaitStatus status = d->backend->wait(off, expected, cmp, where, &seen);
+  if (t0)
+    trace::record(trace::Event{trace::Kind::Wait, t0, trace::now_ns(), trace::thread_index(),
+                               d->buffer_name(signal.ref.buffer), -1, off, expected, seen, static_cast<int>(cmp), {}});
+  switch (status) {
+    case WaitStatus::Ok:
+      if (debug_checks()) debug_check_wait_done(signal, offsets, off, expected, cmp, seen);
+      return;
+    case WaitStatus::Timeout:
+      throw WaitTimeoutError(fmt::format("{}: waited for value {} {} but the cell holds {} at the deadline",
+                                         signal_site("wait", signal, offsets), cmp == WaitCmp::Eq ? "==" : ">=",
+                                         expected, seen));
+    case WaitStatus::Aborted:
+      throw AbortedError(fmt::format("{}: released because another rank failed", signal_site("wait", signal, offsets)));
+  }
+}
+
+void defer_wait(const WindowDesc& signal, const Dims& offsets, std::int32_t expected, WaitCmp cmp) {
+  const std::string site = signal_site("defer_wait", signal, offsets);
+  const DomainState& d = bound_state(site, signal);
+  if (cmp != WaitCmp::Ge)
+    throw UsageError(fmt::format("{}: only WaitCmp::Ge is supported (deferred conditions are 'counter >= "
+                                 "expected' on monotonic counters)",
+                                 site));
+  if (expected < 0)
+    throw UsageError(fmt::format("{}: expected {} is negative; deferred conditions compare monotonic non-negative "
+                                 "counters, pass a value in [0, {}]",
+                                 site, expected, INT32_MAX));
+  const std::uint64_t off = cell_offset(site, signal, offsets);
+  const auto* cell =
+      reinterpret_cast<const std::int32_t*>(d.windows_in[static_cast<std::size_t>(d.rank)] + off);
+  task_defer(site, cell, expected, fmt::format("signal '{}' offsets {}", d.buffer_name(signal.ref.buffer), offsets.str()),
+             off, d.buffer_name(signal.ref.buffer));
+}
+
+}  // namespace pld::detail
