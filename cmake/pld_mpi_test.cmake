@@ -1,5 +1,8 @@
-# pld_mpi_test(NAME name RANKS p CONFIG shm|tcp COMMAND exe args...): runs `exe args...` under
-# `mpirun -n p` on the mpi backend, as test mpi.<config>.p<p>.<name>.
+# pld_mpi_test(NAME name RANKS p CONFIG shm|tcp [TIMEOUT s] [ENVIRONMENT vars...]
+#              [PASS_REGULAR_EXPRESSION res...] [FAIL_REGULAR_EXPRESSION res...] COMMAND exe args...):
+# runs `exe args...` under `mpirun -n p` on the mpi backend, as test mpi.<config>.p<p>.<name>
+# (label mpi). Without the mpi backend (PLD_HAVE_MPI off) it adds nothing, so callers set every
+# property through it, never with set_tests_properties on a test that may not exist.
 #   shm  Open MPI's defaults on one machine: osc/rdma over shared memory (btl/vader)
 #   tcp  no shared memory anywhere: btl tcp and osc/ucx over TCP — the path a second machine takes
 # Open MPI refuses to run as root without the two ALLOW variables (CI containers run as root);
@@ -7,7 +10,8 @@
 set(PLD_MPI_CONFIG_shm "")
 set(PLD_MPI_CONFIG_tcp --mca btl tcp,self --mca osc ucx -x UCX_TLS=tcp,self)
 function(pld_mpi_test)
-  cmake_parse_arguments(T "" "NAME;RANKS;CONFIG;TIMEOUT" "COMMAND;ENVIRONMENT" ${ARGN})
+  cmake_parse_arguments(T "" "NAME;RANKS;CONFIG;TIMEOUT"
+                        "COMMAND;ENVIRONMENT;PASS_REGULAR_EXPRESSION;FAIL_REGULAR_EXPRESSION" ${ARGN})
   if(NOT PLD_HAVE_MPI)
     return()
   endif()
@@ -19,4 +23,11 @@ function(pld_mpi_test)
                                 ${PLD_MPI_CONFIG_${T_CONFIG}} ${T_COMMAND})
   set_tests_properties(${name} PROPERTIES TIMEOUT ${T_TIMEOUT} LABELS mpi PROCESSORS 2
     ENVIRONMENT "PLD_BACKEND=mpi;PLD_WAIT_TIMEOUT=60;OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;${T_ENVIRONMENT}")
+  # (PASS_REGULAR_EXPRESSION ignores the exit code: a test with one needs a FAIL one too.)
+  if(T_PASS_REGULAR_EXPRESSION)
+    set_tests_properties(${name} PROPERTIES PASS_REGULAR_EXPRESSION "${T_PASS_REGULAR_EXPRESSION}")
+  endif()
+  if(T_FAIL_REGULAR_EXPRESSION)
+    set_tests_properties(${name} PROPERTIES FAIL_REGULAR_EXPRESSION "${T_FAIL_REGULAR_EXPRESSION}")
+  endif()
 endfunction()

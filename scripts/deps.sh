@@ -3,6 +3,7 @@
 set -euo pipefail
 packages=(
   g++ make cmake                        # C++20 toolchain, CMake >= 3.25
+  ccache                                # the test command's second build reuses the first's objects
   libgtest-dev libgmock-dev             # tests
   libfmt-dev                            # formatting
   libcli11-dev                          # command lines (tutorials, tools, benchmarks)
@@ -11,6 +12,7 @@ packages=(
   openmpi-bin libopenmpi-dev            # the mpi backend; Open MPI baseline (bench/compare_mpi.sh)
   iproute2                              # ip netns: the two-"node" mpi tests (tests/mpi/netns_run.sh)
   gnuplot-nox                           # busbw plot of bench/compare_mpi.sh
+  clang-format                          # the format check (scripts/format.sh)
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -6,14 +6,65 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
+#include <initializer_list>
+#include <ostream>
 #include <numeric>
 #include <optional>
 #include <string>
 #include <vector>
 
 namespace pld::test {
+
+/// The rank counts of the multi-process tests: one rank, the smallest pair, odd counts (uneven
+/// splits), a power of two, and more ranks than a small machine's cores. A suite runs at the
+/// counts of this list that it needs (rank_counts), each as a gtest parameter P, so a failure names
+/// its P and --gtest_filter picks one ('Suite.Test/P3', 'Suite.Test/fp32_P3').
+inline constexpr int kRankCounts[] = {1, 2, 3, 4, 5, 8};
+
+/// The counts of kRankCounts in [lo, hi], without those in `skip`.
+inline std::vector<int> rank_counts(int lo = 1, int hi = 8, std::initializer_list<int> skip = {}) {
+  std::vector<int> counts;
+  for (int p : kRankCounts)
+    if (p >= lo && p <= hi && std::find(skip.begin(), skip.end(), p) == skip.end()) counts.push_back(p);
+  return counts;
+}
+
+/// The instance name of a rank-count parameter: P3.
+inline std::string rank_count_name(const ::testing::TestParamInfo<int>& info) {
+  return "P" + std::to_string(info.param);
+}
+
+/// The parameter of a suite over element types and rank counts.
+struct TypeAndRanks {
+  DType dtype;
+  int p;
+};
+inline void PrintTo(const TypeAndRanks& c, std::ostream* os) { *os << dtype_name(c.dtype) << " at P=" << c.p; }
+
+/// Every element type of `Ts` at every rank count of `counts`.
+template <class... Ts>
+std::vector<TypeAndRanks> types_and_ranks(::testing::Types<Ts...>, const std::vector<int>& counts) {
+  std::vector<TypeAndRanks> cases;
+  for (DType dtype : {dtype_of<Ts>...})
+    for (int p : counts) cases.push_back({dtype, p});
+  return cases;
+}
+
+/// The instance name of a TypeAndRanks parameter: fp32_P3.
+inline std::string type_and_ranks_name(const ::testing::TestParamInfo<TypeAndRanks>& info) {
+  return std::string(dtype_name(info.param.dtype)) + "_P" + std::to_string(info.param.p);
+}
+
+/// Calls `body.template operator()<T>()` for the T of `Ts` whose dtype is `dtype`:
+///   with_type(AllTypes{}, GetParam().dtype, [&]<class T>() { ... });
+template <class... Ts, class F>
+void with_type(::testing::Types<Ts...>, DType dtype, F&& body) {
+  const bool found = ((dtype_of<Ts> == dtype && (body.template operator()<Ts>(), true)) || ...);
+  if (!found) ADD_FAILURE() << "dtype " << dtype_name(dtype) << " is not in the suite's type list";
+}
 
 /// Config for P ranks (device ids 0..P-1) with a wait deadline that no passing test approaches.
 inline DistributedConfig ranks(int p, double wait_timeout = 60) {

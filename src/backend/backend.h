@@ -6,10 +6,12 @@
 // domain's windows are carved from); ranks are world ranks. A comm domain reaches its windows
 // through a Backend (DomainState::backend): shm has one for all domains, mpi one per domain
 // (an MPI window on the domain's communicator). The rank runtime needs only the process-wide
-// part, Transport.
+// part, BackendProcess: one per rank process, whatever the number of comm domains (the shm
+// backend is one object for both; under mpi, MpiBackend is the process part and each domain's
+// MpiWindow a Backend).
 #pragma once
 
-#include "debug/oplog.h"
+#include "backend/op_history.h"
 
 #include <pld/types.hpp>
 
@@ -32,9 +34,9 @@ struct DebugShared;  // debug/checks.h: shared state of the debug-mode checks
 enum class WaitStatus { Ok, Timeout, Aborted };
 
 /// The process-wide part of a backend: what a poll loop outside Backend::wait needs.
-class Transport {
+class BackendProcess {
  public:
-  virtual ~Transport() = default;
+  virtual ~BackendProcess() = default;
   /// Drives communication progress once (a poll loop outside wait(), e.g. deferred task
   /// conditions, calls it each round). shm: nothing to do.
   virtual void progress() {}
@@ -45,7 +47,7 @@ class Transport {
   virtual bool aborting() const { return false; }
 };
 
-class Backend : public Transport {
+class Backend : public BackendProcess {
  public:
   virtual const char* name() const = 0;
   virtual int world_size() const = 0;
@@ -75,9 +77,9 @@ class Backend : public Transport {
   OpRing* op_histories = nullptr;  // every rank's ring, by world rank
   DebugShared* debug_shared = nullptr;
 
-  /// Appends one record to this rank's operation history.
-  void note(OpKind kind, std::uint8_t flag, int peer, std::int32_t value, std::uint32_t domain, std::uint32_t buffer,
-            std::uint64_t offset, const Dims* coords) noexcept {
+  /// Appends one record to this rank's operation history (backend/op_history.h).
+  void record_op(OpKind kind, std::uint8_t flag, int peer, std::int32_t value, std::uint32_t domain,
+                 std::uint32_t buffer, std::uint64_t offset, const Dims* coords) noexcept {
     if (op_history) op_history->write(kind, flag, peer, value, domain, buffer, offset, coords);
   }
 };

@@ -13,8 +13,8 @@
 //     kernel) fails before any remote access.
 #pragma once
 
+#include "backend/op_history.h"
 #include "core/log.h"
-#include "debug/oplog.h"
 #include "rank/runtime.h"
 
 #include <pld/collectives.hpp>
@@ -94,7 +94,7 @@ void collective_check(const DomainState& d, const CollCall& call);
 /// when debug mode or collective logging needs it.
 template <class MakeCall>
 void collective_enter(const DomainState& d, const WindowDesc& signal, CollKind kind, Index count, MakeCall&& make) {
-  d.backend->note(OpKind::Collective, static_cast<std::uint8_t>(kind), -1, saturate(count), signal.ref.domain,
+  d.backend->record_op(OpKind::Collective, static_cast<std::uint8_t>(kind), -1, saturate(count), signal.ref.domain,
                   signal.ref.buffer, signal.ref.offset, nullptr);
   if (debug_checks() || collective_logging()) collective_check(d, make());
 }

@@ -6,7 +6,7 @@
 // of a wait deadline and printed on SIGUSR1.
 #pragma once
 
-#include "debug/oplog.h"
+#include "backend/op_history.h"
 
 #include <pld/types.hpp>
 

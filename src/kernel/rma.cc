@@ -1,6 +1,6 @@
 // One-sided transfers between a rank-local array and a peer's copy of a window: tensor::put
 // (push) and tensor::get (pull), and the remote_load / remote_store of tiles and tensors. Every
-// form checks its operands, records the operation (debug/oplog.h), and moves the addressed box in
+// form checks its operands, records the operation (backend/op_history.h), and moves the addressed box in
 // runs of contiguous elements through the backend (backend/*/rma.cc).
 #include "debug/checks.h"
 #include "kernel/region.h"
@@ -29,7 +29,7 @@ struct Box {
 void record(const char* op, OpKind kind, AtomicType atomic, const DomainState& d, int world_peer, const WindowDesc& w,
             Index bytes, const Dims* offsets) {
   if (debug_checks()) debug_check_view(op, w);
-  d.backend->note(kind, static_cast<std::uint8_t>(atomic), world_peer, saturate(bytes), w.ref.domain, w.ref.buffer,
+  d.backend->record_op(kind, static_cast<std::uint8_t>(atomic), world_peer, saturate(bytes), w.ref.domain, w.ref.buffer,
                   w.ref.offset, offsets);
 }
 
@@ -136,7 +136,7 @@ void transfer(const Transfer& t) {
       d.backend->put(world_peer, t.window.ref.offset, t.local.data, bytes);
     else
       d.backend->get(t.local.data, world_peer, t.window.ref.offset, bytes);
-    d.backend->note(kind, 0, world_peer, saturate(static_cast<Index>(bytes)), t.window.ref.domain, t.window.ref.buffer,
+    d.backend->record_op(kind, 0, world_peer, saturate(static_cast<Index>(bytes)), t.window.ref.domain, t.window.ref.buffer,
                     t.window.ref.offset, nullptr);
     return;
   }

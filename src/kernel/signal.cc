@@ -62,7 +62,7 @@ void notify(const WindowDesc& signal, int peer, const Dims& offsets, std::int32_
   if (debug_checks()) debug_check_notify(signal, peer, offsets, off, value, op);
   // Recorded before the notify releases the cell: a waiter that sees the new value also sees the
   // record (debug mode's reuse check and the hang report name the last notify of a cell).
-  d->backend->note(OpKind::Notify, static_cast<std::uint8_t>(op), target, value, signal.ref.domain, signal.ref.buffer,
+  d->backend->record_op(OpKind::Notify, static_cast<std::uint8_t>(op), target, value, signal.ref.domain, signal.ref.buffer,
                    off, &offsets);
   const std::int64_t t = trace::on() ? trace::now_ns() : 0;
   d->backend->notify(target, off, value, op);
@@ -84,7 +84,7 @@ void wait(const WindowDesc& signal, const Dims& offsets, std::int32_t expected, 
   if (debug_checks()) debug_check_view("wait", signal);
   if (debug_checks()) debug_check_wait_entry(signal, offsets, off, expected, cmp);
   const WaitSite where{signal.ref.domain, signal.ref.buffer, &offsets};
-  d->backend->note(OpKind::Wait, static_cast<std::uint8_t>(cmp), d->members[static_cast<std::size_t>(d->rank)], expected,
+  d->backend->record_op(OpKind::Wait, static_cast<std::uint8_t>(cmp), d->members[static_cast<std::size_t>(d->rank)], expected,
                    signal.ref.domain, signal.ref.buffer, off, &offsets);
   std::int32_t seen = 0;
   const std::int64_t t0 = trace::on() ? trace::now_ns() : 0;

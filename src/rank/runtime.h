@@ -70,10 +70,11 @@ class RankRuntime {
   /// tensors live on).
   static std::unique_ptr<RankRuntime> uninstall();
 
-  RankRuntime(int world_rank, Transport* transport) : world_rank_(world_rank), transport_(transport) {}
+  RankRuntime(int world_rank, BackendProcess* backend_process)
+      : world_rank_(world_rank), backend_process_(backend_process) {}
 
   int world_rank() const { return world_rank_; }
-  Transport& transport() { return *transport_; }
+  BackendProcess& backend_process() { return *backend_process_; }
 
   /// Wait deadline (seconds), whether spinning is allowed, and the job's abort flag — for waits
   /// the runtime does itself (deferred task conditions).
@@ -84,7 +85,7 @@ class RankRuntime {
   }
   double wait_timeout() const { return wait_timeout_; }
   bool may_spin() const { return may_spin_; }
-  bool aborting() const { return abort_ ? abort_->load(std::memory_order_acquire) != 0 : transport_->aborting(); }
+  bool aborting() const { return abort_ ? abort_->load(std::memory_order_acquire) != 0 : backend_process_->aborting(); }
 
   std::byte* block_base(std::uint32_t id);
   void block_attach(std::uint32_t id, int fd, std::uint64_t bytes);
@@ -110,7 +111,7 @@ class RankRuntime {
     bool owned;  // mapped by this process (not inherited from the host at fork)
   };
   int world_rank_;
-  Transport* transport_;
+  BackendProcess* backend_process_;
   double wait_timeout_ = 300;
   bool may_spin_ = false;
   const std::atomic<std::uint32_t>* abort_ = nullptr;

@@ -175,10 +175,10 @@ void TaskGraphImpl::poll(std::unique_lock<std::mutex>& lock) {
         done.push_back(t);
     }
     if (!done.empty()) {
-      if (rt) rt->transport().acquire();
+      if (rt) rt->backend_process().acquire();
       break;
     }
-    if (rt) rt->transport().progress();  // mpi: peers' notifies land only with progress (over TCP)
+    if (rt) rt->backend_process().progress();  // mpi: peers' notifies land only with progress (over TCP)
     if (rt && rt->aborting()) {
       failure = std::make_exception_ptr(AbortedError(fmt::format(
           "defer_wait in TaskGraph('{}'): released because another rank failed", name)));

@@ -9,7 +9,6 @@
 namespace pld::test {
 namespace {
 
-constexpr int kRankCounts[] = {1, 2, 3, 4, 5, 8};
 constexpr int kReps = 3;
 
 /// Sizes per dtype: 0, 1, odd, and a large one (40 KB, above the old 32 KiB Mesh threshold).
@@ -93,9 +92,7 @@ void allreduce_all(DistributedTensor<T> win, DistributedTensor<std::int32_t> sig
     }
 }
 
-template <class T>
-class Collectives : public ::testing::Test {};
-TYPED_TEST_SUITE(Collectives, AllTypes, TypeNames);
+class Collectives : public ::testing::TestWithParam<TypeAndRanks> {};
 
 template <class T>
 HostTensor<T> make_inputs(int p, Index n) {
@@ -106,12 +103,12 @@ HostTensor<T> make_inputs(int p, Index n) {
   return in;
 }
 
-TYPED_TEST(Collectives, AllreduceEveryOpModePathSizeAndRankCount) {
-  using T = TypeParam;
-  const auto& cases = allreduce_cases();
-  const auto ncases = static_cast<Index>(cases.size());
-  for (int p : kRankCounts) {
-    if (!runs_here(p)) continue;
+TEST_P(Collectives, AllreduceEveryOpModePathSizeAndRankCount) {
+  const int p = GetParam().p;
+  PLD_REQUIRE_RANKS(p);
+  with_type(AllTypes{}, GetParam().dtype, [&]<class T>() {
+    const auto& cases = allreduce_cases();
+    const auto ncases = static_cast<Index>(cases.size());
     std::vector<HostTensor<T>> ins, outs, host_outs;
     for (Index n : allreduce_sizes<T>()) {
       ins.push_back(make_inputs<T>(p, n));
@@ -152,7 +149,7 @@ TYPED_TEST(Collectives, AllreduceEveryOpModePathSizeAndRankCount) {
             }
         }
       }
-  }
+  });
 }
 
 // broadcast (two roots), reduce_scatter (four ops), allgather: composite then builtin path.
@@ -177,10 +174,10 @@ void others(DistributedTensor<T> win, DistributedTensor<T> rows, DistributedTens
   }
 }
 
-TYPED_TEST(Collectives, BroadcastReduceScatterAllgather) {
-  using T = TypeParam;
-  for (int p : kRankCounts) {
-    if (!runs_here(p)) continue;
+TEST_P(Collectives, BroadcastReduceScatterAllgather) {
+  const int p = GetParam().p;
+  PLD_REQUIRE_RANKS(p);
+  with_type(AllTypes{}, GetParam().dtype, [&]<class T>() {
     for (Index n : sizes<T>()) {
       auto in = HostTensor<T>::zeros({p, n});
       for (int r = 0; r < p; ++r)
@@ -238,7 +235,9 @@ TYPED_TEST(Collectives, BroadcastReduceScatterAllgather) {
               }
               ASSERT_EQ(value(out_rs(r, k, op, i)), value(static_cast<T>(static_cast<float>(acc))))
                   << "reduce_scatter op " << op << " P=" << p << " n=" << n << " rank " << r;
-              if (op == 0) ASSERT_EQ(value(hrs(r, k, i)), value(static_cast<T>(static_cast<float>(acc))));
+              if (op == 0) {
+                ASSERT_EQ(value(hrs(r, k, i)), value(static_cast<T>(static_cast<float>(acc))));
+              }
             }
             for (int s = 0; s < p; ++s) {
               ASSERT_EQ(value(out_ag(r, k, s, i)), value(in(s, i))) << "allgather P=" << p << " n=" << n;
@@ -247,7 +246,7 @@ TYPED_TEST(Collectives, BroadcastReduceScatterAllgather) {
           }
         }
     }
-  }
+  });
 }
 
 // allgather rows from 1 MiB up take the fused push (each block of local read once, streamed to
@@ -260,11 +259,11 @@ void gather_large(Tensor<T> in, DistributedTensor<T> g, DistributedTensor<std::i
   }
 }
 
-TYPED_TEST(Collectives, AllgatherFusedPushFromOneMiB) {
-  using T = TypeParam;
-  const Index n = static_cast<Index>((1u << 20) / sizeof(T) + 3);
-  for (int p : kRankCounts) {
-    if (!runs_here(p)) continue;
+TEST_P(Collectives, AllgatherFusedPushFromOneMiB) {
+  const int p = GetParam().p;
+  PLD_REQUIRE_RANKS(p);
+  with_type(AllTypes{}, GetParam().dtype, [&]<class T>() {
+    const Index n = static_cast<Index>((1u << 20) / sizeof(T) + 3);
     auto in = HostTensor<T>::zeros({p, n});
     for (int r = 0; r < p; ++r)
       for (Index i = 0; i < n; ++i) in(r, i) = input<T>(ReduceOp::Sum, r + 5, i);
@@ -288,7 +287,7 @@ TYPED_TEST(Collectives, AllgatherFusedPushFromOneMiB) {
         ASSERT_EQ(std::memcmp(hout[r][s].data(), in[s].data(), bytes), 0)
             << "builtin P=" << p << " rank " << r << " row " << s;
       }
-  }
+  });
 }
 
 // all_to_all and all_to_all_v, composite then builtin path.
@@ -306,11 +305,11 @@ void exchange(DistributedTensor<T> target, DistributedTensor<T> vtarget, Distrib
   }
 }
 
-TYPED_TEST(Collectives, AllToAllAndAllToAllV) {
-  using T = TypeParam;
-  constexpr Index kMaxRecv = 3;
-  for (int p : kRankCounts) {
-    if (!runs_here(p)) continue;
+TEST_P(Collectives, AllToAllAndAllToAllV) {
+  const int p = GetParam().p;
+  PLD_REQUIRE_RANKS(p);
+  with_type(AllTypes{}, GetParam().dtype, [&]<class T>() {
+    constexpr Index kMaxRecv = 3;
     for (Index n : sizes<T>()) {
       if (n > 1000) n = 1001;  // p x p blocks: keep the large case moderate
       auto in = HostTensor<T>::zeros({p, p, n});
@@ -372,7 +371,7 @@ TYPED_TEST(Collectives, AllToAllAndAllToAllV) {
             }
         }
     }
-  }
+  });
 }
 
 // Large rows through the push collectives. On shm each rank's copies into a target alternate
@@ -411,56 +410,64 @@ void push_large(DistributedTensor<T> target, DistributedTensor<T> vtarget, Distr
 }
 
 template <class T>
-void push_large_rows() {
-  for (int p : {2, 3}) {
-    if (!runs_here(p)) continue;
-    for (std::size_t row_bytes : {std::size_t{3 * 65536 + 13}, std::size_t{(1u << 20) + 4097}}) {
-      // Under mpirun the rows travel as puts, in one order; the streaming-size row would only add
-      // seconds over TCP.
-      if (row_bytes > (1u << 20) && launcher_world_size() > 0) continue;
-      const Index n = static_cast<Index>(row_bytes / sizeof(T));
-      auto in = HostTensor<T>::zeros({p, p, n});
+void push_large_rows(int p) {
+  for (std::size_t row_bytes : {std::size_t{3 * 65536 + 13}, std::size_t{(1u << 20) + 4097}}) {
+    // Under mpirun the rows travel as puts, in one order; the streaming-size row would only add
+    // seconds over TCP.
+    if (row_bytes > (1u << 20) && launcher_world_size() > 0) continue;
+    const Index n = static_cast<Index>(row_bytes / sizeof(T));
+    auto in = HostTensor<T>::zeros({p, p, n});
+    for (int r = 0; r < p; ++r)
+      for (int d = 0; d < p; ++d)
+        for (Index i = 0; i < n; ++i) in(r, d, i) = large_input<T>(r * p + d, i);
+    auto poison = HostTensor<T>::zeros({p, n});
+    for (Index i = 0; i < p * n; ++i) poison.data()[i] = static_cast<T>(static_cast<float>(-77));
+    auto counts = HostTensor<std::int32_t>::zeros({p, p});  // all_to_all_v with MAX_RECV = 1: every row sent
+    for (int r = 0; r < p; ++r)
+      for (int d = 0; d < p; ++d) counts(r, d) = 1;
+    auto out = HostTensor<T>::zeros({p, 4, p, n});
+    auto vout = HostTensor<T>::zeros({p, 2, p, n});
+    auto gout = HostTensor<T>::zeros({p, 4, p, n});
+    run(ranks(p), [&](Host& h) {
+      auto t = h.window<T>(h.alloc_window_buffer({p, n}, dtype_of<T>, "target"), {p, n});
+      auto vt = h.window<T>(h.alloc_window_buffer({p, n}, dtype_of<T>, "vtarget"), {p, n});
+      auto gt = h.window<T>(h.alloc_window_buffer({p, n}, dtype_of<T>, "gtarget"), {p, n});
+      auto sig = h.window<std::int32_t>(h.alloc_window_buffer({p, 2}, DType::INT32, "sig"), {p, 2});
+      auto recv = h.window<std::int32_t>(h.alloc_window_buffer({p, 1}, DType::INT32, "recv"), {p, 1});
       for (int r = 0; r < p; ++r)
-        for (int d = 0; d < p; ++d)
-          for (Index i = 0; i < n; ++i) in(r, d, i) = large_input<T>(r * p + d, i);
-      auto poison = HostTensor<T>::zeros({p, n});
-      for (Index i = 0; i < p * n; ++i) poison.data()[i] = static_cast<T>(static_cast<float>(-77));
-      auto counts = HostTensor<std::int32_t>::zeros({p, p});  // all_to_all_v with MAX_RECV = 1: every row sent
-      for (int r = 0; r < p; ++r)
-        for (int d = 0; d < p; ++d) counts(r, d) = 1;
-      auto out = HostTensor<T>::zeros({p, 4, p, n});
-      auto vout = HostTensor<T>::zeros({p, 2, p, n});
-      auto gout = HostTensor<T>::zeros({p, 4, p, n});
-      run(ranks(p), [&](Host& h) {
-        auto t = h.window<T>(h.alloc_window_buffer({p, n}, dtype_of<T>, "target"), {p, n});
-        auto vt = h.window<T>(h.alloc_window_buffer({p, n}, dtype_of<T>, "vtarget"), {p, n});
-        auto gt = h.window<T>(h.alloc_window_buffer({p, n}, dtype_of<T>, "gtarget"), {p, n});
-        auto sig = h.window<std::int32_t>(h.alloc_window_buffer({p, 2}, DType::INT32, "sig"), {p, 2});
-        auto recv = h.window<std::int32_t>(h.alloc_window_buffer({p, 1}, DType::INT32, "recv"), {p, 1});
-        for (int r = 0; r < p; ++r)
-          h.dispatch(r, push_large<T>, t, vt, gt, sig, recv, in[r], Tensor<T>(poison), counts[r], out[r], vout[r],
-                     gout[r]);
-      });
-      const std::size_t bytes = static_cast<std::size_t>(n) * sizeof(T);  // a copy: compare bits
-      auto where = [&](const char* op, int r, int s, int k) {
-        return std::string(op) + " P=" + std::to_string(p) + " row bytes " + std::to_string(row_bytes) + " rank " +
-               std::to_string(r) + " from " + std::to_string(s) + " call " + std::to_string(k);
-      };
-      for (int r = 0; r < p; ++r)
-        for (int s = 0; s < p; ++s) {
-          for (int k = 0; k < 4; ++k) {
-            ASSERT_EQ(std::memcmp(out[r][k][s].data(), in[s][r].data(), bytes), 0) << where("all_to_all", r, s, k);
-            ASSERT_EQ(std::memcmp(gout[r][k][s].data(), in[s][s].data(), bytes), 0) << where("allgather", r, s, k);
-          }
-          for (int k = 0; k < 2; ++k)
-            ASSERT_EQ(std::memcmp(vout[r][k][s].data(), in[s][r].data(), bytes), 0) << where("all_to_all_v", r, s, k);
+        h.dispatch(r, push_large<T>, t, vt, gt, sig, recv, in[r], Tensor<T>(poison), counts[r], out[r], vout[r],
+                   gout[r]);
+    });
+    const std::size_t bytes = static_cast<std::size_t>(n) * sizeof(T);  // a copy: compare bits
+    auto where = [&](const char* op, int r, int s, int k) {
+      return std::string(op) + " P=" + std::to_string(p) + " row bytes " + std::to_string(row_bytes) + " rank " +
+             std::to_string(r) + " from " + std::to_string(s) + " call " + std::to_string(k);
+    };
+    for (int r = 0; r < p; ++r)
+      for (int s = 0; s < p; ++s) {
+        for (int k = 0; k < 4; ++k) {
+          ASSERT_EQ(std::memcmp(out[r][k][s].data(), in[s][r].data(), bytes), 0) << where("all_to_all", r, s, k);
+          ASSERT_EQ(std::memcmp(gout[r][k][s].data(), in[s][s].data(), bytes), 0) << where("allgather", r, s, k);
         }
-    }
+        for (int k = 0; k < 2; ++k)
+          ASSERT_EQ(std::memcmp(vout[r][k][s].data(), in[s][r].data(), bytes), 0) << where("all_to_all_v", r, s, k);
+      }
   }
 }
 
-TEST(CollectivesLarge, PushCollectivesLargeRowsFp32) { push_large_rows<float>(); }
-TEST(CollectivesLarge, PushCollectivesLargeRowsInt8) { push_large_rows<std::int8_t>(); }
+class CollectivesLarge : public ::testing::TestWithParam<int> {};
+TEST_P(CollectivesLarge, PushCollectivesLargeRowsFp32) {
+  PLD_REQUIRE_RANKS(GetParam());
+  push_large_rows<float>(GetParam());
+}
+TEST_P(CollectivesLarge, PushCollectivesLargeRowsInt8) {
+  PLD_REQUIRE_RANKS(GetParam());
+  push_large_rows<std::int8_t>(GetParam());
+}
+
+INSTANTIATE_TEST_SUITE_P(P, Collectives, ::testing::ValuesIn(types_and_ranks(AllTypes{}, rank_counts())),
+                         type_and_ranks_name);
+INSTANTIATE_TEST_SUITE_P(P, CollectivesLarge, ::testing::ValuesIn(rank_counts(2, 3)), rank_count_name);
 
 }  // namespace
 }  // namespace pld::test

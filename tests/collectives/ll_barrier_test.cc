@@ -49,9 +49,12 @@ void check_rounds(int p, int filler_buffers) {
   }
 }
 
-TEST(LLBarrier, OrdersEveryRound) {
-  for (int p : {2, 3, 5, 8})  // 5 and 8 ranks on 2 cores: waiters yield and sleep
-    if (runs_here(p)) check_rounds(p, 0);
+class LLBarrier : public ::testing::TestWithParam<int> {};
+
+TEST_P(LLBarrier, OrdersEveryRound) {
+  const int p = GetParam();  // 5 and 8 ranks on 2 cores: waiters yield and sleep
+  PLD_REQUIRE_RANKS(p);
+  check_rounds(p, 0);
 }
 
 TEST(LLBarrier, SignalWithoutAChannelOrdersEveryRound) {
@@ -81,16 +84,15 @@ std::string missing_rank0(int p, int filler_buffers) {
   return {};
 }
 
-TEST(LLBarrier, MissingRankTimesOutNamingTheFlag) {
+TEST_P(LLBarrier, MissingRankTimesOutNamingTheFlag) {
+  const int p = GetParam();
+  PLD_REQUIRE_RANKS(p);
   if (coll_rma()) GTEST_SKIP() << "PLD_COLL_RMA=1 runs the credit barrier (collective_error_test.cc)";
-  for (int p : {2, 3, 5, 8}) {
-    if (!runs_here(p)) continue;
-    const std::string msg = missing_rank0(p, 0);
-    EXPECT_NE(msg.find("barrier: waiting for rank 0's arrival at LL barrier 1 (staging 'pld.coll_staging' flag [1, 0], "
-                       "channel of signal 'sig'; the flag holds 0) at the deadline"),
-              std::string::npos)
-        << "P=" << p << ": " << msg;
-  }
+  const std::string msg = missing_rank0(p, 0);
+  EXPECT_NE(msg.find("barrier: waiting for rank 0's arrival at LL barrier 1 (staging 'pld.coll_staging' flag [1, 0], "
+                     "channel of signal 'sig'; the flag holds 0) at the deadline"),
+            std::string::npos)
+      << "P=" << p << ": " << msg;
 }
 
 TEST(LLBarrier, SignalWithoutAChannelTimesOutNamingTheCredit) {
@@ -98,6 +100,8 @@ TEST(LLBarrier, SignalWithoutAChannelTimesOutNamingTheCredit) {
   const std::string msg = missing_rank0(2, 256);
   EXPECT_NE(msg.find("barrier: waiting for rank 0's credit 1 on signal 'sig' cell [0]"), std::string::npos) << msg;
 }
+
+INSTANTIATE_TEST_SUITE_P(P, LLBarrier, ::testing::ValuesIn(rank_counts(2, 8, {4})), rank_count_name);
 
 }  // namespace
 }  // namespace pld::test

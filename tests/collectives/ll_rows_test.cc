@@ -111,9 +111,14 @@ void run_mixed(int p) {
   for (int r = 0; r < p; ++r) EXPECT_EQ(wrong(r, 0), 0) << "P=" << p << " rank " << r;
 }
 
-TEST(LLRows, EveryCollectiveBackToBackOnOneSignal) {
-  for (int p : {2, 3, 5, 8})
-    if (runs_here(p)) run_mixed(p);
+// Every collective back to back at P = 2, 3, 5, 8; the other LLRows tests at P = 2, 3.
+class LLRowsMixed : public ::testing::TestWithParam<int> {};
+class LLRows : public ::testing::TestWithParam<int> {};
+
+TEST_P(LLRowsMixed, EveryCollectiveBackToBackOnOneSignal) {
+  const int p = GetParam();
+  PLD_REQUIRE_RANKS(p);
+  run_mixed(p);
 }
 
 TEST(LLRows, SixtyFourRanks) {
@@ -121,16 +126,18 @@ TEST(LLRows, SixtyFourRanks) {
   run_mixed(64);
 }
 
-TEST(LLRows, RowsUpToTheStagingMaximum) {
+TEST_P(LLRows, RowsUpToTheStagingMaximum) {
+  const int p = GetParam();
+  PLD_REQUIRE_RANKS(p);
   ScopedEnv max("PLD_COLL_LL_MAX", "64");  // the 36-byte rows too: 9 words, two cache lines
-  for (int p : {2, 3})
-    if (runs_here(p)) run_mixed(p);
+  run_mixed(p);
 }
 
-TEST(LLRows, SmallRowsWithoutLL) {
+TEST_P(LLRows, SmallRowsWithoutLL) {
+  const int p = GetParam();
+  PLD_REQUIRE_RANKS(p);
   ScopedEnv off("PLD_COLL_LL_MAX", "0");
-  for (int p : {2, 3})
-    if (runs_here(p)) run_mixed(p);
+  run_mixed(p);
 }
 
 // Rank 1 calls collective `which` (small enough for LL), rank 0 never joins.
@@ -232,17 +239,16 @@ void late_peers(I32 v, I32 sig, Tensor<std::int64_t> wrong) {
   wrong(0) = bad;
 }
 
-TEST(LLRows, BroadcastRootAheadOfLatePeers) {
-  for (int p : {2, 3}) {
-    if (!runs_here(p)) continue;
-    auto wrong = HostTensor<std::int64_t>::full({p, 1}, -1);
-    run(ranks(p), [&](Host& h) {
-      auto v = h.window<std::int32_t>(h.alloc_window_buffer({2}, DType::INT32, "v"), {2});
-      auto sig = h.window<std::int32_t>(h.alloc_window_buffer({p}, DType::INT32, "sig"), {p});
-      for (int r = 0; r < p; ++r) h.dispatch(r, late_peers, v, sig, wrong[r]);
-    });
-    for (int r = 0; r < p; ++r) EXPECT_EQ(wrong(r, 0), 0) << "P=" << p << " rank " << r;
-  }
+TEST_P(LLRows, BroadcastRootAheadOfLatePeers) {
+  const int p = GetParam();
+  PLD_REQUIRE_RANKS(p);
+  auto wrong = HostTensor<std::int64_t>::full({p, 1}, -1);
+  run(ranks(p), [&](Host& h) {
+    auto v = h.window<std::int32_t>(h.alloc_window_buffer({2}, DType::INT32, "v"), {2});
+    auto sig = h.window<std::int32_t>(h.alloc_window_buffer({p}, DType::INT32, "sig"), {p});
+    for (int r = 0; r < p; ++r) h.dispatch(r, late_peers, v, sig, wrong[r]);
+  });
+  for (int r = 0; r < p; ++r) EXPECT_EQ(wrong(r, 0), 0) << "P=" << p << " rank " << r;
 }
 
 // int8 rows of 13 and 31 bytes: several words, the last one partial.
@@ -266,22 +272,24 @@ void int8_rows(DistributedTensor<std::int8_t> in13, DistributedTensor<std::int8_
   wrong(0) = bad;
 }
 
-TEST(LLRows, Int8RowsEndingInAPartialWord) {
+TEST_P(LLRows, Int8RowsEndingInAPartialWord) {
+  const int p = GetParam();
+  PLD_REQUIRE_RANKS(p);
   ScopedEnv max("PLD_COLL_LL_MAX", "64");
-  for (int p : {2, 3}) {
-    if (!runs_here(p)) continue;
-    auto wrong = HostTensor<std::int64_t>::full({p, 1}, -1);
-    run(ranks(p), [&](Host& h) {
-      auto w = [&](Index cols, const std::string& name) {
-        return h.window<std::int8_t>(h.alloc_window_buffer({p, cols}, DType::INT8, name), {p, cols});
-      };
-      auto sig = h.window<std::int32_t>(h.alloc_window_buffer({p}, DType::INT32, "sig"), {p});
-      auto in13 = w(13, "in13"), out13 = w(13, "out13"), in31 = w(31, "in31"), out31 = w(31, "out31");
-      for (int r = 0; r < p; ++r) h.dispatch(r, int8_rows, in13, out13, in31, out31, wrong[r], sig);
-    });
-    for (int r = 0; r < p; ++r) EXPECT_EQ(wrong(r, 0), 0) << "P=" << p << " rank " << r;
-  }
+  auto wrong = HostTensor<std::int64_t>::full({p, 1}, -1);
+  run(ranks(p), [&](Host& h) {
+    auto w = [&](Index cols, const std::string& name) {
+      return h.window<std::int8_t>(h.alloc_window_buffer({p, cols}, DType::INT8, name), {p, cols});
+    };
+    auto sig = h.window<std::int32_t>(h.alloc_window_buffer({p}, DType::INT32, "sig"), {p});
+    auto in13 = w(13, "in13"), out13 = w(13, "out13"), in31 = w(31, "in31"), out31 = w(31, "out31");
+    for (int r = 0; r < p; ++r) h.dispatch(r, int8_rows, in13, out13, in31, out31, wrong[r], sig);
+  });
+  for (int r = 0; r < p; ++r) EXPECT_EQ(wrong(r, 0), 0) << "P=" << p << " rank " << r;
 }
+
+INSTANTIATE_TEST_SUITE_P(P, LLRowsMixed, ::testing::ValuesIn(rank_counts(2, 8, {4})), rank_count_name);
+INSTANTIATE_TEST_SUITE_P(P, LLRows, ::testing::ValuesIn(rank_counts(2, 3)), rank_count_name);
 
 }  // namespace
 }  // namespace pld::test

@@ -70,22 +70,23 @@ void two_threads(DistributedTensor<std::int32_t> v1, DistributedTensor<std::int3
   t.join();
 }
 
-TEST(LLAllreduce, ConcurrentCallsOnSeparateSignals) {
-  for (int p : {2, 3, 5}) {
-    if (!runs_here(p)) continue;
-    auto out = HostTensor<std::int32_t>::zeros({p, 2, 50});
-    run(ranks(p), [&](Host& h) {
-      auto v1 = h.window<std::int32_t>(h.alloc_window_buffer({1}, DType::INT32, "v1"), {1});
-      auto v2 = h.window<std::int32_t>(h.alloc_window_buffer({1}, DType::INT32, "v2"), {1});
-      auto s1 = h.window<std::int32_t>(h.alloc_window_buffer({p}, DType::INT32, "s1"), {p});
-      auto s2 = h.window<std::int32_t>(h.alloc_window_buffer({p}, DType::INT32, "s2"), {p});
-      for (int r = 0; r < p; ++r) h.dispatch(r, two_threads, v1, s1, v2, s2, out[r]);
-    });
-    for (int r = 0; r < p; ++r)
-      for (int which = 0; which < 2; ++which)
-        for (int k = 0; k < 50; ++k)
-          ASSERT_EQ(out(r, which, k), (k + 1) * p * (p + 1) / 2 + which * p) << "P=" << p << " rank " << r;
-  }
+class LLAllreduce : public ::testing::TestWithParam<int> {};
+
+TEST_P(LLAllreduce, ConcurrentCallsOnSeparateSignals) {
+  const int p = GetParam();
+  PLD_REQUIRE_RANKS(p);
+  auto out = HostTensor<std::int32_t>::zeros({p, 2, 50});
+  run(ranks(p), [&](Host& h) {
+    auto v1 = h.window<std::int32_t>(h.alloc_window_buffer({1}, DType::INT32, "v1"), {1});
+    auto v2 = h.window<std::int32_t>(h.alloc_window_buffer({1}, DType::INT32, "v2"), {1});
+    auto s1 = h.window<std::int32_t>(h.alloc_window_buffer({p}, DType::INT32, "s1"), {p});
+    auto s2 = h.window<std::int32_t>(h.alloc_window_buffer({p}, DType::INT32, "s2"), {p});
+    for (int r = 0; r < p; ++r) h.dispatch(r, two_threads, v1, s1, v2, s2, out[r]);
+  });
+  for (int r = 0; r < p; ++r)
+    for (int which = 0; which < 2; ++which)
+      for (int k = 0; k < 50; ++k)
+        ASSERT_EQ(out(r, which, k), (k + 1) * p * (p + 1) / 2 + which * p) << "P=" << p << " rank " << r;
 }
 
 void ll_forgotten(DistributedTensor<float> v, DistributedTensor<std::int32_t> sig) {
@@ -151,6 +152,8 @@ TEST(LLAllreduce, WaitIsReleasedWhenAPeerFails) {
     EXPECT_NE(std::string(e.what()).find("rank 0 gives up"), std::string::npos) << e.what();
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(P, LLAllreduce, ::testing::ValuesIn(rank_counts(2, 5, {4})), rank_count_name);
 
 }  // namespace
 }  // namespace pld::test

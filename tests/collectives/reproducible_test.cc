@@ -23,15 +23,13 @@ void modes(DistributedTensor<T> win, DistributedTensor<std::int32_t> sig, Tensor
   }
 }
 
-template <class T>
-class Reproducible : public ::testing::Test {};
+class Reproducible : public ::testing::TestWithParam<TypeAndRanks> {};
 using FloatTypes = ::testing::Types<float, bf16, fp16, double>;
-TYPED_TEST_SUITE(Reproducible, FloatTypes, TypeNames);
 
-TYPED_TEST(Reproducible, SameBitsOnEveryRankAndAcrossSchedules) {
-  using T = TypeParam;
-  for (int p : {3, 5}) {
-    if (!runs_here(p)) continue;
+TEST_P(Reproducible, SameBitsOnEveryRankAndAcrossSchedules) {
+  const int p = GetParam().p;
+  PLD_REQUIRE_RANKS(p);
+  with_type(FloatTypes{}, GetParam().dtype, [&]<class T>() {
     constexpr Index kLen = 10007;
     auto in = HostTensor<T>::random({p, kLen}, 1234 + p);
     auto out = HostTensor<T>::zeros({p, 5, kLen});
@@ -53,8 +51,11 @@ TYPED_TEST(Reproducible, SameBitsOnEveryRankAndAcrossSchedules) {
       for (int r = 1; r < p; ++r) acc += static_cast<Acc>(value(in(r, i)));
       ASSERT_EQ(value(out(0, 0, i)), value(static_cast<T>(acc))) << "i " << i;
     }
-  }
+  });
 }
+
+INSTANTIATE_TEST_SUITE_P(P, Reproducible, ::testing::ValuesIn(types_and_ranks(FloatTypes{}, rank_counts(3, 5, {4}))),
+                         type_and_ranks_name);
 
 }  // namespace
 }  // namespace pld::test

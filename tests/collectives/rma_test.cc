@@ -98,17 +98,15 @@ bool same_bits(const A& a, const B& b) {
          std::memcmp(a.data(), b.data(), static_cast<std::size_t>(a.numel()) * sizeof(*a.data())) == 0;
 }
 
-template <class T>
-class RmaSchedules : public ::testing::Test {};
+class RmaSchedules : public ::testing::TestWithParam<TypeAndRanks> {};
 using FloatTypes = ::testing::Types<float, fp16, bf16>;
-TYPED_TEST_SUITE(RmaSchedules, FloatTypes, TypeNames);
 
-TYPED_TEST(RmaSchedules, SameBitsAsDirectOverSeveralChunks) {
-  using T = TypeParam;
-  // ~800 KB per rank: Mesh reads 4 chunks per peer, TwoShot and Ring segments span 2 at P = 3.
-  const Index n = 800000 / static_cast<Index>(sizeof(T)) + 7, m = 300000 / static_cast<Index>(sizeof(T)) + 5;
-  for (int p : {2, 3, 5}) {
-    if (!runs_here(p)) continue;
+TEST_P(RmaSchedules, SameBitsAsDirectOverSeveralChunks) {
+  const int p = GetParam().p;
+  PLD_REQUIRE_RANKS(p);
+  with_type(FloatTypes{}, GetParam().dtype, [&]<class T>() {
+    // ~800 KB per rank: Mesh reads 4 chunks per peer, TwoShot and Ring segments span 2 at P = 3.
+    const Index n = 800000 / static_cast<Index>(sizeof(T)) + 7, m = 300000 / static_cast<Index>(sizeof(T)) + 5;
     const Outputs<T> direct = run_schedules<T>(p, n, m, "0");
     const Outputs<T> rma = run_schedules<T>(p, n, m, "1");
     for (int r = 0; r < p; ++r) {
@@ -137,7 +135,7 @@ TYPED_TEST(RmaSchedules, SameBitsAsDirectOverSeveralChunks) {
           ASSERT_EQ(value(rma.rows_out(r, 2, s, i)), value(rows_in(s, r, i))) << "all_to_all";
           ASSERT_EQ(rma.counts(r, s, 0), (s + r) % 2) << "all_to_all_v counts";
         }
-  }
+  });
 }
 
 // Above 17 ranks an RMA step stages 4 MiB / (P - 1) per peer instead of 256 KiB.
@@ -163,6 +161,9 @@ TEST(RmaSchedules, ManyRanksSmallerChunks) {
   EXPECT_TRUE(same_bits(direct, rma));
   for (int r = 0; r < p; ++r) EXPECT_TRUE(same_bits(rma[r][0], rma[0][1]));
 }
+
+INSTANTIATE_TEST_SUITE_P(P, RmaSchedules, ::testing::ValuesIn(types_and_ranks(FloatTypes{}, rank_counts(2, 5, {4}))),
+                         type_and_ranks_name);
 
 }  // namespace
 }  // namespace pld::test

@@ -276,7 +276,9 @@ TEST(HangReport, Sigusr1PrintsTheReportAndTheJobContinues) {
   const int me = launcher_world_size() > 0 && mpi_rank ? std::atoi(mpi_rank) : 0;
   EXPECT_HAS(err, "waiting on signal 'hung' of domain world offsets [" + std::to_string(me) +
                       ", 0] for value >= 1; the cell holds 0");
-  if (launcher_world_size() == 0) EXPECT_HAS(err, "Wait-for graph in DOT: " + dir.path().string());
+  if (launcher_world_size() == 0) {
+    EXPECT_HAS(err, "Wait-for graph in DOT: " + dir.path().string());
+  }
   EXPECT_HAS(msg, "failed (wait timeout)");  // ... and the job still ran to its deadline
   // The previous disposition (default) is back once pld::run returned.
   struct sigaction now = {};

@@ -27,31 +27,34 @@ void expect_all(const HostTensor<std::int32_t>& out, int p) {
     for (Index i = 0; i < 5; ++i) ASSERT_EQ(out(r, 0, i), r * 100 + i) << "slice " << r;
 }
 
-TEST(HostSync, EveryProcessEndsWithEveryRanksWrites) {
-  for (int p : {1, 2, 3, 4}) {
-    if (!runs_here(p)) continue;
-    expect_all(run_writes(p), p);
-  }
+class HostSync : public ::testing::TestWithParam<int> {};
+
+TEST_P(HostSync, EveryProcessEndsWithEveryRanksWrites) {
+  const int p = GetParam();
+  PLD_REQUIRE_RANKS(p);
+  expect_all(run_writes(p), p);
 }
 
-TEST(HostSync, NoneKeepsOwnSliceAndGatherCollects) {
-  for (int p : {1, 2, 3, 4}) {
-    if (!runs_here(p)) continue;
-    setenv("PLD_MPI_HOST_SYNC", "none", 1);
-    auto out = run_writes(p);
-    auto again = run_writes(p);
-    unsetenv("PLD_MPI_HOST_SYNC");
-    const int me = launcher_world_size() > 0 ? std::atoi(std::getenv("OMPI_COMM_WORLD_RANK")) : -1;
-    if (me >= 0)
-      for (int r = 0; r < p; ++r)
-        EXPECT_EQ(out(r, 0, 1), r == me ? r * 100 + 1 : 0) << "without merge, only my rank's slice is here";
-    gather(out);  // to every process
-    expect_all(out, p);
-    gather(again, 0);  // to process 0 only
-    if (is_output_rank()) expect_all(again, p);
-    if (launcher_world_size() > 0) expect_usage_error([&] { gather(again, p); }, "is not a rank of");
+TEST_P(HostSync, NoneKeepsOwnSliceAndGatherCollects) {
+  const int p = GetParam();
+  PLD_REQUIRE_RANKS(p);
+  setenv("PLD_MPI_HOST_SYNC", "none", 1);
+  auto out = run_writes(p);
+  auto again = run_writes(p);
+  unsetenv("PLD_MPI_HOST_SYNC");
+  const int me = launcher_world_size() > 0 ? std::atoi(std::getenv("OMPI_COMM_WORLD_RANK")) : -1;
+  if (me >= 0) {
+    for (int r = 0; r < p; ++r)
+      EXPECT_EQ(out(r, 0, 1), r == me ? r * 100 + 1 : 0) << "without merge, only my rank's slice is here";
   }
+  gather(out);  // to every process
+  expect_all(out, p);
+  gather(again, 0);  // to process 0 only
+  if (is_output_rank()) expect_all(again, p);
+  if (launcher_world_size() > 0) expect_usage_error([&] { gather(again, p); }, "is not a rank of");
 }
+
+INSTANTIATE_TEST_SUITE_P(P, HostSync, ::testing::ValuesIn(rank_counts(1, 4)), rank_count_name);
 
 }  // namespace
 }  // namespace pld::test

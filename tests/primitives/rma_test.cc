@@ -7,7 +7,6 @@
 namespace pld::test {
 namespace {
 
-constexpr int kRankCounts[] = {1, 2, 3, 4, 8};
 constexpr Index kSizes[] = {0, 1, 37, 65537};
 
 /// A barrier on a fresh signal row: notify every rank at [row, me], wait for every [row, s].
@@ -42,14 +41,12 @@ void put_ring(DistributedTensor<T> win, DistributedTensor<std::int32_t> sig, Ten
   tensor::get(out, me, win);
 }
 
-template <class T>
-class Rma : public ::testing::Test {};
-TYPED_TEST_SUITE(Rma, AllTypes, TypeNames);
+class Rma : public ::testing::TestWithParam<TypeAndRanks> {};
 
-TYPED_TEST(Rma, PutRingEveryModeSizeAndRankCount) {
-  using T = TypeParam;
-  for (int p : kRankCounts) {
-    if (!runs_here(p)) continue;
+TEST_P(Rma, PutRingEveryModeSizeAndRankCount) {
+  const int p = GetParam().p;
+  PLD_REQUIRE_RANKS(p);
+  with_type(AllTypes{}, GetParam().dtype, [&]<class T>() {
     for (int mode : {kRegion, kChunked, kPipelined, kWindowSource}) {
       std::vector<HostTensor<T>> srcs, outs;
       for (Index n : kSizes) {
@@ -82,7 +79,7 @@ TYPED_TEST(Rma, PutRingEveryModeSizeAndRankCount) {
             }
         }
     }
-  }
+  });
 }
 
 // Every rank stages its row in its own window, then gets its left neighbour's (pull), both as a
@@ -101,10 +98,10 @@ void get_ring(DistributedTensor<T> win, DistributedTensor<T> landing, Distribute
   tensor::get(out2, me, landing);
 }
 
-TYPED_TEST(Rma, GetRingFullSliceAndRegion) {
-  using T = TypeParam;
-  for (int p : kRankCounts) {
-    if (!runs_here(p)) continue;
+TEST_P(Rma, GetRingFullSliceAndRegion) {
+  const int p = GetParam().p;
+  PLD_REQUIRE_RANKS(p);
+  with_type(AllTypes{}, GetParam().dtype, [&]<class T>() {
     for (Index n : kSizes) {
       auto src = HostTensor<T>::zeros({p, 1, n});
       for (int r = 0; r < p; ++r)
@@ -128,7 +125,7 @@ TYPED_TEST(Rma, GetRingFullSliceAndRegion) {
         }
       }
     }
-  }
+  });
 }
 
 template <class T>
@@ -153,14 +150,12 @@ void atomic_all(DistributedTensor<T> win, DistributedTensor<std::int32_t> sig, T
   tensor::get(out, me, win);
 }
 
-template <class T>
-class AtomicRma : public ::testing::Test {};
-TYPED_TEST_SUITE(AtomicRma, AtomicTypes, TypeNames);
+class AtomicRma : public ::testing::TestWithParam<TypeAndRanks> {};
 
-TYPED_TEST(AtomicRma, AddFromEveryRankAtOnce) {
-  using T = TypeParam;
-  for (int p : kRankCounts) {
-    if (!runs_here(p)) continue;
+TEST_P(AtomicRma, AddFromEveryRankAtOnce) {
+  const int p = GetParam().p;
+  PLD_REQUIRE_RANKS(p);
+  with_type(AtomicTypes{}, GetParam().dtype, [&]<class T>() {
     for (Index n : kSizes) {
       auto src = HostTensor<T>::zeros({p, 1, n});
       for (int r = 0; r < p; ++r)
@@ -180,7 +175,7 @@ TYPED_TEST(AtomicRma, AddFromEveryRankAtOnce) {
           ASSERT_EQ(static_cast<float>(value(out(r, 1, i))), expect) << "remote_store P=" << p << " n=" << n;
         }
     }
-  }
+  });
 }
 
 // tensor::remote_store: a [1, 1, cols] host tensor lands on the inner two dims of a 3-D window.
@@ -194,10 +189,10 @@ void remote_store_3d(DistributedTensor<T> win, DistributedTensor<std::int32_t> s
   tensor::get(out, me, win);
 }
 
-TYPED_TEST(Rma, TensorRemoteStoreLandsOnInnerDims) {
-  using T = TypeParam;
-  for (int p : kRankCounts) {
-    if (!runs_here(p)) continue;
+TEST_P(Rma, TensorRemoteStoreLandsOnInnerDims) {
+  const int p = GetParam().p;
+  PLD_REQUIRE_RANKS(p);
+  with_type(AllTypes{}, GetParam().dtype, [&]<class T>() {
     constexpr Index kCols = 13;
     auto src = HostTensor<T>::zeros({p, 1, 1, kCols});
     for (int r = 0; r < p; ++r)
@@ -220,7 +215,7 @@ TYPED_TEST(Rma, TensorRemoteStoreLandsOnInnerDims) {
             ASSERT_EQ(value(out(r, a, b, c)), value(expect)) << "P=" << p << " rank " << r;
           }
     }
-  }
+  });
 }
 
 }  // namespace
@@ -264,6 +259,11 @@ TEST(Rma, LargeTransfersOverTheStreamingThreshold) {
     ASSERT_EQ(std::memcmp(out_odd[r].data(), src[r].data(), kLen), 0) << "misaligned, rank " << r;
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(P, Rma, ::testing::ValuesIn(types_and_ranks(AllTypes{}, rank_counts(1, 8, {5}))),
+                         type_and_ranks_name);
+INSTANTIATE_TEST_SUITE_P(P, AtomicRma, ::testing::ValuesIn(types_and_ranks(AtomicTypes{}, rank_counts(1, 8, {5}))),
+                         type_and_ranks_name);
 
 }  // namespace
 }  // namespace pld::test

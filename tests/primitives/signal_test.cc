@@ -131,8 +131,7 @@ TEST_P(Signals, ManyDispatchesRunInProgramOrder) {
   });
 }
 
-INSTANTIATE_TEST_SUITE_P(P, Signals, ::testing::Values(1, 2, 3, 4, 8),
-                         [](const auto& info) { return "P" + std::to_string(info.param); });
+INSTANTIATE_TEST_SUITE_P(P, Signals, ::testing::ValuesIn(rank_counts(1, 8, {5})), rank_count_name);
 
 }  // namespace
 }  // namespace pld::test

@@ -47,14 +47,12 @@ void tile_ops(DistributedTensor<T> win, DistributedTensor<std::int32_t> sig, Ten
   tile::store(t, {6, 0, 0}, out);
 }
 
-template <class T>
-class Tiles : public ::testing::Test {};
-TYPED_TEST_SUITE(Tiles, AllTypes, TypeNames);
+class Tiles : public ::testing::TestWithParam<TypeAndRanks> {};
 
-TYPED_TEST(Tiles, ElementwiseLoadStoreAndRemoteLoad) {
-  using T = TypeParam;
-  for (int p : {1, 2, 3, 4, 8}) {
-    if (!runs_here(p)) continue;
+TEST_P(Tiles, ElementwiseLoadStoreAndRemoteLoad) {
+  const int p = GetParam().p;
+  PLD_REQUIRE_RANKS(p);
+  with_type(AllTypes{}, GetParam().dtype, [&]<class T>() {
     auto a = HostTensor<T>::zeros({p, kRows, kCols});
     auto b = HostTensor<T>::zeros({p, kRows, kCols});
     for (int r = 0; r < p; ++r)
@@ -77,13 +75,15 @@ TYPED_TEST(Tiles, ElementwiseLoadStoreAndRemoteLoad) {
           for (int op = 0; op < 5; ++op)
             ASSERT_EQ(value(out(r, op, i, j)), value(combine<T>(op, a(r, i, j), b(r, i, j))))
                 << "op " << op << " P=" << p;
-          if (j < kRows) ASSERT_EQ(value(out(r, 5, i, j)), value(a(r, j, i)));
+          if (j < kRows) {
+            ASSERT_EQ(value(out(r, 5, i, j)), value(a(r, j, i)));
+          }
           const bool valid = i < kRows - 1 && j < kCols - 2;
           const T expect = valid ? a(left, i + 1, j + 2) : T(static_cast<float>(0));
           ASSERT_EQ(value(out(r, 6, i, j)), value(expect)) << "remote_load P=" << p << " rank " << r;
         }
     }
-  }
+  });
 }
 
 }  // namespace
@@ -117,6 +117,9 @@ TEST(Tiles, ScalarFormsAndFull) {
       EXPECT_EQ(out(0, 4, i, j), 4.0f);
     }
 }
+
+INSTANTIATE_TEST_SUITE_P(P, Tiles, ::testing::ValuesIn(types_and_ranks(AllTypes{}, rank_counts(1, 8, {5}))),
+                         type_and_ranks_name);
 
 }  // namespace
 }  // namespace pld::test

@@ -50,8 +50,6 @@ void crash_program(Host& h, HostTensor<std::int32_t>& flags) {
   for (int r = 0; r < h.world_size(); ++r) h.dispatch(r, crash_kernel, flags[r]);
 }
 
-WorkerOptions fast_start() { return WorkerOptions{}; }
-
 TEST(Worker, ForksOnceAndRunsManyCalls) {
   constexpr int kRanks = 3;
   constexpr Index kLen = 1000;

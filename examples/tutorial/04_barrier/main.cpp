@@ -29,6 +29,8 @@
 
 #include <pld/pld.hpp>
 
+#include <CLI/CLI.hpp>  // --use-builtin
+
 #include <cstdint>
 #include <cstdio>
 

@@ -88,7 +88,7 @@ class MpiWindow final : public Backend {
   std::uint64_t last_call_ = 0;  // MpiBackend's call count when a call last used the window
 };
 
-class MpiBackend final : public Transport {
+class MpiBackend final : public BackendProcess {
  public:
   /// The process's backend. The first call initialises MPI (unless the program did), creates
   /// pld's communicator and control window, measures whether passive-target progress works and

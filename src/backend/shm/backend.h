@@ -47,7 +47,7 @@ struct ControlBlock {
   alignas(64) std::atomic<std::uint32_t> host_busy{0};
   RankSlot slots[kMaxRanks];
   Doorbell bells[kMaxRanks];
-  OpRing history[kMaxRanks];  // each rank's last operations (debug/oplog.h)
+  OpRing history[kMaxRanks];  // each rank's last operations (backend/op_history.h)
 };
 
 /// Creates a memfd of `bytes`, maps it shared and closes the descriptor (window.cc).

@@ -1,7 +1,8 @@
 // Per-rank operation history: the last kOpHistory kernel operations of every rank (notify, wait,
-// put, get, remote_load, remote_store, collective entries), kept in a ring in memory the host can
-// read (the shm control block), so that a hang report can say what every rank did last and who
-// has written the cell a rank waits on.
+// put, get, remote_load, remote_store, collective entries), kept in a ring that the backend owns
+// in memory the host can read (the shm control block; the mpi backend's process state), so that a
+// hang report (debug/hang.h) can say what every rank did last and who has written the cell a rank
+// waits on. Backend::record_op appends to it.
 //
 // Cost: one record is seven relaxed 64-bit stores and one relaxed load into the rank's own ring
 // (plain `mov`s on x86, no read-modify-write, no fence, no syscall). Threads of one rank (core_num
