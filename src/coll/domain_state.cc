@@ -25,7 +25,7 @@ std::unique_ptr<CollDomainState> make_state(const DomainState& d) {
 
 }  // namespace
 
-CollDomainState& coll_state(const DomainState& d) {
+CollDomainState& coll_state_first_use(const DomainState& d) {
   return d.coll.get<CollDomainState>([&] { return make_state(d); });
 }
 

@@ -28,7 +28,14 @@ struct CollDomainState {
   std::vector<std::uint8_t> push_backward;
 };
 
-/// The collectives' state of `d` (made on first use; safe from several threads).
-CollDomainState& coll_state(const DomainState& d);
+/// Makes the collectives' state of `d` on its first use (safe from several threads).
+CollDomainState& coll_state_first_use(const DomainState& d);
+
+/// The collectives' state of `d`. Inline: every collective reads it several times, and after the
+/// first use it costs one load.
+inline CollDomainState& coll_state(const DomainState& d) {
+  if (void* p = d.coll.peek()) return *static_cast<CollDomainState*>(p);
+  return coll_state_first_use(d);
+}
 
 }  // namespace pld::detail

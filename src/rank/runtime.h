@@ -22,9 +22,12 @@ namespace pld::detail {
 /// threads, destroyed with the domain.
 class DomainSlot {
  public:
+  /// The object, or nullptr before the first get(): the fast path of a caller that knows T.
+  void* peek() const { return ptr_.load(std::memory_order_acquire); }
+
   template <class T, class Make>
   T& get(Make&& make) const {
-    if (void* p = ptr_.load(std::memory_order_acquire)) return *static_cast<T*>(p);
+    if (void* p = peek()) return *static_cast<T*>(p);
     std::lock_guard<std::mutex> lock(mutex_);
     if (!owner_) {
       owner_ = std::shared_ptr<T>(make());
