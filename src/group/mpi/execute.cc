@@ -183,9 +183,9 @@ void MpiGroup::finish_call(const HostSession& session, const Failure& agreed) {
 
   std::string msg =
       fmt::format("{} failed ({})", rank_label(options_.device_ids, agreed.rank), to_string(agreed.cause));
-  if (agreed.dispatch >= 0) msg += " in " + describe_dispatch(session, agreed.dispatch);
-  msg += ": " + agreed.text;
-  if (agreed.cause == RankFailure::WaitTimeout) msg += "\n" + wait_report(session) + "\n" + kWaitTimeoutHint;
+  if (agreed.dispatch >= 0) msg += fmt::format(" in {}", describe_dispatch(session, agreed.dispatch));
+  msg += fmt::format(": {}", agreed.text);
+  if (agreed.cause == RankFailure::WaitTimeout) msg += fmt::format("\n{}\n{}", wait_report(session), kWaitTimeoutHint);
   log(LogLevel::Info, "{}", msg);
   throw RankError(agreed.rank, agreed.cause, msg);
 }
