@@ -14,7 +14,7 @@
 // when every condition holds (the wait deadline, PLD_WAIT_TIMEOUT, applies from registration).
 // Limits: kMaxDeferConditions conditions per waiter task, kMaxDeferredTasks waiter tasks deferred
 // at once per graph. With swimlanes on (PLD_SWIMLANE=1) every task's timing and the dependency
-// edges are recorded (docs/debugging.md).
+// edges are recorded (docs/04-debugging.md).
 #pragma once
 
 #include <pld/export.hpp>

@@ -1,5 +1,5 @@
 // The backend interface: the few operations that differ between carrying windows in shared
-// memory on one machine (shm/) and in MPI-3 RMA windows across machines (mpi/, issue #6).
+// memory on one machine (shm/) and in MPI-3 RMA windows across machines (mpi/).
 // Everything above it (kernel API validation, collectives, worker) is backend-independent.
 //
 // Offsets are byte offsets into a rank's window heap (the symmetric heap that every comm

@@ -109,7 +109,7 @@ void bulk_copy(std::byte* dst, const std::byte* src, std::size_t bytes, std::siz
 // It needs destinations with one alignment (windows sit at the same offset of every rank's
 // page-aligned heap, so they do; others are copied one by one, each streaming on its own). It
 // runs forward in either order: its source is read once and stays cached, and the 64 KiB blocks
-// of a backward pass cost ~3 % there (bench/README.md, session 6).
+// of a backward pass cost ~3 % there (measured with pld-bench --op allgather).
 void bulk_copy_multi(std::byte* const* dsts, int n, const std::byte* src, std::size_t bytes,
                      std::size_t streaming_from, CopyOrder order) {
   if (bytes == 0 || n < 1) return;

@@ -1,4 +1,4 @@
-// Swimlane recording (docs/debugging.md#swimlanes). When enabled, each rank process records, per
+// Swimlane recording (docs/04-debugging.md#swimlanes). When enabled, each rank process records, per
 // dispatch: its task records (TaskGraph), dependency edges, per-scope statistics and the
 // notify / wait / collective / put / get events of every thread; at the end of the dispatch it
 // writes them under <dir>/rank{r}/d{k}/ (k = the rank's k-th dispatch). The host merges the

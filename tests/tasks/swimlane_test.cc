@@ -1,6 +1,6 @@
 // Swimlanes: per rank and dispatch files (task records, dependency edges, scope statistics,
 // events) and one merged Chrome trace per call with a flow from each notify to the wait it
-// released. The files must parse and follow the documented schema (docs/debugging.md).
+// released. The files must parse and follow the documented schema (docs/04-debugging.md).
 #include "support.hpp"
 
 #include <fmt/format.h>

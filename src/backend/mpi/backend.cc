@@ -44,31 +44,21 @@ const char* thread_level_name(int level) {
   }
 }
 
-}  // namespace
-
-MpiBackend& MpiBackend::instance() {
-  static MpiBackend* backend = [] {
-    g_backend = new MpiBackend();  // lives until exit: finalize_at_exit frees its windows
-    return g_backend;
-  }();
-  return *backend;
-}
-
-MpiBackend::MpiBackend() {
+// Open MPI's start-up variables, set before MPI_Init; a user's own setting wins (overwrite = 0).
+void set_mpi_environment() {
   // Debian's openmpi-mca-params.conf disables osc/ucx, the only one-sided component that works
-  // without shared memory (TCP between hosts); a user's --mca osc still wins (overwrite = 0).
+  // without shared memory (TCP between hosts); a user's --mca osc still wins.
   setenv("OMPI_MCA_osc", "sm,rdma,ucx", 0);
   // More ranks on this machine than cores: Open MPI must yield when idle, or a rank polling
   // inside MPI steals the core of the rank it waits for (design §6). probe_progress() turns it
   // off again where RMA needs no target progress (see there).
   const long cores = sysconf(_SC_NPROCESSORS_ONLN);
   if (cores > 0 && launcher_local_size() >= cores) setenv("OMPI_MCA_mpi_yield_when_idle", "1", 0);
+}
 
-  progress_setting_ = setting_string(Setting::MpiProgress);
-  if (progress_setting_ != "auto" && progress_setting_ != "passive" && progress_setting_ != "poll")
-    throw UsageError(fmt::format("PLD_MPI_PROGRESS='{}' is not a progress mode; use auto, passive or poll",
-                                 progress_setting_));
-
+// Initialises MPI unless the program did (then finalizes it at exit if pld initialised it) and
+// returns the thread level, which must be at least SERIALIZED.
+int init_mpi() {
   int initialised = 0;
   MPI_Initialized(&initialised);
   int provided = MPI_THREAD_SINGLE;
@@ -86,13 +76,43 @@ MpiBackend::MpiBackend() {
         fmt::format("pld: MPI provides thread level {}, the mpi backend needs SERIALIZED or MULTIPLE "
                     "(initialise MPI with MPI_Init_thread(MPI_THREAD_MULTIPLE) or let pld do it)",
                     thread_level_name(provided)));
+  return provided;
+}
+
+}  // namespace
+
+MpiBackend& MpiBackend::instance() {
+  static MpiBackend* backend = [] {
+    g_backend = new MpiBackend();  // lives until exit: finalize_at_exit frees its windows
+    return g_backend;
+  }();
+  return *backend;
+}
+
+MpiBackend::MpiBackend() {
+  set_mpi_environment();
+  progress_setting_ = setting_string(Setting::MpiProgress);
+  if (progress_setting_ != "auto" && progress_setting_ != "passive" && progress_setting_ != "poll")
+    throw UsageError(fmt::format("PLD_MPI_PROGRESS='{}' is not a progress mode; use auto, passive or poll",
+                                 progress_setting_));
+  const int provided = init_mpi();
   MPI_Comm_dup(MPI_COMM_WORLD, &comm_);
   MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN);
   MPI_Comm_rank(comm_, &rank_);
   MPI_Comm_size(comm_, &size_);
   log_set_rank(rank_);
+  open_control_window();
+  connect_peers();
+  probe_progress();
+  describe(provided);
+  install_termination_report();
+  if (rank_ == 0)
+    log(passive_progress_ ? LogLevel::Info : LogLevel::Warn, LogSys::Init, "backend mpi: {}", description_);
+}
 
-  // The control window.
+// The control window (abort words, the progress probe's cell), locked for the process's lifetime;
+// its name tells the one-sided component Open MPI chose (osc_).
+void MpiBackend::open_control_window() {
   void* cbase = nullptr;
   check(MPI_Win_allocate(static_cast<MPI_Aint>(kControlBytes), 1, MPI_INFO_NULL, comm_, &cbase, &control_),
         "MPI_Win_allocate (control window)");
@@ -107,16 +127,21 @@ MpiBackend::MpiBackend() {
   if (const auto sp = osc_.find(' '); sp != std::string::npos) osc_ = osc_.substr(0, sp);  // "rdma window 3"
   MPI_Win_sync(control_);
   barrier();
+}
 
-  // Wire up every connection now (UCX connects lazily and needs the target's progress).
+// Wires up every connection now (UCX connects lazily and needs the target's progress).
+void MpiBackend::connect_peers() {
   std::int32_t sink = 0;
   for (int p = 0; p < size_; ++p) {
     MPI_Get(&sink, 1, MPI_INT32_T, p, static_cast<MPI_Aint>(kControlProbe), 1, MPI_INT32_T, control_);
     MPI_Win_flush(p, control_);
   }
   barrier();
-  probe_progress();
+}
 
+// description_: the MPI library, ranks and nodes, the one-sided component, the thread level and
+// the passive-target progress in effect (collective: counts the nodes).
+void MpiBackend::describe(int thread_level) {
   MPI_Comm node;
   MPI_Comm_split_type(comm_, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &node);
   int node_rank = 0, nodes = 0;
@@ -130,15 +155,12 @@ MpiBackend::MpiBackend() {
   std::string version(lib, static_cast<std::size_t>(liblen));
   if (const auto cut = version.find(','); cut != std::string::npos) version = version.substr(0, cut);
   description_ = fmt::format("{}; {} ranks on {} node(s); osc {}; thread level {}; passive-target progress: {}{}",
-                             version, size_, nodes, osc_, thread_level_name(provided),
+                             version, size_, nodes, osc_, thread_level_name(thread_level),
                              passive_progress_ ? "yes" : "no (every wait drives progress)",
                              progress_setting_ == "auto"
                                  ? ""
                                  : fmt::format(" (PLD_MPI_PROGRESS={}; measured: {})", progress_setting_,
                                                measured_progress_ ? "yes" : "no"));
-  install_termination_report();
-  if (rank_ == 0)
-    log(passive_progress_ ? LogLevel::Info : LogLevel::Warn, LogSys::Init, "backend mpi: {}", description_);
 }
 
 // Does an accumulate reach a target that makes no MPI call? In each phase the senders notify a

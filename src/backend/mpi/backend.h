@@ -192,7 +192,10 @@ class MpiBackend final : public BackendProcess {
  private:
   friend class MpiWindow;
   MpiBackend();
+  void open_control_window();
+  void connect_peers();
   void probe_progress();
+  void describe(int thread_level);
   bool complete(MPI_Request& request, double limit);
   /// Under the mutex: MPI_Win_sync of every active window; then every flush owed.
   void sync_active();

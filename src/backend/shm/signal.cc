@@ -50,7 +50,7 @@ bool satisfied(std::int32_t value, std::int32_t expected, WaitCmp cmp) {
 // — from running: host builtin barriers at P=2 took 4 us or 40-85 us per call from run to run.
 // Yielding always cured that but made every small collective 4-10x slower when a foreign process
 // shares a core (each yield hands it a time slice); inside one long dispatch (a kernel loop) the
-// host sleeps in poll() and the spin stays pure (bench/README.md, session 5).
+// host sleeps in poll() and the spin stays pure (measured with pld-bench at P=2).
 constexpr std::int64_t kSpinCheckMask = 63;
 constexpr int kYields = 16;
 // With no spin phase (PLD_WAIT_SPIN=0, which pld sets when ranks outnumber cores) a waiter keeps
