@@ -85,9 +85,6 @@ struct AllToAllVCounts {
 /// records dispatches.
 class PLD_API Host {
  public:
-  /// Made by pld for each orchestrator call (pld::run, DistributedWorker); not for user code.
-  explicit Host(detail::HostSession* session);
-
   /// Number of ranks (len(device_ids)).
   int world_size() const;
   /// The world domain: every rank.
@@ -269,6 +266,10 @@ class PLD_API Host {
   }
 
  private:
+  // Made by pld for each orchestrator call (pld::run, DistributedWorker), through detail::Access.
+  friend struct detail::Access;
+  explicit Host(detail::HostSession* session);
+
   template <class R, class... P, class... A>
   void dispatch_fn(int rank, R (*kernel)(P...), A&&... args) {
     static_assert(std::is_void_v<R>, "pld::Host::dispatch: a kernel returns void; write results into tensors");
