@@ -7,6 +7,7 @@
 #pragma once
 
 #include <pld/collectives.hpp>
+#include <pld/comm_domain.hpp>
 #include <pld/detail/builtins.hpp>
 #include <pld/detail/dispatch.hpp>
 #include <pld/detail/host.hpp>
@@ -72,40 +73,6 @@ void gather(HostTensor<T>& t, int root = -1) {
                         root);
 }
 
-/// A comm domain: a subset of the world's ranks with its own windows and signal cells. Ranks
-/// inside it are domain-local: rank(ctx) is the position in the sorted member list. The world
-/// itself is a domain (`Host::world()`); a rank may belong to several overlapping domains.
-class PLD_API CommDomain {
- public:
-  /// Number of ranks in the domain.
-  int size() const;
-  /// World ranks of the members, ascending.
-  const std::vector<int>& ranks() const;
-
-  /// Reserves `bytes` at the same offset of every member's window, zero-filled.
-  /// The size is in BYTES: `alloc_window_buffer(n * sizeof(float))`. Passing an element count
-  /// (or a rank count) here is the classic bug; `window<T>` catches views that do not fit.
-  WindowBuffer alloc_window_buffer(std::uint64_t bytes, const std::string& name = {});
-  /// Convenience form: `shape` elements of `dtype`.
-  WindowBuffer alloc_window_buffer(const Dims& shape, DType dtype, const std::string& name = {});
-
-  /// A typed view of `buffer` with `shape`; the view must fit in the buffer.
-  template <Element T>
-  DistributedTensor<T> window(const WindowBuffer& buffer, const Dims& shape) const {
-    return detail::Access::make<DistributedTensor<T>>(window_ref(buffer, shape, dtype_of<T>), shape);
-  }
-
-  /// The domain's id in this orchestrator call (0 = the world).
-  std::uint32_t id() const { return id_; }
-
- private:
-  friend class Host;
-  CommDomain(detail::HostSession* session, std::uint32_t id) : session_(session), id_(id) {}
-  detail::WindowRef window_ref(const WindowBuffer& buffer, const Dims& shape, DType dtype) const;
-  detail::HostSession* session_;
-  std::uint32_t id_;
-};
-
 /// The two count operands of Host::all_to_all_v, by name:
 /// `{.send_counts = sc, .recv_counts = rc}` (INT32 windows of the target's domain, [P] or [P, 1]
 /// and [P, 1]; see tensor::all_to_all_v).
@@ -118,9 +85,6 @@ struct AllToAllVCounts {
 /// records dispatches.
 class PLD_API Host {
  public:
-  /// Made by pld for each orchestrator call (pld::run, DistributedWorker); not for user code.
-  explicit Host(detail::HostSession* session);
-
   /// Number of ranks (len(device_ids)).
   int world_size() const;
   /// The world domain: every rank.
@@ -302,6 +266,10 @@ class PLD_API Host {
   }
 
  private:
+  // Made by pld for each orchestrator call (pld::run, DistributedWorker), through detail::Access.
+  friend struct detail::Access;
+  explicit Host(detail::HostSession* session);
+
   template <class R, class... P, class... A>
   void dispatch_fn(int rank, R (*kernel)(P...), A&&... args) {
     static_assert(std::is_void_v<R>, "pld::Host::dispatch: a kernel returns void; write results into tensors");

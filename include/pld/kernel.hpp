@@ -12,6 +12,7 @@
 // value and the fix; the runtime carries it to the host caller with the rank number.
 #pragma once
 
+#include <pld/comm_domain.hpp>
 #include <pld/detail/kernel.hpp>
 #include <pld/error.hpp>
 #include <pld/export.hpp>

@@ -2,7 +2,8 @@
 //
 //   #include <pld/pld.hpp>
 //
-// Host side (host.hpp): DistributedConfig, pld::run, Host, CommDomain, HostTensor.
+// Host side (host.hpp): DistributedConfig, pld::run, Host, HostTensor.
+// Comm domains (comm_domain.hpp): CommDomain on the host, CommCtx in a kernel.
 // Kernel side (kernel.hpp): pld::system (notify / wait / comm ctx), pld::tile, pld::tensor.
 // See docs/ for the user guide and examples/tutorial/ for the step-by-step ladder.
 #pragma once
@@ -11,6 +12,7 @@
 #include <pld/host.hpp>
 #include <pld/info.hpp>
 #include <pld/collectives.hpp>
+#include <pld/comm_domain.hpp>
 #include <pld/kernel.hpp>
 #include <pld/task.hpp>
 #include <pld/tensor.hpp>

@@ -16,43 +16,12 @@ namespace pld {
 /// Largest number of ranks in one comm domain (and in the world).
 inline constexpr int kMaxRanks = 256;
 
-class CommCtx;
-
-namespace detail {
-PLD_API CommCtx comm_ctx(const char* op, const DomainState* state);
-}  // namespace detail
-
 /// A window buffer: returned by `alloc_window_buffer`, turned into typed views by `window<T>`.
 struct WindowBuffer {
   detail::WindowRef ref{};  ///< where the buffer lies (internal)
   std::string name{};       ///< the name given to alloc_window_buffer (may be empty)
   /// Size of the buffer in bytes.
   std::uint64_t bytes() const { return ref.bytes; }
-};
-
-/// A rank's view of its comm domain: its domain-local rank, the domain size and the local
-/// addresses of every member's window (`windows_in(peer)`, the model's `windowsIn[peer]`).
-/// Obtained inside a kernel with `pld::get_comm_ctx(dt)`.
-class PLD_API CommCtx {
- public:
-  /// An unbound context; real ones come from get_comm_ctx.
-  CommCtx() = default;
-  /// Domain-local rank of the calling process.
-  int rank() const;
-  /// Number of ranks in the domain.
-  int nranks() const;
-  /// World rank of domain-local rank `peer`.
-  int world_rank(int peer) const;
-  /// Local address of `peer`'s window base (shm backend); nullptr where windows are not
-  /// load/store addressable (mpi backend).
-  std::byte* windows_in(int peer) const;
-  /// The domain state it reads (internal).
-  const detail::DomainState* state() const { return state_; }
-
- private:
-  friend CommCtx detail::comm_ctx(const char* op, const detail::DomainState* state);
-  explicit CommCtx(const detail::DomainState* state) : state_(state) {}
-  const detail::DomainState* state_ = nullptr;
 };
 
 /// A typed, window-bound view: `[shape]` elements of `T` starting at the buffer's offset.

@@ -71,7 +71,6 @@ struct BenchmarkStats {
 /// A submitted call. Copies refer to the same call.
 class RunHandle {
  public:
-  explicit RunHandle(std::shared_ptr<detail::CallState> state) : state_(std::move(state)) {}
   /// True once the call has finished (successfully or not). Never blocks.
   bool done() const { return detail::call_done(*state_); }
   /// Waits up to `timeout` seconds (non-negative; infinity = forever). Returns true when the call
@@ -91,6 +90,8 @@ class RunHandle {
   }
 
  private:
+  friend struct detail::Access;  // DistributedWorker::submit makes them
+  explicit RunHandle(std::shared_ptr<detail::CallState> state) : state_(std::move(state)) {}
   std::shared_ptr<detail::CallState> state_;
 };
 
@@ -126,7 +127,8 @@ class DistributedWorker {
   RunHandle submit(R (*program)(Host&, P...), A&&... args) {
     static_assert(std::is_void_v<R>, "pld::DistributedWorker: a program returns void");
     static_assert(sizeof...(P) == sizeof...(A), "pld::DistributedWorker: pass one argument per program parameter");
-    return RunHandle(core_.submit(reinterpret_cast<void (*)()>(program), [&](Host& h) { program(h, args...); }));
+    return detail::Access::make<RunHandle>(
+        core_.submit(reinterpret_cast<void (*)()>(program), [&](Host& h) { program(h, args...); }));
   }
 
   /// Runs `program(args...)` `warmup` times, then `rounds` times one after another, and returns

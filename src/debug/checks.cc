@@ -1,5 +1,6 @@
 #include "debug/checks.h"
 
+#include "backend/shm/backend.h"
 #include "core/log.h"
 #include "rank/runtime.h"
 
@@ -10,10 +11,12 @@
 #include <fmt/ranges.h>
 
 #include <sched.h>
+#include <sys/mman.h>
 
 #include <algorithm>
 #include <chrono>
 #include <mutex>
+#include <new>
 #include <optional>
 #include <thread>
 #include <unordered_map>
@@ -23,6 +26,14 @@
 namespace pld::detail {
 
 bool g_debug_checks = false;
+
+DebugBlock::DebugBlock(double wait_timeout, const std::atomic<std::uint32_t>* abort)
+    : shared_(new (map_memfd("pld-debug", sizeof(DebugShared))) DebugShared()) {
+  shared_->wait_timeout = wait_timeout;
+  shared_->abort = abort;
+}
+
+DebugBlock::~DebugBlock() { munmap(shared_, sizeof(DebugShared)); }
 
 namespace {
 

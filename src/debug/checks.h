@@ -59,6 +59,21 @@ struct DebugShared {
   } notified[kMaxRanks];
 };
 
+/// Debug mode's shared block: one DebugShared in shared memory, mapped by the shm group before it
+/// forks its ranks (they inherit the mapping) and handed to its backend (Backend::debug_shared);
+/// unmapped on destruction. `abort` is the backend's abort flag, which ends the checks' waits.
+class DebugBlock {
+ public:
+  DebugBlock(double wait_timeout, const std::atomic<std::uint32_t>* abort);
+  ~DebugBlock();
+  DebugBlock(const DebugBlock&) = delete;
+  DebugBlock& operator=(const DebugBlock&) = delete;
+  DebugShared* get() const { return shared_; }
+
+ private:
+  DebugShared* shared_;
+};
+
 /// One collective call as compared across ranks.
 struct CollCall {
   CollKind kind = CollKind::None;

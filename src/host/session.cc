@@ -22,11 +22,6 @@ std::uint32_t next_call() {
   static std::atomic<std::uint32_t> counter{0};
   return ++counter;
 }
-
-std::string label_of(const std::vector<int>& members, int world_size) {
-  if (static_cast<int>(members.size()) == world_size) return "world";
-  return fmt::format("{{{}}}", fmt::join(members, ", "));
-}
 }  // namespace
 
 HostSession::HostSession(int world_size, std::uint64_t heap_bytes)
@@ -35,31 +30,6 @@ HostSession::HostSession(int world_size, std::uint64_t heap_bytes)
   std::vector<int> all(static_cast<std::size_t>(world_size));
   for (int r = 0; r < world_size; ++r) all[static_cast<std::size_t>(r)] = r;
   domain_create(all);
-  domains_[0].label = "world";
-}
-
-std::uint32_t HostSession::domain_create(const std::vector<int>& ranks) {
-  if (ranks.empty())
-    throw UsageError("Host::domain: the rank list is empty; a comm domain needs at least one rank");
-  std::vector<int> members = ranks;
-  std::sort(members.begin(), members.end());
-  for (std::size_t i = 0; i < members.size(); ++i) {
-    if (members[i] < 0 || members[i] >= world_size_)
-      throw UsageError(fmt::format("Host::domain({}): rank {} out of range [0, {}); list world ranks",
-                                   fmt::join(ranks, ", "), members[i], world_size_));
-    if (i && members[i] == members[i - 1])
-      throw UsageError(fmt::format("Host::domain({}): rank {} is listed twice; list each rank once",
-                                   fmt::join(ranks, ", "), members[i]));
-  }
-  DomainRecord d;
-  d.id = static_cast<std::uint32_t>(domains_.size());
-  d.members = members;
-  d.local_of.assign(static_cast<std::size_t>(world_size_), -1);
-  for (std::size_t i = 0; i < members.size(); ++i) d.local_of[static_cast<std::size_t>(members[i])] = static_cast<int>(i);
-  d.label = d.id == 0 ? std::string("world") : label_of(members, -1);
-  d.dispatched.assign(members.size(), false);
-  domains_.push_back(std::move(d));
-  return domains_.back().id;
 }
 
 WindowBuffer HostSession::alloc(std::uint32_t domain, std::uint64_t bytes, const std::string& name) {
@@ -94,12 +64,6 @@ WindowBuffer HostSession::alloc(std::uint32_t domain, std::uint64_t bytes, const
   const auto id = static_cast<std::uint32_t>(d.buffers.size());
   d.buffers.push_back(BufferInfo{offset, bytes, real_name});
   return WindowBuffer{WindowRef{call_, domain, id, offset, bytes}, real_name};
-}
-
-int HostSession::ordinal_of(const DomainRecord& d) const {
-  int k = 0;
-  for (std::uint32_t i = 0; i < d.id; ++i) k += domains_[i].members == d.members;
-  return k;
 }
 
 std::uint64_t HostSession::place_persistent(const DomainRecord& d, std::uint64_t bytes, const std::string& name) {
@@ -336,20 +300,6 @@ void HostSession::finish() {
       if (it != layout_->domains_.end()) it->second.sealed = true;
     }
   }
-}
-
-const DomainState& HostSession::host_state(std::uint32_t domain) {
-  if (host_states_.size() < domains_.size()) host_states_.resize(domains_.size());
-  auto& st = host_states_.at(domain);
-  if (!st) st = std::make_unique<DomainState>();
-  const DomainRecord& d = domains_.at(domain);
-  st->id = d.id;
-  st->rank = 0;
-  st->members = d.members;
-  st->windows_in.assign(d.members.size(), nullptr);
-  st->buffers = d.buffers;
-  st->label = d.label;
-  return *st;
 }
 
 const WindowBuffer& HostSession::builtin_signal(std::uint32_t domain) {

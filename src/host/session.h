@@ -3,7 +3,7 @@
 // worker layer checks it as a whole and then executes it on the ranks.
 #pragma once
 
-#include "rank/runtime.h"
+#include "host/comm_domain.h"
 
 #include <pld/detail/dispatch.hpp>
 #include <pld/host.hpp>
@@ -18,16 +18,6 @@
 #include <vector>
 
 namespace pld::detail {
-
-struct DomainRecord {
-  std::uint32_t id = 0;
-  std::vector<int> members;        // world ranks, ascending
-  std::vector<int> local_of;       // world rank -> domain-local rank, or -1
-  std::vector<BufferInfo> buffers; // by buffer id
-  std::string label;
-  std::vector<bool> dispatched;    // by domain-local rank: got a dispatch using this domain
-  bool used = false;
-};
 
 struct DispatchRecord {
   int rank = 0;
@@ -93,6 +83,8 @@ class HostSession {
   int world_size() const { return world_size_; }
   std::uint64_t heap_bytes() const { return heap_bytes_; }
 
+  /// Comm domains (host/comm_domain.cc): creates one over `ranks` (world ranks, distinct) and
+  /// returns its id; throws UsageError for an empty list, a repeated or out-of-range rank.
   std::uint32_t domain_create(const std::vector<int>& ranks);
   const DomainRecord& domain(std::uint32_t id) const { return domains_.at(id); }
   const std::vector<DomainRecord>& domains() const { return domains_; }

@@ -20,11 +20,6 @@ std::unique_ptr<RankRuntime>& slot() {
 }
 }  // namespace
 
-const std::string& DomainState::buffer_name(std::uint32_t id) const {
-  static const std::string unknown = "?";
-  return id < buffers.size() ? buffers[id].name : unknown;
-}
-
 RankRuntime* RankRuntime::current() { return slot().get(); }
 
 RankRuntime& RankRuntime::get(const char* op) {
@@ -96,27 +91,8 @@ std::byte* RankRuntime::device_base(std::uint32_t id, std::uint64_t* bytes) {
   return it->second.base;
 }
 
-DomainState* RankRuntime::domain(std::uint32_t id) {
-  auto it = domains_.find(id);
-  return it == domains_.end() ? nullptr : it->second.get();
-}
-
-void RankRuntime::domain_define(std::unique_ptr<DomainState> state) {
-  const std::uint32_t id = state->id;
-  domains_[id] = std::move(state);
-}
-
 std::byte* rank_block_base(std::uint32_t id) { return RankRuntime::get("dispatch").block_base(id); }
 
 std::byte* rank_device_base(std::uint32_t id) { return RankRuntime::get("dispatch").device_base(id); }
-
-const DomainState* rank_domain(std::uint32_t id) {
-  RankRuntime& rt = RankRuntime::get("dispatch");
-  const DomainState* d = rt.domain(id);
-  if (!d)
-    throw Error(fmt::format("pld: comm domain {} was not delivered to rank {} (internal error)", id,
-                            rt.world_rank()));
-  return d;
-}
 
 }  // namespace pld::detail

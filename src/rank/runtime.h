@@ -1,67 +1,21 @@
 // Rank-side runtime state: which world rank this process is, its backend, the shared blocks it
 // has mapped (HostTensor storage), its resident tensors (DeviceTensor) and the comm domains
-// delivered by the host.
+// delivered by the host (rank/domain.h; their methods are in rank/domain.cc).
 #pragma once
 
 #include "backend/backend.h"
+#include "rank/domain.h"
 
 #include <pld/window.hpp>
 
 #include <atomic>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
 namespace pld::detail {
-
-/// State a higher layer keeps per comm domain (the collectives': coll/domain_state.h), which the
-/// domain owns without knowing its type: made by the first get(), safe to race for from several
-/// threads, destroyed with the domain.
-class DomainSlot {
- public:
-  /// The object, or nullptr before the first get(): the fast path of a caller that knows T.
-  void* peek() const { return ptr_.load(std::memory_order_acquire); }
-
-  template <class T, class Make>
-  T& get(Make&& make) const {
-    if (void* p = peek()) return *static_cast<T*>(p);
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (!owner_) {
-      owner_ = std::shared_ptr<T>(make());
-      ptr_.store(owner_.get(), std::memory_order_release);
-    }
-    return *static_cast<T*>(owner_.get());
-  }
-
- private:
-  mutable std::mutex mutex_;
-  mutable std::shared_ptr<void> owner_;  // keeps T's deleter
-  mutable std::atomic<void*> ptr_{nullptr};
-};
-
-struct BufferInfo {
-  std::uint64_t offset = 0;
-  std::uint64_t bytes = 0;
-  std::string name;
-};
-
-/// One comm domain as a member rank sees it.
-struct DomainState {
-  std::uint32_t id = 0;
-  int rank = 0;                      // domain-local rank of this process
-  std::vector<int> members;          // world ranks, ascending
-  std::vector<std::byte*> windows_in;  // heap base of each member (nullptr if not addressable)
-  std::vector<BufferInfo> buffers;   // by buffer id
-  std::string label;                 // "world" or "{1, 2}"
-  Backend* backend = nullptr;
-  DomainSlot coll;  // the collectives' state of this domain (coll/domain_state.h)
-
-  int nranks() const { return static_cast<int>(members.size()); }
-  const std::string& buffer_name(std::uint32_t id) const;
-};
 
 class RankRuntime {
  public:
@@ -103,6 +57,7 @@ class RankRuntime {
   /// Base of resident allocation `id` and its size; throws if it does not exist here.
   std::byte* device_base(std::uint32_t id, std::uint64_t* bytes = nullptr);
 
+  /// The comm domains delivered by the host for the current call (rank/domain.cc).
   DomainState* domain(std::uint32_t id);
   void domain_define(std::unique_ptr<DomainState> state);
   void domains_clear() { domains_.clear(); }

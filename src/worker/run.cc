@@ -44,7 +44,7 @@ void run(const DistributedConfig& config, const std::function<void(Host&)>& orch
   const GroupOptions options = group_options(config);
   // Record the whole call first: bad input found here fails before any rank starts.
   HostSession session(config.world_size(), options.heap_bytes);
-  Host host(&session);
+  Host host = Access::make<Host>(&session);
   orchestrator(host);
   session.finish();
   const std::unique_ptr<ProcessGroup> group = make_group(options);

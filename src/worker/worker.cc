@@ -256,7 +256,7 @@ WorkerCore::Impl::Item WorkerCore::Impl::record_call(void (*program)(), const st
   session->set_worker(m.uid);
   if (m.layout) session->set_persistent(m.layout.get(), static_cast<int>(found - m.programs.begin()));
   try {
-    Host host(session.get());
+    Host host = Access::make<Host>(session.get());
     record(host);
     session->finish();
   } catch (...) {

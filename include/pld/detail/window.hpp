@@ -7,7 +7,7 @@
 
 namespace pld::detail {
 
-struct DomainState;  // rank-side state of one comm domain (src/rank)
+struct DomainState;  // rank-side state of one comm domain (src/rank/domain.h)
 class HostSession;   // host-side state of one orchestrator call (src/host)
 
 /// Address-free identity of a window buffer: which domain, which buffer, where in the window.
@@ -20,8 +20,9 @@ struct WindowRef {
 };
 
 /// Constructs the public types whose constructors take internal types (DistributedTensor from a
-/// WindowRef and a domain state, CommDomain from a session); those constructors are private and
-/// befriend Access. pld's own code and its tests use it; user code never needs it.
+/// WindowRef and a domain state, DeviceTensor from its allocation, Host from a session, RunHandle
+/// from a call); those constructors are private and befriend Access. pld's own code and its tests
+/// use it; user code never needs it.
 struct Access {
   template <class C, class... A>
   static C make(A&&... args) {

@@ -3,7 +3,6 @@
 #include "backend/shm/backend.h"
 #include "core/info.h"
 #include "core/log.h"
-#include "debug/checks.h"
 
 #include <pld/error.hpp>
 
@@ -20,12 +19,6 @@ ShmBackend::ShmBackend(int world_size, std::uint64_t heap_bytes, bool huge_pages
     : world_size_(world_size), heap_bytes_(heap_bytes), wait_timeout_(wait_timeout), wait_spin_(wait_spin) {
   try {
     control_ = new (map_memfd("pld-control", sizeof(ControlBlock))) ControlBlock();
-    if (debug_checks()) {
-      debug_ = new (map_memfd("pld-debug", sizeof(DebugShared))) DebugShared();
-      debug_->wait_timeout = wait_timeout;
-      debug_->abort = &control_->abort;
-      debug_shared = debug_;
-    }
     int refused = 0;  // errno of a refused madvise
     for (int r = 0; r < world_size; ++r) {
       try {
@@ -61,9 +54,6 @@ void ShmBackend::release() {
   bases_.clear();
   if (control_) munmap(control_, sizeof(ControlBlock));
   control_ = nullptr;
-  if (debug_) munmap(debug_, sizeof(DebugShared));
-  debug_ = nullptr;
-  debug_shared = nullptr;
 }
 
 }  // namespace pld::detail

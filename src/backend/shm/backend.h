@@ -73,8 +73,6 @@ class ShmBackend final : public Backend {
     op_history = &control_->history[rank];
     op_histories = control_->history;
   }
-  /// The debug-mode shared state (nullptr unless PLD_DEBUG was on when the backend was built).
-  DebugShared* debug() { return debug_; }
   int my_rank() const { return my_rank_; }
 
   const char* name() const override { return "shm"; }
@@ -114,7 +112,6 @@ class ShmBackend final : public Backend {
   int my_rank_ = -1;
   std::vector<std::byte*> bases_;
   ControlBlock* control_ = nullptr;
-  DebugShared* debug_ = nullptr;
 };
 
 }  // namespace pld::detail

@@ -94,16 +94,7 @@ void MpiGroup::define_domains(const HostSession& session, const std::vector<MpiW
       if (defined[id]) continue;
       defined[id] = true;
       const DomainRecord& rec = session.domain(id);
-      MpiWindow* w = windows[id];
-      auto st = std::make_unique<DomainState>();
-      st->id = rec.id;
-      st->rank = rec.local_of[static_cast<std::size_t>(me)];
-      st->members = rec.members;
-      for (int r : rec.members) st->windows_in.push_back(w->heap_base(r));
-      st->buffers = rec.buffers;
-      st->label = rec.label;
-      st->backend = w;
-      runtime.domain_define(std::move(st));
+      runtime.domain_define(make_domain_state(rec.id, rec.members, rec.buffers, me, windows[id]));
     }
   }
 }

@@ -199,7 +199,7 @@ void ShmGroup::prepare_call(const HostSession& session, Call& call) {
   backend_->clear_abort();
   aborting_ = false;
   failure_ = Failure{};
-  if (DebugShared* dbg = backend_->debug()) dbg->epoch.fetch_add(1, std::memory_order_acq_rel);
+  if (debug_) debug_->get()->epoch.fetch_add(1, std::memory_order_acq_rel);
   // Windows start zero-filled: clear whatever earlier calls may have written (persistent
   // windows: only what the session asks for).
   for (int r = 0; r < world_size(); ++r) {

@@ -17,6 +17,10 @@ ShmGroup::ShmGroup(const GroupOptions& options) : options_(options) {
   const int world = static_cast<int>(options.device_ids.size());
   backend_ = std::make_unique<ShmBackend>(world, options.heap_bytes, options.huge_pages, options.wait_timeout,
                                           options.wait_spin);
+  if (debug_checks()) {  // before the fork: the ranks inherit the block
+    debug_ = std::make_unique<DebugBlock>(options.wait_timeout, &backend_->control().abort);
+    backend_->debug_shared = debug_->get();
+  }
   dirty_.assign(static_cast<std::size_t>(world), 0);
   ranks_.resize(static_cast<std::size_t>(world));
   // Swimlanes: the ranks inherit the configuration at fork; stale outputs go first.

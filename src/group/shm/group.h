@@ -11,6 +11,7 @@
 
 #include "backend/shm/backend.h"
 #include "core/block.h"
+#include "debug/checks.h"
 #include "group/group.h"
 
 #include <pld/error.hpp>
@@ -127,6 +128,7 @@ class ShmGroup final : public ProcessGroup {
   std::string hang_report(const HostSession& session, const std::string& title) const;
 
   GroupOptions options_;
+  std::unique_ptr<DebugBlock> debug_;  // debug mode's shared block (PLD_DEBUG), else null; outlives backend_
   std::unique_ptr<ShmBackend> backend_;
   std::vector<Rank> ranks_;
   /// Index of the first dispatch that must wait for the next host callback (or none).

@@ -18,7 +18,6 @@
 
 #include <cxxabi.h>
 #include <fmt/format.h>
-#include <fmt/ranges.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <unistd.h>
@@ -62,17 +61,12 @@ void reply(int fd, DispatchStatus status, std::uint64_t seq, const std::string& 
 }
 
 void define_domain(RankRuntime& rt, ShmBackend* backend, const std::byte* p) {
-  auto d = std::make_unique<DomainState>();
-  d->id = take_value<std::uint32_t>(p);
+  const auto id = take_value<std::uint32_t>(p);
   const auto n = take_value<std::uint32_t>(p);
-  d->rank = -1;
-  for (std::uint32_t i = 0; i < n; ++i) {
-    const int w = take_value<std::int32_t>(p);
-    if (w == rt.world_rank()) d->rank = static_cast<int>(i);
-    d->members.push_back(w);
-    d->windows_in.push_back(backend->heap_base(w));
-  }
+  std::vector<int> members;
+  for (std::uint32_t i = 0; i < n; ++i) members.push_back(take_value<std::int32_t>(p));
   const auto m = take_value<std::uint32_t>(p);
+  std::vector<BufferInfo> buffers;
   for (std::uint32_t i = 0; i < m; ++i) {
     BufferInfo b;
     b.offset = take_value<std::uint64_t>(p);
@@ -80,13 +74,9 @@ void define_domain(RankRuntime& rt, ShmBackend* backend, const std::byte* p) {
     const auto len = take_value<std::uint32_t>(p);
     b.name.assign(reinterpret_cast<const char*>(p), len);
     p += len;
-    d->buffers.push_back(std::move(b));
+    buffers.push_back(std::move(b));
   }
-  d->label = static_cast<int>(n) == backend->world_size() && d->id == 0
-                 ? std::string("world")
-                 : fmt::format("{{{}}}", fmt::join(d->members, ", "));
-  d->backend = backend;
-  rt.domain_define(std::move(d));
+  rt.domain_define(make_domain_state(id, std::move(members), std::move(buffers), rt.world_rank(), backend));
 }
 
 void run_dispatch(int fd, ShmBackend* backend, const std::byte* p, const std::byte* end) {
