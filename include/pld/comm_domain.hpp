@@ -21,7 +21,7 @@ class CommCtx;
 class Host;
 
 namespace detail {
-PLD_API CommCtx comm_ctx(const char* op, const DomainState* state);
+PLD_API CommCtx comm_ctx(const char* api, const DomainState* state);
 }  // namespace detail
 
 /// A comm domain: a subset of the world's ranks with its own windows and signal cells. Ranks
@@ -87,7 +87,7 @@ class PLD_API CommCtx {
   const detail::DomainState* state() const { return state_; }
 
  private:
-  friend CommCtx detail::comm_ctx(const char* op, const detail::DomainState* state);
+  friend CommCtx detail::comm_ctx(const char* api, const detail::DomainState* state);
   explicit CommCtx(const detail::DomainState* state) : state_(state) {}
   const detail::DomainState* state_ = nullptr;
 };

@@ -280,7 +280,7 @@ class PLD_API Host {
     detail::encode_args<P...>(writer, std::index_sequence_for<P...>{}, std::forward<A>(args)...);
     record_dispatch(rank, &detail::trampoline<P...>, reinterpret_cast<void (*)()>(kernel), writer);
   }
-  void check_rank(const char* op, int rank) const;
+  void check_rank(const char* api, int rank) const;
   /// Checks a builtin call's operands on the host, then dispatches `kernel(args...)` to every
   /// member rank of the operands' comm domain.
   template <class... P, class... A>

@@ -192,7 +192,7 @@ class DistributedWorker {
   template <Element T>
   StackedDeviceTensor<T> alloc_stacked_tensor(const Dims& full_shape, std::type_identity_t<std::span<const T>> host,
                                               std::vector<int> worker_ids = {}) {
-    const char* op = "DistributedWorker::alloc_stacked_tensor";
+    const char* api = "DistributedWorker::alloc_stacked_tensor";
     detail::check_shape(op, full_shape, sizeof(T));
     if (full_shape.size() < 1 || full_shape[0] < 1)
       detail::throw_usage(std::string(op) + ": shape " + full_shape.str() +
@@ -239,8 +239,8 @@ class DistributedWorker {
   int world_size() const { return core_.world_size(); }
 
  private:
-  std::vector<int> stacked_ids(const char* op, Index batch, std::vector<int> ids) const {
-    return core_.stacked_ids(op, batch, std::move(ids));
+  std::vector<int> stacked_ids(const char* api, Index batch, std::vector<int> ids) const {
+    return core_.stacked_ids(api, batch, std::move(ids));
   }
 
   detail::WorkerCore core_;

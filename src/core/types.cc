@@ -104,13 +104,13 @@ const char* to_string(ReduceOp op) {
 
 namespace detail {
 
-void throw_index(const char* op, const Dims& index, const Dims& shape) {
-  throw UsageError(fmt::format("{}: index {} is outside shape {}; every index must lie in [0, extent)", op,
+void throw_index(const char* api, const Dims& index, const Dims& shape) {
+  throw UsageError(fmt::format("{}: index {} is outside shape {}; every index must lie in [0, extent)", api,
                                index.str(), shape.str()));
 }
 
-void throw_bad_shape(const char* op, const Dims& shape) {
-  throw UsageError(fmt::format("{}: shape {} has a negative extent; extents must be >= 0", op, shape.str()));
+void throw_bad_shape(const char* api, const Dims& shape) {
+  throw UsageError(fmt::format("{}: shape {} has a negative extent; extents must be >= 0", api, shape.str()));
 }
 
 }  // namespace detail

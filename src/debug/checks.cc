@@ -208,8 +208,8 @@ int notified_slot(DebugShared::NotifyCalls& t, std::uint64_t off, bool claim) {
   return -1;
 }
 
-std::string signal_site(const char* op, const WindowDesc& s, const Dims& offsets) {
-  return fmt::format("{}(signal '{}', offsets {})", op, s.state->buffer_name(s.ref.buffer), offsets.str());
+std::string signal_site(const char* api, const WindowDesc& s, const Dims& offsets) {
+  return fmt::format("{}(signal '{}', offsets {})", api, s.state->buffer_name(s.ref.buffer), offsets.str());
 }
 
 }  // namespace
@@ -394,20 +394,20 @@ void debug_check_wait_done(const WindowDesc& signal, const Dims& offsets, std::u
       prev.expected + 1));
 }
 
-void debug_check_view(const char* op, const WindowDesc& w) {
+void debug_check_view(const char* api, const WindowDesc& w) {
   const DomainState* d = w.state;
   if (!d) return;
   if (w.ref.buffer >= d->buffers.size() || d->buffers[w.ref.buffer].offset != w.ref.offset)
     throw UsageError(fmt::format("{}: the window view (buffer #{}, offset {}) matches no window buffer of comm domain "
                                  "{}; make views with Host::window<T>() and pass them through Host::dispatch",
-                                 op, w.ref.buffer, w.ref.offset, d->label));
+                                 api, w.ref.buffer, w.ref.offset, d->label));
   const BufferInfo& b = d->buffers[w.ref.buffer];
   const std::optional<Index> need = try_bytes(w.shape, dtype_size(w.dtype));
   if (!need || static_cast<std::uint64_t>(*need) > b.bytes)
     throw UsageError(fmt::format("{}: the view of window '{}' has shape {} ({}, {}) but the buffer has {} bytes; "
                                  "accesses through it would leave the window (a DistributedTensor built in the kernel "
                                  "must fit its buffer)",
-                                 op, b.name, w.shape.str(), dtype_name(w.dtype),
+                                 api, b.name, w.shape.str(), dtype_name(w.dtype),
                                  need ? fmt::format("{} bytes", *need) : std::string("more bytes than int64 can count"), b.bytes));
 }
 

@@ -123,6 +123,6 @@ void debug_check_wait_entry(const WindowDesc& signal, const Dims& offsets, std::
                             WaitCmp cmp);
 void debug_check_wait_done(const WindowDesc& signal, const Dims& offsets, std::uint64_t off, std::int32_t expected,
                            WaitCmp cmp, std::int32_t seen);
-void debug_check_view(const char* op, const WindowDesc& w);
+void debug_check_view(const char* api, const WindowDesc& w);
 
 }  // namespace pld::detail

@@ -12,10 +12,10 @@ Host::Host(detail::HostSession* session) : session_(session), world_(session, 0)
 
 int Host::world_size() const { return session_->world_size(); }
 
-void Host::check_rank(const char* op, int rank) const {
+void Host::check_rank(const char* api, int rank) const {
   if (rank < 0 || rank >= session_->world_size())
     throw UsageError(fmt::format("Host::{}: rank {} out of range [0, {}); ranks index DistributedConfig::device_ids",
-                                 op, rank, session_->world_size()));
+                                 api, rank, session_->world_size()));
 }
 
 void Host::add_callback(std::function<void()> fn) { session_->add_callback(std::move(fn)); }

@@ -35,16 +35,16 @@ std::byte* CommCtx::windows_in(int peer) const {
 
 namespace detail {
 
-CommCtx comm_ctx(const char* op, const DomainState* state) {
+CommCtx comm_ctx(const char* api, const DomainState* state) {
   if (!state) {
-    RankRuntime::get(op);
-    throw UsageError(fmt::format("{}: expects a DistributedTensor delivered by Host::dispatch (window-bound)", op));
+    RankRuntime::get(api);
+    throw UsageError(fmt::format("{}: expects a DistributedTensor delivered by Host::dispatch (window-bound)", api));
   }
   return CommCtx(state);
 }
 
-LocalDesc window_local(const char* op, const WindowDesc& w) {
-  const DomainState& d = bound_state(op, w);
+LocalDesc window_local(const char* api, const WindowDesc& w) {
+  const DomainState& d = bound_state(api, w);
   std::byte* base = d.windows_in[static_cast<std::size_t>(d.rank)];
   return LocalDesc{base + w.ref.offset, w.shape, w.dtype, w.shape};
 }

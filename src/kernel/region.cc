@@ -54,22 +54,22 @@ const DomainState& bound_state(const std::string& op, const WindowDesc& w) {
   return *w.state;
 }
 
-void check_dtype(const char* op, DType a, DType b) {
+void check_dtype(const char* api, DType a, DType b) {
   if (a != b)
-    throw UsageError(fmt::format("{}: src dtype ({}) must match target dtype ({})", op, dtype_name(a), dtype_name(b)));
+    throw UsageError(fmt::format("{}: src dtype ({}) must match target dtype ({})", api, dtype_name(a), dtype_name(b)));
 }
 
-void check_atomic(const char* op, AtomicType atomic, DType dtype) {
+void check_atomic(const char* api, AtomicType atomic, DType dtype) {
   if (atomic == AtomicType::None) return;
   if (atomic != AtomicType::Add)
-    throw UsageError(fmt::format("{}: atomic {} must be AtomicType::None or AtomicType::Add", op, static_cast<int>(atomic)));
+    throw UsageError(fmt::format("{}: atomic {} must be AtomicType::None or AtomicType::Add", api, static_cast<int>(atomic)));
   switch (dtype) {
     case DType::FP32: case DType::FP16: case DType::BF16: case DType::INT32: case DType::INT16: case DType::INT8:
       return;
     default:
       throw UsageError(fmt::format("{}: AtomicType::Add requires an fp32/bf16/fp16/int32/int16/int8 dtype, got {}; "
                                    "accumulate in one of those types or use a plain store with a signal",
-                                   op, dtype_name(dtype)));
+                                   api, dtype_name(dtype)));
   }
 }
 

@@ -24,9 +24,9 @@ void check_peer(const std::string& op, const DomainState& state, int peer);
 const DomainState& bound_state(const std::string& op, const WindowDesc& w);
 
 /// `src dtype (..) must match target dtype (..)`.
-void check_dtype(const char* op, DType src, DType dst);
+void check_dtype(const char* api, DType src, DType dst);
 /// AtomicType in range, and Add only for fp32/fp16/bf16/int32/int16/int8.
-void check_atomic(const char* op, AtomicType atomic, DType dtype);
+void check_atomic(const char* api, AtomicType atomic, DType dtype);
 
 /// Row-major strides of `shape` (in elements).
 Dims strides_of(const Dims& shape);

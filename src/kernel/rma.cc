@@ -26,9 +26,9 @@ struct Box {
 };
 
 /// Checks a window operand in debug mode and records the operation in the rank's op history.
-void record(const char* op, OpKind kind, AtomicType atomic, const DomainState& d, int world_peer, const WindowDesc& w,
+void record(const char* api, OpKind kind, AtomicType atomic, const DomainState& d, int world_peer, const WindowDesc& w,
             Index bytes, const Dims* offsets) {
-  if (debug_checks()) debug_check_view(op, w);
+  if (debug_checks()) debug_check_view(api, w);
   d.backend->record_op(kind, static_cast<std::uint8_t>(atomic), world_peer, saturate(bytes), w.ref.domain, w.ref.buffer,
                   w.ref.offset, offsets);
 }
@@ -58,16 +58,16 @@ Dims zeros_like(const Dims& shape) {
   return z;
 }
 
-void check_chunks(const char* op, Index chunk_rows, Index chunk_cols, bool pipeline) {
+void check_chunks(const char* api, Index chunk_rows, Index chunk_cols, bool pipeline) {
   if (chunk_rows < 0)
-    throw UsageError(fmt::format("{}: chunk_rows {} must be non-negative (0 = the whole transfer)", op, chunk_rows));
+    throw UsageError(fmt::format("{}: chunk_rows {} must be non-negative (0 = the whole transfer)", api, chunk_rows));
   if (chunk_cols < 0)
-    throw UsageError(fmt::format("{}: chunk_cols {} must be non-negative (0 = the whole transfer)", op, chunk_cols));
+    throw UsageError(fmt::format("{}: chunk_cols {} must be non-negative (0 = the whole transfer)", api, chunk_cols));
   if (pipeline && (chunk_rows <= 0 || chunk_cols <= 0))
     throw UsageError(
         fmt::format("{}: pipeline=true requires both chunk_rows>0 and chunk_cols>0 (got chunk_rows={}, "
                     "chunk_cols={})",
-                    op, chunk_rows, chunk_cols));
+                    api, chunk_rows, chunk_cols));
 }
 
 struct Region {
@@ -75,10 +75,10 @@ struct Region {
 };
 
 // Validates the region arguments of put/get and returns the boxes on both sides.
-Region region_of(const char* op, const char* window_side, const char* local_side, const Dims& window_shape,
+Region region_of(const char* api, const char* window_side, const char* local_side, const Dims& window_shape,
                  const Dims& local_shape, const Dims* window_offsets, const Dims* local_offsets, const Dims* shape) {
   if (window_shape.size() != local_shape.size())
-    throw UsageError(fmt::format("{}: {} (shape {}) and {} (shape {}) must have the same rank", op, window_side,
+    throw UsageError(fmt::format("{}: {} (shape {}) and {} (shape {}) must have the same rank", api, window_side,
                                  window_shape.str(), local_side, local_shape.str()));
   Region r;
   if (!shape) {
@@ -86,7 +86,7 @@ Region region_of(const char* op, const char* window_side, const char* local_side
       throw UsageError(
           fmt::format("{}: {} and {} must have the same static shape for a full-slice transfer ({} vs "
                       "{}); pass dst_offsets, src_offsets and shape to move a region",
-                      op, window_side, local_side, window_shape.str(), local_shape.str()));
+                      api, window_side, local_side, window_shape.str(), local_shape.str()));
     r.shape = window_shape;
     r.window_offsets = r.local_offsets = zeros_like(window_shape);
     return r;
@@ -94,14 +94,14 @@ Region region_of(const char* op, const char* window_side, const char* local_side
   r.shape = *shape;
   r.window_offsets = *window_offsets;
   r.local_offsets = *local_offsets;
-  check_box(op, window_side, "subregion", window_shape, r.window_offsets, r.shape, "shrink shape or move the offsets");
-  check_box(op, local_side, "subregion", local_shape, r.local_offsets, r.shape, "shrink shape or move the offsets");
+  check_box(api, window_side, "subregion", window_shape, r.window_offsets, r.shape, "shrink shape or move the offsets");
+  check_box(api, local_side, "subregion", local_shape, r.local_offsets, r.shape, "shrink shape or move the offsets");
   return r;
 }
 
 /// A put or a get: `window` is the peer's side (put's dst, get's src), `local` this rank's.
 struct Transfer {
-  const char* op;
+  const char* api;
   Direction dir;
   const WindowDesc& window;
   int peer;
@@ -172,7 +172,7 @@ void get(const LocalDesc& dst, int peer, const WindowDesc& src, const Dims* dst_
 }
 
 void check_remote_load(const LocalDesc& tile, const WindowDesc& src, int peer, const Dims& offsets) {
-  const char* op = "tile::remote_load";
+  const char* api = "tile::remote_load";
   const DomainState& d = bound_state(op, src);
   check_peer(op, d, peer);
   check_dtype(op, src.dtype, tile.dtype);
@@ -196,29 +196,29 @@ void remote_load(LocalDesc& tile, const WindowDesc& src, int peer, const Dims& o
              Box{tile.shape, zeros_like(tile.shape), tile.valid});
 }
 
-void remote_store(const char* op, const LocalDesc& src, const WindowDesc& dst, int peer, const Dims& offsets,
+void remote_store(const char* api, const LocalDesc& src, const WindowDesc& dst, int peer, const Dims& offsets,
                   AtomicType atomic) {
-  const DomainState& d = bound_state(op, dst);
-  check_peer(op, d, peer);
-  check_dtype(op, src.dtype, dst.dtype);
-  check_atomic(op, atomic, dst.dtype);
+  const DomainState& d = bound_state(api, dst);
+  check_peer(api, d, peer);
+  check_dtype(api, src.dtype, dst.dtype);
+  check_atomic(api, atomic, dst.dtype);
   if (dst.shape.size() < 2)
-    throw UsageError(fmt::format("{}: target rank must be >= 2 (window shape {}); view the window as [rows, cols]", op,
+    throw UsageError(fmt::format("{}: target rank must be >= 2 (window shape {}); view the window as [rows, cols]", api,
                                  dst.shape.str()));
   if (src.shape.size() < 2)
-    throw UsageError(fmt::format("{}: src must be at least 2-D (shape {}); reshape it as [1, n]", op, src.shape.str()));
+    throw UsageError(fmt::format("{}: src must be at least 2-D (shape {}); reshape it as [1, n]", api, src.shape.str()));
   for (int i = 0; i + 2 < src.shape.size(); ++i)
     if (src.shape[i] != 1)
       throw UsageError(
           fmt::format("{}: src leading dimension {} must be 1 (src shape {}); only the inner two "
                       "dimensions are pushed",
-                      op, i, src.shape.str()));
+                      api, i, src.shape.str()));
   const Dims inner{src.valid[src.valid.size() - 2], src.valid[src.valid.size() - 1]};
   const Dims ext = pad_leading(inner, dst.shape.size());
-  check_box(op, "target", "box", dst.shape, offsets, ext,
+  check_box(api, "target", "box", dst.shape, offsets, ext,
             "push exceeds the peer's target region: store a smaller tile or at smaller offsets");
   const int world_peer = d.members[static_cast<std::size_t>(peer)];
-  record(op, OpKind::RemoteStore, atomic, d, world_peer, dst, ext.numel() * static_cast<Index>(dtype_size(dst.dtype)),
+  record(api, OpKind::RemoteStore, atomic, d, world_peer, dst, ext.numel() * static_cast<Index>(dtype_size(dst.dtype)),
          &offsets);
   move_boxes(d, world_peer, Direction::ToPeer, atomic, dst, Box{dst.shape, offsets, ext}, src.data,
              Box{src.shape, zeros_like(src.shape), pad_leading(inner, src.shape.size())});

@@ -17,9 +17,9 @@ namespace pld::detail {
 
 namespace {
 
-std::string signal_site(const char* op, const WindowDesc& s, const Dims& offsets) {
+std::string signal_site(const char* api, const WindowDesc& s, const Dims& offsets) {
   const std::string& name = s.state ? s.state->buffer_name(s.ref.buffer) : std::string("?");
-  return fmt::format("{}(signal '{}', offsets {})", op, name, offsets.str());
+  return fmt::format("{}(signal '{}', offsets {})", api, name, offsets.str());
 }
 
 // Byte offset of the cell `offsets` of a signal window, after checking it exists.

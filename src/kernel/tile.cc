@@ -25,79 +25,79 @@ void copy_local(const LocalDesc& dst, const Dims& doff, const Dims& dext, const 
 
 }  // namespace
 
-void check_same_shape(const char* op, const Dims& a, const Dims& b) {
+void check_same_shape(const char* api, const Dims& a, const Dims& b) {
   if (!(a == b))
-    throw UsageError(fmt::format("{}: tile shapes {} and {} differ; element-wise operations need equal shapes", op,
+    throw UsageError(fmt::format("{}: tile shapes {} and {} differ; element-wise operations need equal shapes", api,
                                  a.str(), b.str()));
 }
 
-Dims checked_valid(const char* op, const Dims& shape, const Dims& valid) {
+Dims checked_valid(const char* api, const Dims& shape, const Dims& valid) {
   if (valid.size() != shape.size())
     throw UsageError(fmt::format("{}: valid_shape {} has rank {} but shape {} has rank {}; give one extent per "
                                  "dimension",
-                                 op, valid.str(), valid.size(), shape.str(), shape.size()));
+                                 api, valid.str(), valid.size(), shape.str(), shape.size()));
   for (int d = 0; d < shape.size(); ++d) {
     if (shape[d] < 0)
-      throw UsageError(fmt::format("{}: shape {} has a negative extent; extents must be >= 0", op, shape.str()));
+      throw UsageError(fmt::format("{}: shape {} has a negative extent; extents must be >= 0", api, shape.str()));
     if (valid[d] < 0 || valid[d] > shape[d])
-      throw UsageError(fmt::format("{}: valid_shape {} must lie within shape {} (dimension {}: {} not in [0, {}])", op,
+      throw UsageError(fmt::format("{}: valid_shape {} must lie within shape {} (dimension {}: {} not in [0, {}])", api,
                                    valid.str(), shape.str(), d, valid[d], shape[d]));
   }
   return valid;
 }
 
-std::size_t tile_elements(const char* op, const Dims& shape, std::size_t elem_size) {
-  const Index bytes = checked_bytes(op, shape, elem_size);
+std::size_t tile_elements(const char* api, const Dims& shape, std::size_t elem_size) {
+  const Index bytes = checked_bytes(api, shape, elem_size);
   static const std::uint64_t memory =
       static_cast<std::uint64_t>(sysconf(_SC_PHYS_PAGES)) * static_cast<std::uint64_t>(sysconf(_SC_PAGE_SIZE));
   if (static_cast<std::uint64_t>(bytes) > memory)
     throw UsageError(fmt::format("{}: tile shape {} needs {} bytes, more than this machine's memory ({} bytes); use a "
                                  "smaller tile",
-                                 op, shape.str(), bytes, memory));
+                                 api, shape.str(), bytes, memory));
   return static_cast<std::size_t>(bytes) / elem_size;
 }
 
-void throw_tile_alloc(const char* op, const Dims& shape, std::size_t elem_size) {
-  throw UsageError(fmt::format("{}: tile shape {} needs {} bytes, which cannot be allocated; use a smaller tile", op,
-                               shape.str(), checked_bytes(op, shape, elem_size)));
+void throw_tile_alloc(const char* api, const Dims& shape, std::size_t elem_size) {
+  throw UsageError(fmt::format("{}: tile shape {} needs {} bytes, which cannot be allocated; use a smaller tile", api,
+                               shape.str(), checked_bytes(api, shape, elem_size)));
 }
 
-void check_tile_load(const char* op, const LocalDesc& tile, const LocalDesc& src, const Dims& offsets) {
-  check_dtype(op, src.dtype, tile.dtype);
+void check_tile_load(const char* api, const LocalDesc& tile, const LocalDesc& src, const Dims& offsets) {
+  check_dtype(api, src.dtype, tile.dtype);
   if (tile.shape.size() != src.shape.size())
     throw UsageError(fmt::format("{}: tile shape {} has rank {} but the source has rank {} (shape {}); load a box of "
                                  "the source's rank",
-                                 op, tile.shape.str(), tile.shape.size(), src.shape.size(), src.shape.str()));
-  check_box(op, "src", "box", src.shape, offsets, tile.valid, "load a smaller box or pass a smaller valid_shape");
+                                 api, tile.shape.str(), tile.shape.size(), src.shape.size(), src.shape.str()));
+  check_box(api, "src", "box", src.shape, offsets, tile.valid, "load a smaller box or pass a smaller valid_shape");
 }
 
-void tile_load(const char* op, LocalDesc& tile, const LocalDesc& src, const Dims& offsets) {
-  check_tile_load(op, tile, src, offsets);
+void tile_load(const char* api, LocalDesc& tile, const LocalDesc& src, const Dims& offsets) {
+  check_tile_load(api, tile, src, offsets);
   Dims zero = tile.shape;
   for (int d = 0; d < zero.size(); ++d) zero[d] = 0;
   copy_local(tile, zero, tile.valid, src, offsets, tile.valid);
 }
 
-void tile_store(const char* op, const LocalDesc& tile, const LocalDesc& dst, const Dims& offsets) {
-  check_dtype(op, tile.dtype, dst.dtype);
+void tile_store(const char* api, const LocalDesc& tile, const LocalDesc& dst, const Dims& offsets) {
+  check_dtype(api, tile.dtype, dst.dtype);
   if (tile.valid.size() > dst.shape.size())
-    throw UsageError(fmt::format("{}: tile shape {} has more dimensions than the destination (shape {})", op,
+    throw UsageError(fmt::format("{}: tile shape {} has more dimensions than the destination (shape {})", api,
                                  tile.shape.str(), dst.shape.str()));
   const Dims ext = pad_leading(tile.valid, dst.shape.size());
-  check_box(op, "dst", "box", dst.shape, offsets, ext, "store at smaller offsets or into a larger tensor");
+  check_box(api, "dst", "box", dst.shape, offsets, ext, "store at smaller offsets or into a larger tensor");
   Dims zero = tile.shape;
   for (int d = 0; d < zero.size(); ++d) zero[d] = 0;
   copy_local(dst, offsets, ext, tile, zero, tile.valid);
 }
 
-void element_read(const char* op, const LocalDesc& src, const Dims& offsets, void* value) {
+void element_read(const char* api, const LocalDesc& src, const Dims& offsets, void* value) {
   const std::size_t esz = dtype_size(src.dtype);
-  std::memcpy(value, src.data + linear_index(op, offsets, src.shape) * static_cast<Index>(esz), esz);
+  std::memcpy(value, src.data + linear_index(api, offsets, src.shape) * static_cast<Index>(esz), esz);
 }
 
-void element_write(const char* op, const LocalDesc& dst, const Dims& offsets, const void* value) {
+void element_write(const char* api, const LocalDesc& dst, const Dims& offsets, const void* value) {
   const std::size_t esz = dtype_size(dst.dtype);
-  std::memcpy(dst.data + linear_index(op, offsets, dst.shape) * static_cast<Index>(esz), value, esz);
+  std::memcpy(dst.data + linear_index(api, offsets, dst.shape) * static_cast<Index>(esz), value, esz);
 }
 
 }  // namespace pld::detail

@@ -22,11 +22,11 @@ std::unique_ptr<RankRuntime>& slot() {
 
 RankRuntime* RankRuntime::current() { return slot().get(); }
 
-RankRuntime& RankRuntime::get(const char* op) {
+RankRuntime& RankRuntime::get(const char* api) {
   if (!slot())
     throw UsageError(fmt::format("{}: called outside a kernel; kernel operations run inside a rank "
                                  "process (pass the kernel to Host::dispatch)",
-                                 op));
+                                 api));
   return *slot();
 }
 

@@ -20,7 +20,7 @@ namespace pld::detail {
 class RankRuntime {
  public:
   /// The runtime of this rank process; throws UsageError when called outside a kernel.
-  static RankRuntime& get(const char* op);
+  static RankRuntime& get(const char* api);
   static RankRuntime* current();
   static void install(std::unique_ptr<RankRuntime> runtime);
   /// Takes the installed runtime back (the mpi backend keeps it between calls: its resident

@@ -26,9 +26,9 @@ namespace pld::detail {
 namespace {
 constexpr int kMaxInFlight = 2;
 
-void check_timeout(const char* op, double timeout) {
+void check_timeout(const char* api, double timeout) {
   if (std::isnan(timeout) || timeout < 0)
-    throw UsageError(fmt::format("RunHandle::{}: timeout {} must be non-negative (infinity waits forever)", op, timeout));
+    throw UsageError(fmt::format("RunHandle::{}: timeout {} must be non-negative (infinity waits forever)", api, timeout));
 }
 }  // namespace
 

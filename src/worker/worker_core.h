@@ -90,9 +90,9 @@ struct WorkerCore::Impl {
   /// (executor thread only — it forks).
   void after_item(ProcessGroup& g, const std::exception_ptr& error);
   /// Queues a control operation behind every accepted call and waits for it; rethrows its error.
-  void control(const char* op, std::function<void(ProcessGroup&)> fn);
+  void control(const char* api, std::function<void(ProcessGroup&)> fn);
   /// Throws if the worker is closed or broken (`op` names the API).
-  void check_usable(const char* op);
+  void check_usable(const char* api);
   /// Marks the resident tensors of `lost` ranks as lost (their process is gone).
   void forget_devices(const std::vector<int>& lost);
 };

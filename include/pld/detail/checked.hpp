@@ -57,33 +57,33 @@ constexpr bool fits_within(Index offset, Index extent, Index size) {
 }
 
 /// Throws UsageError "`op`: `a` `sign` `b` overflows int64 (`what`)".
-[[noreturn]] PLD_API void throw_overflow(const char* op, const char* what, Index a, char sign, Index b);
+[[noreturn]] PLD_API void throw_overflow(const char* api, const char* what, Index a, char sign, Index b);
 /// Throws UsageError naming `op`, `shape` and why its element count or byte size is unusable.
-[[noreturn]] PLD_API void throw_shape_overflow(const char* op, const Dims& shape, std::size_t elem_size);
+[[noreturn]] PLD_API void throw_shape_overflow(const char* api, const Dims& shape, std::size_t elem_size);
 
 /// `a + b`; throws UsageError naming `op` and `what` when it overflows.
-inline Index checked_add(const char* op, const char* what, Index a, Index b) {
+inline Index checked_add(const char* api, const char* what, Index a, Index b) {
   if (const auto r = try_add(a, b)) return *r;
-  throw_overflow(op, what, a, '+', b);
+  throw_overflow(api, what, a, '+', b);
 }
 
 /// `a * b`; throws UsageError naming `op` and `what` when it overflows.
-inline Index checked_mul(const char* op, const char* what, Index a, Index b) {
+inline Index checked_mul(const char* api, const char* what, Index a, Index b) {
   if (const auto r = try_mul(a, b)) return *r;
-  throw_overflow(op, what, a, '*', b);
+  throw_overflow(api, what, a, '*', b);
 }
 
 /// Element count of `shape`; throws UsageError when an extent is negative or the count overflows.
-inline Index checked_numel(const char* op, const Dims& shape) {
+inline Index checked_numel(const char* api, const Dims& shape) {
   if (const auto n = try_numel(shape)) return *n;
-  throw_shape_overflow(op, shape, 0);
+  throw_shape_overflow(api, shape, 0);
 }
 
 /// Byte size of `shape` elements of `elem_size` bytes; throws UsageError when an extent is negative
 /// or the size overflows.
-inline Index checked_bytes(const char* op, const Dims& shape, std::size_t elem_size) {
+inline Index checked_bytes(const char* api, const Dims& shape, std::size_t elem_size) {
   if (const auto n = try_bytes(shape, elem_size)) return *n;
-  throw_shape_overflow(op, shape, elem_size);
+  throw_shape_overflow(api, shape, elem_size);
 }
 
 }  // namespace pld::detail

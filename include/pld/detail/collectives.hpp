@@ -42,9 +42,9 @@ class PLD_API CollTrace {
 
 /// Throws UsageError unless `core_num` is in [1, kMaxCoreNum]. For collectives whose entry point
 /// takes no core_num (all_to_all_v): the value is checked, the call runs on one lane.
-inline void check_core_num_option(const char* op, int core_num) {
+inline void check_core_num_option(const char* api, int core_num) {
   if (core_num < 1 || core_num > kMaxCoreNum)
-    throw_usage(std::string(op) + ": core_num " + std::to_string(core_num) + " must be in [1, " +
+    throw_usage(std::string(api) + ": core_num " + std::to_string(core_num) + " must be in [1, " +
                 std::to_string(kMaxCoreNum) + "]; pass .core_num between 1 and pld::kMaxCoreNum");
 }
 

@@ -24,7 +24,7 @@ struct DeviceAllocation {
 inline constexpr std::uint32_t kDeviceBlockBit = 0x8000'0000u;
 
 /// Throws unless `a` is live ("freed", "lost with rank r", "worker closed").
-PLD_API void check_device_live(const char* op, const DeviceAllocation& a);
+PLD_API void check_device_live(const char* api, const DeviceAllocation& a);
 
 }  // namespace detail
 }  // namespace pld

@@ -25,22 +25,22 @@ struct GetOptions;
 
 namespace detail {
 
-PLD_API Dims checked_valid(const char* op, const Dims& shape, const Dims& valid);
+PLD_API Dims checked_valid(const char* api, const Dims& shape, const Dims& valid);
 /// Element count of a tile of `shape`, after checking that its byte size fits an Index and this
 /// machine's memory (UsageError naming `op`, the shape and the size otherwise).
-PLD_API std::size_t tile_elements(const char* op, const Dims& shape, std::size_t elem_size);
-[[noreturn]] PLD_API void throw_tile_alloc(const char* op, const Dims& shape, std::size_t elem_size);
+PLD_API std::size_t tile_elements(const char* api, const Dims& shape, std::size_t elem_size);
+[[noreturn]] PLD_API void throw_tile_alloc(const char* api, const Dims& shape, std::size_t elem_size);
 
 /// Zero-filled storage of a tile of `shape`; a failed allocation is a UsageError naming `op`.
 template <class T>
-std::vector<T> tile_storage(const char* op, const Dims& shape) {
-  const std::size_t n = tile_elements(op, shape, sizeof(T));
+std::vector<T> tile_storage(const char* api, const Dims& shape) {
+  const std::size_t n = tile_elements(api, shape, sizeof(T));
   try {
     return std::vector<T>(n);
   } catch (const std::bad_alloc&) {
-    throw_tile_alloc(op, shape, sizeof(T));
+    throw_tile_alloc(api, shape, sizeof(T));
   } catch (const std::length_error&) {
-    throw_tile_alloc(op, shape, sizeof(T));
+    throw_tile_alloc(api, shape, sizeof(T));
   }
 }
 
@@ -72,34 +72,34 @@ WindowDesc desc(const DistributedTensor<T>& t) {
 }
 
 /// The calling rank's own copy of a window view, as a local array.
-PLD_API LocalDesc window_local(const char* op, const WindowDesc& w);
+PLD_API LocalDesc window_local(const char* api, const WindowDesc& w);
 
 PLD_API void notify(const WindowDesc& signal, int peer, const Dims& offsets, std::int32_t value, NotifyOp op);
 PLD_API void wait(const WindowDesc& signal, const Dims& offsets, std::int32_t expected, WaitCmp cmp);
 PLD_API void defer_wait(const WindowDesc& signal, const Dims& offsets, std::int32_t expected, WaitCmp cmp);
 
 /// The checks of tile_load / remote_load alone, on a tile not yet allocated (`tile.data` unused).
-PLD_API void check_tile_load(const char* op, const LocalDesc& tile, const LocalDesc& src, const Dims& offsets);
+PLD_API void check_tile_load(const char* api, const LocalDesc& tile, const LocalDesc& src, const Dims& offsets);
 PLD_API void check_remote_load(const LocalDesc& tile, const WindowDesc& src, int peer, const Dims& offsets);
-PLD_API void tile_load(const char* op, LocalDesc& tile, const LocalDesc& src, const Dims& offsets);
-PLD_API void tile_store(const char* op, const LocalDesc& tile, const LocalDesc& dst, const Dims& offsets);
-PLD_API void element_read(const char* op, const LocalDesc& src, const Dims& offsets, void* value);
-PLD_API void element_write(const char* op, const LocalDesc& dst, const Dims& offsets, const void* value);
+PLD_API void tile_load(const char* api, LocalDesc& tile, const LocalDesc& src, const Dims& offsets);
+PLD_API void tile_store(const char* api, const LocalDesc& tile, const LocalDesc& dst, const Dims& offsets);
+PLD_API void element_read(const char* api, const LocalDesc& src, const Dims& offsets, void* value);
+PLD_API void element_write(const char* api, const LocalDesc& dst, const Dims& offsets, const void* value);
 PLD_API void remote_load(LocalDesc& tile, const WindowDesc& src, int peer, const Dims& offsets);
-PLD_API void remote_store(const char* op, const LocalDesc& src, const WindowDesc& dst, int peer, const Dims& offsets,
+PLD_API void remote_store(const char* api, const LocalDesc& src, const WindowDesc& dst, int peer, const Dims& offsets,
                           AtomicType atomic);
 PLD_API void put(const WindowDesc& dst, int peer, const LocalDesc& src, const Dims* dst_offsets,
                  const Dims* src_offsets, const Dims* shape, const PutOptions& options);
 PLD_API void get(const LocalDesc& dst, int peer, const WindowDesc& src, const Dims* dst_offsets,
                  const Dims* src_offsets, const Dims* shape, const GetOptions& options);
-PLD_API void check_same_shape(const char* op, const Dims& a, const Dims& b);
+PLD_API void check_same_shape(const char* api, const Dims& a, const Dims& b);
 
 /// A tile of `shape` / `valid`, allocated only after its size and `check(tile)` (the calling
 /// operation's own checks) passed: a bad call fails before any memory is taken.
 template <class T, class Check>
-Tile<T> checked_tile(const char* op, const Dims& shape, const Dims& valid, Check&& check) {
-  const LocalDesc probe{nullptr, shape, dtype_of<T>, checked_valid(op, shape, valid)};
-  tile_elements(op, shape, sizeof(T));
+Tile<T> checked_tile(const char* api, const Dims& shape, const Dims& valid, Check&& check) {
+  const LocalDesc probe{nullptr, shape, dtype_of<T>, checked_valid(api, shape, valid)};
+  tile_elements(api, shape, sizeof(T));
   check(probe);
   return Tile<T>(shape, valid);
 }
@@ -115,8 +115,8 @@ Tile<T> load_tile(const LocalDesc& src, const Dims& offsets, const Dims& shape, 
 }
 
 template <class T, class F>
-Tile<T> elementwise(const char* op, const Tile<T>& a, const Tile<T>& b, F f) {
-  check_same_shape(op, a.shape(), b.shape());
+Tile<T> elementwise(const char* api, const Tile<T>& a, const Tile<T>& b, F f) {
+  check_same_shape(api, a.shape(), b.shape());
   Dims valid = a.valid_shape();
   for (int d = 0; d < valid.size(); ++d) valid[d] = std::min(valid[d], b.valid_shape()[d]);
   Tile<T> out(a.shape(), valid);

@@ -24,14 +24,14 @@ struct SharedBlock {
 PLD_API SharedBlock shared_alloc(std::size_t bytes);
 
 [[noreturn]] PLD_API void throw_usage(const std::string& message);
-[[noreturn]] PLD_API void throw_index(const char* op, const Dims& index, const Dims& shape);
-[[noreturn]] PLD_API void throw_bad_shape(const char* op, const Dims& shape);
+[[noreturn]] PLD_API void throw_index(const char* api, const Dims& index, const Dims& shape);
+[[noreturn]] PLD_API void throw_bad_shape(const char* api, const Dims& shape);
 
-inline Index linear_index(const char* op, const Dims& index, const Dims& shape) {
-  if (index.size() != shape.size()) throw_index(op, index, shape);
+inline Index linear_index(const char* api, const Dims& index, const Dims& shape) {
+  if (index.size() != shape.size()) throw_index(api, index, shape);
   Index lin = 0;
   for (int d = 0; d < shape.size(); ++d) {
-    if (index[d] < 0 || index[d] >= shape[d]) throw_index(op, index, shape);
+    if (index[d] < 0 || index[d] >= shape[d]) throw_index(api, index, shape);
     lin = lin * shape[d] + index[d];
   }
   return lin;
@@ -39,10 +39,10 @@ inline Index linear_index(const char* op, const Dims& index, const Dims& shape) 
 
 /// Throws UsageError unless every extent of `shape` is >= 0 and `shape` elements of `elem_size`
 /// bytes have a byte size that fits an Index.
-inline void check_shape(const char* op, const Dims& shape, std::size_t elem_size = 1) {
+inline void check_shape(const char* api, const Dims& shape, std::size_t elem_size = 1) {
   for (Index e : shape)
-    if (e < 0) throw_bad_shape(op, shape);
-  checked_bytes(op, shape, elem_size);
+    if (e < 0) throw_bad_shape(api, shape);
+  checked_bytes(api, shape, elem_size);
 }
 
 }  // namespace detail

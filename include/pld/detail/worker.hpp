@@ -39,17 +39,17 @@ class PLD_API WorkerCore {
   int world_size() const;
 
   // Resident tensors: executed by the rank processes in order with the calls submitted before.
-  std::shared_ptr<DeviceAllocation> device_alloc(const char* op, int rank, std::uint64_t bytes, const void* init);
-  void device_free(const char* op, const std::shared_ptr<DeviceAllocation>& a);
-  void device_write(const char* op, const std::shared_ptr<DeviceAllocation>& a, std::uint64_t offset,
+  std::shared_ptr<DeviceAllocation> device_alloc(const char* api, int rank, std::uint64_t bytes, const void* init);
+  void device_free(const char* api, const std::shared_ptr<DeviceAllocation>& a);
+  void device_write(const char* api, const std::shared_ptr<DeviceAllocation>& a, std::uint64_t offset,
                     const void* src, std::uint64_t bytes);
-  void device_read(const char* op, const std::shared_ptr<DeviceAllocation>& a, std::uint64_t offset, void* dst,
+  void device_read(const char* api, const std::shared_ptr<DeviceAllocation>& a, std::uint64_t offset, void* dst,
                    std::uint64_t bytes);
   /// Throws unless `a` is a live allocation of this worker.
-  void check_owned(const char* op, const std::shared_ptr<DeviceAllocation>& a) const;
-  [[noreturn]] static void size_mismatch(const char* op, std::uint64_t have, std::uint64_t need);
+  void check_owned(const char* api, const std::shared_ptr<DeviceAllocation>& a) const;
+  [[noreturn]] static void size_mismatch(const char* api, std::uint64_t have, std::uint64_t need);
   /// Validates (or defaults to 0..B-1) the worker ids of a stacked tensor.
-  std::vector<int> stacked_ids(const char* op, Index batch, std::vector<int> ids) const;
+  std::vector<int> stacked_ids(const char* api, Index batch, std::vector<int> ids) const;
 
  private:
   struct Impl;
