@@ -10,9 +10,9 @@
 #include <cstdint>
 #include <cstdlib>
 #include <initializer_list>
-#include <ostream>
 #include <numeric>
 #include <optional>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -42,7 +42,9 @@ struct TypeAndRanks {
   DType dtype;
   int p;
 };
-inline void PrintTo(const TypeAndRanks& c, std::ostream* os) { *os << dtype_name(c.dtype) << " at P=" << c.p; }
+inline void PrintTo(const TypeAndRanks& c, std::ostream* os) {
+  *os << dtype_name(c.dtype) << " at P=" << c.p;
+}
 
 /// Every element type of `Ts` at every rank count of `counts`.
 template <class... Ts>
@@ -84,12 +86,12 @@ inline bool runs_here(int p) {
 }
 
 /// Skips the rest of a test that needs exactly `p` ranks when mpirun started another number.
-#define PLD_REQUIRE_RANKS(p)                                                                              \
-  if (!::pld::test::runs_here(p))                                                                         \
+#define PLD_REQUIRE_RANKS(p)      \
+  if (!::pld::test::runs_here(p)) \
   GTEST_SKIP() << "needs " << (p) << " ranks; mpirun started " << ::pld::launcher_world_size()
 
 /// Skips a test that only makes sense with forked rank processes (killing a rank, /dev/shm).
-#define PLD_REQUIRE_SHM()                                                                                 \
+#define PLD_REQUIRE_SHM() \
   if (::pld::launcher_world_size() > 0) GTEST_SKIP() << "forked rank processes only (shm backend)"
 
 /// Sets an environment variable for the ranks of the runs in its scope (each pld::run forks them,
@@ -138,8 +140,8 @@ auto value(T v) {
 }
 
 /// Every element type pld supports, and the ones atomic add supports.
-using AllTypes = ::testing::Types<float, fp16, bf16, std::int32_t, std::int16_t, std::int8_t, std::int64_t, double,
-                                  std::uint8_t>;
+using AllTypes =
+    ::testing::Types<float, fp16, bf16, std::int32_t, std::int16_t, std::int8_t, std::int64_t, double, std::uint8_t>;
 using AtomicTypes = ::testing::Types<float, fp16, bf16, std::int32_t, std::int16_t, std::int8_t>;
 
 class TypeNames {

@@ -42,7 +42,7 @@ struct Best {
   std::map<std::string, std::vector<Sample>> by_config;
   std::map<std::string, std::vector<double>> times_by_round;  // per configuration, in round order
   bool valid = false;
-  Sample s;       // the chosen statistic
+  Sample s;         // the chosen statistic
   int samples = 0;  // rounds of the chosen configuration
   void add(const Sample& x) {
     by_config[x.config].push_back(x);
@@ -93,9 +93,12 @@ void collect(const json& j, const std::string& group, const std::string& config,
 
 std::string human(std::uint64_t b) {
   char buf[32];
-  if (b >= (1ull << 20) && b % (1ull << 20) == 0) std::snprintf(buf, sizeof buf, "%llu MiB", (unsigned long long)(b >> 20));
-  else if (b >= 1024 && b % 1024 == 0) std::snprintf(buf, sizeof buf, "%llu KiB", (unsigned long long)(b >> 10));
-  else std::snprintf(buf, sizeof buf, "%llu B", (unsigned long long)b);
+  if (b >= (1ull << 20) && b % (1ull << 20) == 0)
+    std::snprintf(buf, sizeof buf, "%llu MiB", (unsigned long long)(b >> 20));
+  else if (b >= 1024 && b % 1024 == 0)
+    std::snprintf(buf, sizeof buf, "%llu KiB", (unsigned long long)(b >> 10));
+  else
+    std::snprintf(buf, sizeof buf, "%llu B", (unsigned long long)b);
   return buf;
 }
 
@@ -137,7 +140,8 @@ int main(int argc, char** argv) {
   std::set<std::string> configs;
   auto split = [](const std::string& s) {
     const auto eq = s.find('=');
-    return eq == std::string::npos ? std::make_pair(std::string("mpi"), s) : std::make_pair(s.substr(0, eq), s.substr(eq + 1));
+    return eq == std::string::npos ? std::make_pair(std::string("mpi"), s)
+                                   : std::make_pair(s.substr(0, eq), s.substr(eq + 1));
   };
   for (const auto& f : mpi_files) {
     const auto [cfg, path] = split(f);
@@ -163,11 +167,13 @@ int main(int argc, char** argv) {
   std::printf("pld vs Open MPI, P=%d, fp32, op sum (allreduce, reduce_scatter), broadcast root 0\n", nranks);
   int rounds = 0;
   for (const auto& [k, v] : pld) rounds = std::max(rounds, v.samples);
-  std::printf("%s time of %d interleaved round(s) per row, both sides alike; Open MPI: its best configuration per "
-              "row (of %zu)\n",
-              stat.c_str(), rounds, configs.size());
-  std::printf("pld = composite path (in-kernel loop); 'builtin' = pld::Host method, one dispatch per iteration "
-              "(information)\n\n");
+  std::printf(
+      "%s time of %d interleaved round(s) per row, both sides alike; Open MPI: its best configuration per "
+      "row (of %zu)\n",
+      stat.c_str(), rounds, configs.size());
+  std::printf(
+      "pld = composite path (in-kernel loop); 'builtin' = pld::Host method, one dispatch per iteration "
+      "(information)\n\n");
   std::printf("%-15s %9s %10s %11s %10s %9s %9s %9s %9s  %s\n", "collective", "size", "pld us", "builtin us", "MPI us",
               "pld/MPI", "pld GB/s", "MPI GB/s", "bus x", "MPI config");
   json rows = json::array();
@@ -248,8 +254,8 @@ int main(int argc, char** argv) {
       char buf[160];
       std::snprintf(buf, sizeof buf, "%.2fx (pld %.2f ms, floor %.2f ms)", pld_ms / floor_ms, pld_ms, floor_ms);
       t.value = buf;
-      std::printf("  allreduce 64 MiB fp32: pld %.2f ms; floor 4 x 64 MiB / %.2f GB/s = %.2f ms -> %.2fx the floor", pld_ms,
-                  dram, floor_ms, pld_ms / floor_ms);
+      std::printf("  allreduce 64 MiB fp32: pld %.2f ms; floor 4 x 64 MiB / %.2f GB/s = %.2f ms -> %.2fx the floor",
+                  pld_ms, dram, floor_ms, pld_ms / floor_ms);
       if (cache > 0) {
         const double floor_c = bytes / (cache * 1e9) * 1e3;
         std::printf("; at the footprint rate %.2f ms -> %.2fx", floor_c, pld_ms / floor_c);
@@ -258,8 +264,9 @@ int main(int argc, char** argv) {
       std::printf("\n");
       ceiling["floor_ms"] = floor_ms;
       ceiling["pld_ms"] = pld_ms;
-      if (mpi.count(k)) std::printf("  (Open MPI: %.2f ms -> %.2fx the floor)\n", mpi[k].s.time_us / 1e3,
-                                    mpi[k].s.time_us / 1e3 / floor_ms);
+      if (mpi.count(k))
+        std::printf("  (Open MPI: %.2f ms -> %.2fx the floor)\n", mpi[k].s.time_us / 1e3,
+                    mpi[k].s.time_us / 1e3 / floor_ms);
     }
     targets.push_back(t);
   }
@@ -278,15 +285,18 @@ int main(int argc, char** argv) {
     }
     for (auto& [k, v] : by_kind) {
       std::sort(v.begin(), v.end());
-      const double m = stat == "min" ? v.front() : v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
+      const double m = stat == "min"  ? v.front()
+                       : v.size() % 2 ? v[v.size() / 2]
+                                      : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
       auto [it, fresh] = exchange_us.try_emplace(k.first, m);
       if (!fresh) it->second = std::min(it->second, m);
     }
   }
   if (!exchange_us.empty()) {
-    std::printf("\nall_to_all against its bare copy (bench/mpi/exchange_ceiling: 2 threads copy the bytes all_to_all\n"
-                "moves, no runtime, fastest store kind, same rounds; each side's time over it, 1.00x = no overhead;\n"
-                "noise moves it by ~10%%):\n");
+    std::printf(
+        "\nall_to_all against its bare copy (bench/mpi/exchange_ceiling: 2 threads copy the bytes all_to_all\n"
+        "moves, no runtime, fastest store kind, same rounds; each side's time over it, 1.00x = no overhead;\n"
+        "noise moves it by ~10%%):\n");
     std::printf("  %-9s %12s %16s %16s %16s %16s\n", "size", "bare copy us", "pld all_to_all", "MPI all_to_all",
                 "pld a2a_v", "MPI a2a_v");
     json jx = json::array();
@@ -331,8 +341,10 @@ int main(int argc, char** argv) {
       // estimates the largest ratio a runtime could reach at that size here.
       if ((c == "all_to_all" || c == "all_to_all_v") && exchange_us.count(at)) {
         char bare[160];
-        std::snprintf(bare, sizeof bare, "; time over the bare copy: pld %.2fx, Open MPI %.2fx (about the most a runtime "
-                      "can gain here)", pld[{c, at}].s.time_us / exchange_us[at], mpi[{c, at}].s.time_us / exchange_us[at]);
+        std::snprintf(bare, sizeof bare,
+                      "; time over the bare copy: pld %.2fx, Open MPI %.2fx (about the most a runtime "
+                      "can gain here)",
+                      pld[{c, at}].s.time_us / exchange_us[at], mpi[{c, at}].s.time_us / exchange_us[at]);
         t.value += bare;
       }
       // The same row round by round (pld and Open MPI's chosen configuration ran back to back in
@@ -420,7 +432,8 @@ int main(int argc, char** argv) {
   }
 
   if (!summary.empty())
-    std::ofstream(summary) << json{{"rows", rows}, {"ceiling", ceiling}, {"targets", jt}, {"wrong_total", wrong}}.dump(2)
+    std::ofstream(summary) << json{{"rows", rows}, {"ceiling", ceiling}, {"targets", jt}, {"wrong_total", wrong}}.dump(
+                                  2)
                            << "\n";
   return wrong ? 1 : 0;
 }

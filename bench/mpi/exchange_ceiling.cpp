@@ -46,7 +46,9 @@ const char* name(Kind k) {
   }
   return "?";
 }
-bool alternates(Kind k) { return k == Kind::MemcpyAlt || k == Kind::Stream64Alt; }
+bool alternates(Kind k) {
+  return k == Kind::MemcpyAlt || k == Kind::Stream64Alt;
+}
 
 void stream_copy(char* dst, const char* src, std::size_t n) {
   std::size_t i = 0;
@@ -168,8 +170,9 @@ int main(int argc, char** argv) {
       ->delimiter(',')
       ->check(CLI::IsMember(names));
   app.add_option("-J,--json", json_path, "also write the results as JSON to this file");
-  app.add_option("--huge-pages", g_huge_pages, "1: madvise the buffers for transparent huge pages, as pld does "
-                                               "(PLD_HUGE_PAGES); 0: do not");
+  app.add_option("--huge-pages", g_huge_pages,
+                 "1: madvise the buffers for transparent huge pages, as pld does "
+                 "(PLD_HUGE_PAGES); 0: do not");
   CLI11_PARSE(app, argc, argv);
   std::vector<Kind> kinds;
   for (Kind k : all)
@@ -188,13 +191,18 @@ int main(int argc, char** argv) {
       const Times t = run(s, k, iters);  // GB/s: 4S bytes (both threads, read + write) per median
       std::printf("%5d MiB  %-15s %10.1f %10.1f %10.1f %8.1f\n", m, name(k), t.median * 1e6, t.mean * 1e6, t.min * 1e6,
                   4.0 * static_cast<double>(s) / t.median / 1e9);
-      rows.push_back({{"size", s}, {"kind", name(k)}, {"iters", iters}, {"median_us", t.median * 1e6},
-                      {"mean_us", t.mean * 1e6}, {"min_us", t.min * 1e6}});
+      rows.push_back({{"size", s},
+                      {"kind", name(k)},
+                      {"iters", iters},
+                      {"median_us", t.median * 1e6},
+                      {"mean_us", t.mean * 1e6},
+                      {"min_us", t.min * 1e6}});
     }
   }
   if (!json_path.empty()) {
     std::ofstream out(json_path);
-    out << nlohmann::json{{"tool", "exchange_ceiling"}, {"nranks", 2}, {"huge_pages", g_huge_pages}, {"rows", rows}}.dump(2)
+    out << nlohmann::json{{"tool", "exchange_ceiling"}, {"nranks", 2}, {"huge_pages", g_huge_pages}, {"rows", rows}}
+               .dump(2)
         << "\n";
     if (!out) {
       std::fprintf(stderr, "exchange_ceiling: cannot write %s\n", json_path.c_str());

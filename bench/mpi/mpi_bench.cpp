@@ -30,9 +30,9 @@ namespace {
 
 enum class Coll { Barrier, Allreduce, Broadcast, Allgather, ReduceScatter, AllToAll, AllToAllV };
 const std::vector<std::pair<std::string, Coll>> kColls = {
-    {"barrier", Coll::Barrier},         {"allreduce", Coll::Allreduce}, {"broadcast", Coll::Broadcast},
-    {"allgather", Coll::Allgather},     {"reduce_scatter", Coll::ReduceScatter},
-    {"all_to_all", Coll::AllToAll},     {"all_to_all_v", Coll::AllToAllV}};
+    {"barrier", Coll::Barrier},       {"allreduce", Coll::Allreduce},          {"broadcast", Coll::Broadcast},
+    {"allgather", Coll::Allgather},   {"reduce_scatter", Coll::ReduceScatter}, {"all_to_all", Coll::AllToAll},
+    {"all_to_all_v", Coll::AllToAllV}};
 
 struct Type {
   const char* name;
@@ -42,7 +42,7 @@ struct Type {
   std::int64_t exact_limit;  // integers below this are exact (floats); integers wrap
 };
 const std::vector<Type> kTypes = {
-    {"fp32", MPI_FLOAT, 4, true, 1ll << 24},    {"fp64", MPI_DOUBLE, 8, true, 1ll << 53},
+    {"fp32", MPI_FLOAT, 4, true, 1ll << 24},     {"fp64", MPI_DOUBLE, 8, true, 1ll << 53},
     {"int32", MPI_INT32_T, 4, false, 1ll << 62}, {"int64", MPI_INT64_T, 8, false, 1ll << 62},
     {"int16", MPI_INT16_T, 2, false, 1ll << 62}, {"int8", MPI_INT8_T, 1, false, 1ll << 62},
     {"uint8", MPI_UINT8_T, 1, false, 1ll << 62}};
@@ -60,20 +60,26 @@ std::uint64_t parse_size(const std::string& t) {
   char* end = nullptr;
   std::uint64_t v = std::strtoull(t.c_str(), &end, 10);
   switch (*end) {
-    case 'k': case 'K': return v << 10;
-    case 'm': case 'M': return v << 20;
-    case 'g': case 'G': return v << 30;
+    case 'k':
+    case 'K': return v << 10;
+    case 'm':
+    case 'M': return v << 20;
+    case 'g':
+    case 'G': return v << 30;
     default: return v;
   }
 }
 
 double now_ns() {
   return static_cast<double>(
-      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count());
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+          .count());
 }
 
 // ----- data: pld-bench's patterns (tools/pld-bench/check.hpp) ---------------------------------
-std::int64_t copy_value(int r, std::int64_t i) { return (7 * r + 3 * i + 1) % 251; }
+std::int64_t copy_value(int r, std::int64_t i) {
+  return (7 * r + 3 * i + 1) % 251;
+}
 std::int64_t reduce_value(const std::string& op, int r, int n, std::int64_t i, std::int64_t range) {
   if (op == "prod") return i % (n + 1) == r ? 2 : 1;
   return (3 * r + 5 * i + 1) % range;
@@ -86,12 +92,25 @@ std::int64_t fold(const std::string& op, std::int64_t a, std::int64_t b) {
 }
 void store(const Type& t, void* base, std::int64_t i, std::int64_t v) {
   auto* p = static_cast<char*>(base) + i * static_cast<std::int64_t>(t.size);
-  if (t.mpi == MPI_FLOAT) { float x = static_cast<float>(v); std::memcpy(p, &x, 4); }
-  else if (t.mpi == MPI_DOUBLE) { double x = static_cast<double>(v); std::memcpy(p, &x, 8); }
-  else if (t.size == 8) { std::int64_t x = v; std::memcpy(p, &x, 8); }
-  else if (t.size == 4) { std::int32_t x = static_cast<std::int32_t>(v); std::memcpy(p, &x, 4); }
-  else if (t.size == 2) { std::int16_t x = static_cast<std::int16_t>(v); std::memcpy(p, &x, 2); }
-  else { std::uint8_t x = static_cast<std::uint8_t>(v); std::memcpy(p, &x, 1); }
+  if (t.mpi == MPI_FLOAT) {
+    float x = static_cast<float>(v);
+    std::memcpy(p, &x, 4);
+  } else if (t.mpi == MPI_DOUBLE) {
+    double x = static_cast<double>(v);
+    std::memcpy(p, &x, 8);
+  } else if (t.size == 8) {
+    std::int64_t x = v;
+    std::memcpy(p, &x, 8);
+  } else if (t.size == 4) {
+    std::int32_t x = static_cast<std::int32_t>(v);
+    std::memcpy(p, &x, 4);
+  } else if (t.size == 2) {
+    std::int16_t x = static_cast<std::int16_t>(v);
+    std::memcpy(p, &x, 2);
+  } else {
+    std::uint8_t x = static_cast<std::uint8_t>(v);
+    std::memcpy(p, &x, 1);
+  }
 }
 bool equal(const Type& t, const void* base, std::int64_t i, std::int64_t v) {
   std::vector<char> want(t.size);
@@ -153,7 +172,8 @@ class Bench {
     switch (c_) {
       case Coll::Barrier: break;
       case Coll::Allreduce:
-        for (std::int64_t i = 0; i < row.count; ++i) store(t_, a_.data(), i, reduce_value(o_.redop, me_, n_, i, range_));
+        for (std::int64_t i = 0; i < row.count; ++i)
+          store(t_, a_.data(), i, reduce_value(o_.redop, me_, n_, i, range_));
         break;
       case Coll::Broadcast:
         for (std::int64_t i = 0; i < row.count; ++i) store(t_, a_.data(), i, copy_value(me_, i));
@@ -163,7 +183,8 @@ class Bench {
         for (std::int64_t i = 0; i < row.count; ++i) store(t_, b_.data(), i, 253);
         break;
       case Coll::ReduceScatter:
-        for (std::int64_t i = 0; i < row.count; ++i) store(t_, a_.data(), i, reduce_value(o_.redop, me_, n_, i, range_));
+        for (std::int64_t i = 0; i < row.count; ++i)
+          store(t_, a_.data(), i, reduce_value(o_.redop, me_, n_, i, range_));
         break;
       case Coll::AllToAll:
       case Coll::AllToAllV:
@@ -178,8 +199,10 @@ class Bench {
     switch (c_) {
       case Coll::Barrier: MPI_Barrier(MPI_COMM_WORLD); break;
       case Coll::Allreduce:
-        if (o_.out_of_place) MPI_Allreduce(a_.data(), b_.data(), count, t_.mpi, mpi_op(o_.redop), MPI_COMM_WORLD);
-        else MPI_Allreduce(MPI_IN_PLACE, a_.data(), count, t_.mpi, mpi_op(o_.redop), MPI_COMM_WORLD);
+        if (o_.out_of_place)
+          MPI_Allreduce(a_.data(), b_.data(), count, t_.mpi, mpi_op(o_.redop), MPI_COMM_WORLD);
+        else
+          MPI_Allreduce(MPI_IN_PLACE, a_.data(), count, t_.mpi, mpi_op(o_.redop), MPI_COMM_WORLD);
         break;
       case Coll::Broadcast: MPI_Bcast(a_.data(), count, t_.mpi, o_.root, MPI_COMM_WORLD); break;
       case Coll::Allgather: MPI_Allgather(a_.data(), cols, t_.mpi, b_.data(), cols, t_.mpi, MPI_COMM_WORLD); break;
@@ -334,14 +357,24 @@ int main(int argc, char** argv) {
       const char* type = c == Coll::Barrier ? "none" : t.name;
       const char* redop = red ? o.redop.c_str() : "none";
       const int root = c == Coll::Broadcast ? o.root : -1;
-      std::printf("%12llu  %12lld  %8s  %6s  %6d  %8.2f  %6.2f  %6.2f  %5lld\n", static_cast<unsigned long long>(r.bytes),
-                  static_cast<long long>(r.count), type, redop, root, r.time_us, alg, bus, static_cast<long long>(r.wrong));
-      jrows.push_back({{"size", r.bytes}, {"count", r.count}, {"type", type}, {"redop", redop}, {"root", root},
+      std::printf("%12llu  %12lld  %8s  %6s  %6d  %8.2f  %6.2f  %6.2f  %5lld\n",
+                  static_cast<unsigned long long>(r.bytes), static_cast<long long>(r.count), type, redop, root,
+                  r.time_us, alg, bus, static_cast<long long>(r.wrong));
+      jrows.push_back({{"size", r.bytes},
+                       {"count", r.count},
+                       {"type", type},
+                       {"redop", redop},
+                       {"root", root},
                        {"mpi",
-                        {{"time_us", r.time_us}, {"algbw", alg}, {"busbw", bus}, {"wrong", r.wrong},
-                         {"iters", r.iters}, {"warmup", r.warmup}}}});
+                        {{"time_us", r.time_us},
+                         {"algbw", alg},
+                         {"busbw", bus},
+                         {"wrong", r.wrong},
+                         {"iters", r.iters},
+                         {"warmup", r.warmup}}}});
     }
-    std::printf("# Out of bounds values : %lld %s\n", static_cast<long long>(wrong_total), wrong_total ? "FAILED" : "OK");
+    std::printf("# Out of bounds values : %lld %s\n", static_cast<long long>(wrong_total),
+                wrong_total ? "FAILED" : "OK");
     if (!o.json.empty()) {
       nlohmann::json j = {{"tool", "mpi_bench"},
                           {"nranks", n},

@@ -32,9 +32,12 @@ std::uint64_t parse_size(const std::string& t) {
   char* end = nullptr;
   std::uint64_t v = std::strtoull(t.c_str(), &end, 10);
   switch (*end) {
-    case 'k': case 'K': return v << 10;
-    case 'm': case 'M': return v << 20;
-    case 'g': case 'G': return v << 30;
+    case 'k':
+    case 'K': return v << 10;
+    case 'm':
+    case 'M': return v << 20;
+    case 'g':
+    case 'G': return v << 30;
     default: return v;
   }
 }
@@ -76,14 +79,15 @@ int main(int argc, char** argv) {
   double best = 1e30;
   for (int r = 0; r < reps; ++r) {
     double slowest = 0;
-    for (int t = 0; t < threads; ++t) slowest = std::max(slowest, times[static_cast<std::size_t>(t)][static_cast<std::size_t>(r)]);
+    for (int t = 0; t < threads; ++t)
+      slowest = std::max(slowest, times[static_cast<std::size_t>(t)][static_cast<std::size_t>(r)]);
     best = std::min(best, slowest);
   }
   const double gbps = 2.0 * static_cast<double>(bytes) * threads / best / 1e9;
-  std::printf("stream copy: %d threads x %zu bytes: %.2f GB/s (read + write, best of %d)\n", threads, bytes, gbps, reps);
+  std::printf("stream copy: %d threads x %zu bytes: %.2f GB/s (read + write, best of %d)\n", threads, bytes, gbps,
+              reps);
   if (!json.empty())
-    std::ofstream(json) << nlohmann::json{{"threads", threads}, {"bytes", bytes}, {"reps", reps}, {"copy_gbps", gbps}}
-                               .dump(2)
-                        << "\n";
+    std::ofstream(json)
+        << nlohmann::json{{"threads", threads}, {"bytes", bytes}, {"reps", reps}, {"copy_gbps", gbps}}.dump(2) << "\n";
   return 0;
 }

@@ -14,8 +14,8 @@
 //   pld-bench-worker -g 4 --calls 2000 --json out.json
 #include <pld/pld.hpp>
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -30,7 +30,9 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
 
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
@@ -78,15 +80,26 @@ struct Options {
 
 int main(int argc, char** argv) {
   Options o;
-  CLI::App app{"pld-bench-worker: per-dispatch cost of a DistributedWorker vs one-shot pld::run, and two-in-flight "
-               "overlap"};
+  CLI::App app{
+      "pld-bench-worker: per-dispatch cost of a DistributedWorker vs one-shot pld::run, and two-in-flight "
+      "overlap"};
   app.add_option("-g,--ranks", o.ranks, "ranks")->check(CLI::Range(1, 256))->capture_default_str();
-  app.add_option("--rounds", o.rounds, "timed empty dispatches per repeat")->check(CLI::PositiveNumber)->capture_default_str();
-  app.add_option("--warmup", o.warmup, "untimed empty dispatches first")->check(CLI::NonNegativeNumber)->capture_default_str();
-  app.add_option("--oneshot", o.oneshot, "pld::run calls per repeat")->check(CLI::PositiveNumber)->capture_default_str();
+  app.add_option("--rounds", o.rounds, "timed empty dispatches per repeat")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--warmup", o.warmup, "untimed empty dispatches first")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  app.add_option("--oneshot", o.oneshot, "pld::run calls per repeat")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   app.add_option("--calls", o.calls, "overlap: calls per repeat")->check(CLI::PositiveNumber)->capture_default_str();
-  app.add_option("--work-us", o.work_us, "overlap: host and rank work per call (us)")->check(CLI::NonNegativeNumber)->capture_default_str();
-  app.add_option("--repeats", o.repeats, "repeat every measurement (interleaved); medians are shown")->check(CLI::PositiveNumber)->capture_default_str();
+  app.add_option("--work-us", o.work_us, "overlap: host and rank work per call (us)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  app.add_option("--repeats", o.repeats, "repeat every measurement (interleaved); medians are shown")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   app.add_option("--json", o.json, "also write the results as JSON");
   CLI11_PARSE(app, argc, argv);
 
@@ -128,22 +141,16 @@ int main(int argc, char** argv) {
     fmt::print("{:<44} {:>10.2f}   (host {:.2f}, ranks {:.2f}, kernels {:.2f})\n",
                "dispatch: empty kernel, prepared worker", d, median(host), median(ranks), median(kernels));
     fmt::print("{:<44} {:>10.2f}   ({:.0f}x a worker dispatch)\n", "one-shot pld::run (fork + map + exit)", os, os / d);
-    fmt::print("{:<44} {:>10.2f}\n", fmt::format("overlap {:.0f}+{:.0f} us: back-to-back run()", o.work_us, o.work_us), se);
+    fmt::print("{:<44} {:>10.2f}\n", fmt::format("overlap {:.0f}+{:.0f} us: back-to-back run()", o.work_us, o.work_us),
+               se);
     fmt::print("{:<44} {:>10.2f}   ({:.2f}x faster)\n", "overlap: submit(), two in flight", pi, se / pi);
     fmt::print("\ntarget: dispatch <= 20 us at P=2: {} ({:.2f} us)\n", d <= 20 ? "PASS" : "MISS", d);
     fmt::print("target: two-in-flight beats back-to-back: {} ({:.2f}x)\n", pi < se ? "PASS" : "MISS", se / pi);
     if (!o.json.empty()) {
-      nlohmann::json j = {{"tool", "pld-bench-worker"},
-                          {"ranks", o.ranks},
-                          {"repeats", o.repeats},
-                          {"dispatch_us", dispatch},
-                          {"dispatch_host_us", host},
-                          {"dispatch_ranks_us", ranks},
-                          {"dispatch_kernels_us", kernels},
-                          {"oneshot_us", oneshot},
-                          {"overlap_work_us", o.work_us},
-                          {"overlap_run_us", serial},
-                          {"overlap_submit_us", piped}};
+      nlohmann::json j = {{"tool", "pld-bench-worker"},     {"ranks", o.ranks},          {"repeats", o.repeats},
+                          {"dispatch_us", dispatch},        {"dispatch_host_us", host},  {"dispatch_ranks_us", ranks},
+                          {"dispatch_kernels_us", kernels}, {"oneshot_us", oneshot},     {"overlap_work_us", o.work_us},
+                          {"overlap_run_us", serial},       {"overlap_submit_us", piped}};
       std::ofstream(o.json) << j.dump(2) << "\n";
     }
   } catch (const std::exception& e) {

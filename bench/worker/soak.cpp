@@ -18,11 +18,11 @@
 //   pld-soak --calls 2000 --kills 20 --json soak.json
 #include <pld/pld.hpp>
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 #include <signal.h>
 #include <unistd.h>
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
 
 #include <atomic>
 #include <chrono>
@@ -77,14 +77,18 @@ void host_step(Host& h, int call) {
   });
 }
 
-void barrier_kernel(DistributedTensor<std::int32_t> sig) { pld::tensor::barrier(sig); }
+void barrier_kernel(DistributedTensor<std::int32_t> sig) {
+  pld::tensor::barrier(sig);
+}
 void composite_step(Host& h) {
   auto s = h.window<std::int32_t>(h.alloc_window_buffer({h.world_size(), 16}, pld::DType::INT32, "sig"),
                                   {h.world_size(), 16});
   for (int r = 0; r < h.world_size(); ++r) h.dispatch(r, barrier_kernel, s);
 }
 
-void pid_kernel(Tensor<std::int32_t> pid) { pid(0) = getpid(); }
+void pid_kernel(Tensor<std::int32_t> pid) {
+  pid(0) = getpid();
+}
 void pids_program(Host& h, HostTensor<std::int32_t>& pids) {
   for (int r = 0; r < h.world_size(); ++r) h.dispatch(r, pid_kernel, pids[r]);
 }
@@ -157,9 +161,9 @@ struct Options {
   std::string json;
 };
 
-using Worker = pld::DistributedWorker<void (*)(Host&, StackedDeviceTensor<float>&), void (*)(Host&, int),
-                                      void (*)(Host&), void (*)(Host&, HostTensor<std::int32_t>&),
-                                      void (*)(Host&, HostTensor<std::int32_t>&)>;
+using Worker =
+    pld::DistributedWorker<void (*)(Host&, StackedDeviceTensor<float>&), void (*)(Host&, int), void (*)(Host&),
+                           void (*)(Host&, HostTensor<std::int32_t>&), void (*)(Host&, HostTensor<std::int32_t>&)>;
 
 }  // namespace
 
@@ -167,7 +171,9 @@ int main(int argc, char** argv) {
   Options o;
   CLI::App app{"pld-soak: resource figures over many DistributedWorker calls, and recovery from killed ranks"};
   app.add_option("-g,--ranks", o.ranks, "ranks")->check(CLI::Range(2, 64))->capture_default_str();
-  app.add_option("--calls", o.calls, "calls per worker in the soak")->check(CLI::Range(200, 10000000))->capture_default_str();
+  app.add_option("--calls", o.calls, "calls per worker in the soak")
+      ->check(CLI::Range(200, 10000000))
+      ->capture_default_str();
   app.add_option("--every", o.every, "checkpoint interval (calls)")->check(CLI::PositiveNumber)->capture_default_str();
   app.add_option("--kills", o.kills, "calls with a killed rank")->check(CLI::NonNegativeNumber)->capture_default_str();
   app.add_option("--rss-slack", o.rss_slack_kib, "allowed growth of RSS / mapped memory per process, KiB")
@@ -230,8 +236,9 @@ int main(int argc, char** argv) {
     // ----- report the soak
     const Checkpoint& first = checkpoints.front();
     const Checkpoint& last = checkpoints.back();
-    fmt::print("pld-soak: P={}, {} calls on each of two workers (non-persistent, persistent without reset), {:.1f} s\n\n",
-               o.ranks, o.calls, soak_s);
+    fmt::print(
+        "pld-soak: P={}, {} calls on each of two workers (non-persistent, persistent without reset), {:.1f} s\n\n",
+        o.ranks, o.calls, soak_s);
     fmt::print("{:>8} {:>7} | {:>26} | per rank process: fds / RSS MiB / mapped MiB (max over ranks)\n", "call",
                "pld shm", "host: fds / RSS MiB / mapped");
     for (const Checkpoint& c : checkpoints) {
@@ -264,7 +271,8 @@ int main(int argc, char** argv) {
     nlohmann::json cps = nlohmann::json::array();
     for (const Checkpoint& c : checkpoints) {
       nlohmann::json procs = nlohmann::json::array();
-      for (const Figures& f : c.procs) procs.push_back({{"fds", f.fds}, {"rss_kib", f.rss_kib}, {"mapped_kib", f.mapped_kib}});
+      for (const Figures& f : c.procs)
+        procs.push_back({{"fds", f.fds}, {"rss_kib", f.rss_kib}, {"mapped_kib", f.mapped_kib}});
       cps.push_back({{"call", c.call}, {"shm_entries", c.shm}, {"processes", procs}});
     }
     out["soak"] = {{"seconds", soak_s}, {"checkpoints", cps}, {"flat", grew.empty()}, {"grew", grew}};
@@ -287,8 +295,11 @@ int main(int argc, char** argv) {
         handle.result();
         problems.push_back(fmt::format("kill {}: the call succeeded", k));
       } catch (const pld::RankError& e) {
-        if (e.rank() == victim && e.cause() == pld::RankFailure::Crashed) ++clean;
-        else problems.push_back(fmt::format("kill {}: rank {} killed, error names rank {}: {}", k, victim, e.rank(), e.what()));
+        if (e.rank() == victim && e.cause() == pld::RankFailure::Crashed)
+          ++clean;
+        else
+          problems.push_back(
+              fmt::format("kill {}: rank {} killed, error names rank {}: {}", k, victim, e.rank(), e.what()));
       }
       try {
         fresh.run(composite_step);
@@ -300,15 +311,19 @@ int main(int argc, char** argv) {
     }
     std::sort(recover_ms.begin(), recover_ms.end());
     const double med = recover_ms.empty() ? 0 : recover_ms[recover_ms.size() / 2];
-    fmt::print("\nkills: {} calls with a randomly SIGKILLed rank: {} failed cleanly naming the rank, {} next calls "
-               "succeeded; kill -> next call done: median {:.1f} ms, max {:.1f} ms\n",
-               o.kills, clean, recovered, med, recover_ms.empty() ? 0 : recover_ms.back());
+    fmt::print(
+        "\nkills: {} calls with a randomly SIGKILLed rank: {} failed cleanly naming the rank, {} next calls "
+        "succeeded; kill -> next call done: median {:.1f} ms, max {:.1f} ms\n",
+        o.kills, clean, recovered, med, recover_ms.empty() ? 0 : recover_ms.back());
     for (const auto& p : problems) fmt::print("  {}\n", p);
     const bool kills_ok = clean == o.kills && recovered == o.kills;
     fmt::print("kill verdict: {}\n", kills_ok ? "CLEAN" : "PROBLEMS");
     ok = ok && kills_ok;
     fresh.close();
-    out["kills"] = {{"calls", o.kills}, {"clean", clean}, {"recovered", recovered}, {"recover_ms_median", med},
+    out["kills"] = {{"calls", o.kills},
+                    {"clean", clean},
+                    {"recovered", recovered},
+                    {"recover_ms_median", med},
                     {"problems", problems}};
     out["shm_entries_after_close"] = shm_entries();
     fmt::print("pld /dev/shm entries after closing both workers: {} (all entries, any program: {})\n", shm_entries(),

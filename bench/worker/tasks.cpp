@@ -6,13 +6,13 @@
 //   pld-bench-tasks                 # 1000 tasks, 1 and 2 threads, 5 repeats
 #include <pld/pld.hpp>
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <CLI/CLI.hpp>
 
+#include <unistd.h>
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
-#include <unistd.h>
 #include <vector>
 
 namespace {
@@ -23,8 +23,10 @@ void graph_kernel(pld::Tensor<double> out, int tasks, int threads, int chain) {
   pld::TaskGraph g(threads, chain ? "chain" : "independent");
   pld::TaskId prev;
   for (int i = 0; i < tasks; ++i) {
-    if (chain && i > 0) prev = g.add("t", [] {}, {prev});
-    else prev = g.add("t", [] {});
+    if (chain && i > 0)
+      prev = g.add("t", [] {}, {prev});
+    else
+      prev = g.add("t", [] {});
   }
   const auto t0 = Clock::now();
   g.run();
@@ -45,10 +47,13 @@ int main(int argc, char** argv) {
   int tasks = 1000, repeats = 5;
   CLI::App app{"pld-bench-tasks: per-task cost of TaskGraph, swimlanes off and on"};
   app.add_option("--tasks", tasks, "tasks per graph")->check(CLI::Range(1, 1000000))->capture_default_str();
-  app.add_option("--repeats", repeats, "interleaved repeats (median shown)")->check(CLI::PositiveNumber)->capture_default_str();
+  app.add_option("--repeats", repeats, "interleaved repeats (median shown)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
   try {
-    const std::string dir = (std::filesystem::temp_directory_path() / fmt::format("pld-bench-tasks-{}", getpid())).string();
+    const std::string dir =
+        (std::filesystem::temp_directory_path() / fmt::format("pld-bench-tasks-{}", getpid())).string();
     fmt::print("pld-bench-tasks: {} empty tasks per graph, median of {} (ns per task)\n\n", tasks, repeats);
     fmt::print("{:<24} {:>8} {:>14} {:>14} {:>12}\n", "graph", "threads", "swimlane off", "swimlane on", "overhead");
     for (int chain : {1, 0})

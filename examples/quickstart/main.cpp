@@ -12,7 +12,7 @@ void reduce_step(pld::Tensor<float> inp, pld::Tensor<float> out, pld::Distribute
   auto ctx = pld::get_comm_ctx(data);
   const int me = pld::rank(ctx), n = pld::nranks(ctx);
   pld::tile::store(pld::tile::load(inp, {0, 0}, {1, SIZE}), {0, 0}, data);  // 1. stage in
-  for (int p = 0; p < n; ++p)                                                 // 2. barrier
+  for (int p = 0; p < n; ++p)                                               // 2. barrier
     if (p != me) pld::system::notify(signal, p, {me, 0}, 1, pld::NotifyOp::AtomicAdd);
   for (int s = 0; s < n; ++s)
     if (s != me) pld::system::wait(signal, {s, 0}, 1, pld::WaitCmp::Ge);

@@ -216,8 +216,7 @@ const DistributedTensor<T>& all_to_all_v(const DistributedTensor<T>& input, cons
   const auto w = detail::desc(input);
   detail::CollTrace span("all_to_all_v", target);
   detail::coll_all_to_all_v(detail::window_local("all_to_all_v", w), &w, detail::desc(target), detail::desc(signal),
-                            detail::window_local("all_to_all_v", detail::desc(send_counts)),
-                            detail::desc(recv_counts));
+                            detail::window_local("all_to_all_v", detail::desc(send_counts)), detail::desc(recv_counts));
   return target;
 }
 

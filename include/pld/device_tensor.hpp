@@ -57,8 +57,7 @@ class DeviceTensor {
 
  private:
   friend struct detail::Access;
-  DeviceTensor(std::shared_ptr<detail::DeviceAllocation> alloc, Dims shape)
-      : alloc_(std::move(alloc)), shape_(shape) {}
+  DeviceTensor(std::shared_ptr<detail::DeviceAllocation> alloc, Dims shape) : alloc_(std::move(alloc)), shape_(shape) {}
   std::shared_ptr<detail::DeviceAllocation> alloc_;
   Dims shape_;
 };

@@ -69,8 +69,8 @@ PLD_API bool is_output_rank();
 /// on every process. Nothing to do on shm (the ranks wrote the host's memory).
 template <class T>
 void gather(HostTensor<T>& t, int root = -1) {
-  detail::gather_slices(t.data(), static_cast<std::uint64_t>(t.numel()) * sizeof(T), t.shape().size() ? t.shape()[0] : 0,
-                        root);
+  detail::gather_slices(t.data(), static_cast<std::uint64_t>(t.numel()) * sizeof(T),
+                        t.shape().size() ? t.shape()[0] : 0, root);
 }
 
 /// The two count operands of Host::all_to_all_v, by name:
@@ -125,8 +125,7 @@ class PLD_API Host {
   /// Every member of the signal's (or the domain's) comm domain waits until all have arrived.
   ///   h.barrier();
   void barrier(const DistributedTensor<std::int32_t>& signal) {
-    record_builtin({.kind = detail::Builtin::Barrier, .signal = detail::desc(signal)}, detail::builtin_barrier,
-                   signal);
+    record_builtin({.kind = detail::Builtin::Barrier, .signal = detail::desc(signal)}, detail::builtin_barrier, signal);
   }
   /// Barrier of `domain`'s members (or of the world) on pld's own signal.
   void barrier(const CommDomain& domain) { barrier(builtin_signal(domain.id())); }
@@ -273,8 +272,7 @@ class PLD_API Host {
   template <class R, class... P, class... A>
   void dispatch_fn(int rank, R (*kernel)(P...), A&&... args) {
     static_assert(std::is_void_v<R>, "pld::Host::dispatch: a kernel returns void; write results into tensors");
-    static_assert(sizeof...(P) == sizeof...(A),
-                  "pld::Host::dispatch: pass exactly one argument per kernel parameter");
+    static_assert(sizeof...(P) == sizeof...(A), "pld::Host::dispatch: pass exactly one argument per kernel parameter");
     check_rank("dispatch", rank);
     detail::ArgWriter writer;
     detail::encode_args<P...>(writer, std::index_sequence_for<P...>{}, std::forward<A>(args)...);

@@ -34,7 +34,8 @@ class Tile {
   Tile() = default;
   explicit Tile(const Dims& shape) : Tile(shape, shape) {}
   Tile(const Dims& shape, const Dims& valid_shape)
-      : shape_(shape), valid_(detail::checked_valid("Tile", shape, valid_shape)),
+      : shape_(shape),
+        valid_(detail::checked_valid("Tile", shape, valid_shape)),
         data_(detail::tile_storage<T>("Tile", shape)) {}
 
   /// Shape, valid box, element count and element type.
@@ -49,10 +50,7 @@ class Tile {
   T& at(const Dims& index) { return data_[detail::linear_index("Tile::at", index, shape_)]; }
   const T& at(const Dims& index) const { return data_[detail::linear_index("Tile::at", index, shape_)]; }
   template <class... I>
-    requires(std::is_integral_v<I> && ...)
-  T& operator()(I... index) {
-    return at(Dims{static_cast<Index>(index)...});
-  }
+  requires(std::is_integral_v<I>&&...) T& operator()(I... index) { return at(Dims{static_cast<Index>(index)...}); }
 
  private:
   Dims shape_, valid_;
@@ -84,15 +82,19 @@ CommCtx get_comm_ctx(const DistributedTensor<T>& dt) {
   return detail::comm_ctx("get_comm_ctx", dt.state());
 }
 /// Domain-local rank of the calling process.
-inline int rank(const CommCtx& ctx) { return ctx.rank(); }
+inline int rank(const CommCtx& ctx) {
+  return ctx.rank();
+}
 /// Number of ranks in the domain.
-inline int nranks(const CommCtx& ctx) { return ctx.nranks(); }
+inline int nranks(const CommCtx& ctx) {
+  return ctx.nranks();
+}
 
 /// On rank `peer`'s copy of `signal`, at `offsets`: Set stores `value`, AtomicAdd atomically adds
 /// it (negative values allowed). A release: every earlier write of this rank is visible to a rank
 /// whose wait observes this notify. `peer` may be the calling rank.
-inline void notify(const DistributedTensor<std::int32_t>& signal, int peer, const Dims& offsets,
-                   std::int32_t value, NotifyOp op) {
+inline void notify(const DistributedTensor<std::int32_t>& signal, int peer, const Dims& offsets, std::int32_t value,
+                   NotifyOp op) {
   detail::notify(detail::desc(signal), peer, offsets, value, op);
 }
 
@@ -141,8 +143,8 @@ void store(const Tile<T>& tile, const Dims& offsets, const Tensor<T>& dst) {
 }
 template <class T>
 void store(const Tile<T>& tile, const Dims& offsets, const DistributedTensor<T>& dst) {
-  detail::tile_store("tile::store", detail::desc(tile),
-                     detail::window_local("tile::store", detail::desc(dst)), offsets);
+  detail::tile_store("tile::store", detail::desc(tile), detail::window_local("tile::store", detail::desc(dst)),
+                     offsets);
 }
 
 /// One element (the model's pl.read / pl.write).

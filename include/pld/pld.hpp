@@ -8,11 +8,11 @@
 // See docs/ for the user guide and examples/tutorial/ for the step-by-step ladder.
 #pragma once
 
+#include <pld/collectives.hpp>
+#include <pld/comm_domain.hpp>
 #include <pld/error.hpp>
 #include <pld/host.hpp>
 #include <pld/info.hpp>
-#include <pld/collectives.hpp>
-#include <pld/comm_domain.hpp>
 #include <pld/kernel.hpp>
 #include <pld/task.hpp>
 #include <pld/tensor.hpp>

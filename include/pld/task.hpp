@@ -4,10 +4,10 @@
 //
 //   void kernel(pld::DistributedTensor<float> v, pld::DistributedTensor<int32_t> sig, ...) {
 //     pld::TaskGraph g(2, "step");                                   // 2 threads
-//     auto send = g.add("send", [&] { pld::tensor::put(v, peer, x); pld::system::notify(sig, peer, {me, 0}, 1, pld::NotifyOp::AtomicAdd); });
-//     auto recv = g.add("await", [&] { pld::system::defer_wait(sig, {peer, 0}, 1); });   // returns at once
-//     g.add("use", [&] { ... read v ... }, {recv});                  // starts only when sig[peer, 0] >= 1
-//     g.run();                                                       // returns when every task completed
+//     auto send = g.add("send", [&] { pld::tensor::put(v, peer, x); pld::system::notify(sig, peer, {me, 0}, 1,
+//     pld::NotifyOp::AtomicAdd); }); auto recv = g.add("await", [&] { pld::system::defer_wait(sig, {peer, 0}, 1); });
+//     // returns at once g.add("use", [&] { ... read v ... }, {recv});                  // starts only when sig[peer,
+//     0] >= 1 g.run();                                                       // returns when every task completed
 //   }
 //
 // A waiter task registers its conditions with defer_wait and returns; its TaskId completes only

@@ -45,8 +45,7 @@ class Tensor {
 
   /// Drops the leading dimension: `t[i]` of a `[4, 1, 256]` tensor is a `[1, 256]` view.
   Tensor operator[](Index i) const {
-    if (shape_.size() == 0 || i < 0 || i >= shape_[0])
-      detail::throw_index("Tensor::operator[]", Dims{i}, shape_);
+    if (shape_.size() == 0 || i < 0 || i >= shape_[0]) detail::throw_index("Tensor::operator[]", Dims{i}, shape_);
     const Dims inner = shape_.drop_front();
     const Index stride = inner.numel();
     return Tensor(data_ + i * stride, inner, block_,
@@ -56,8 +55,7 @@ class Tensor {
   /// Checked element access: `t.at({r, c})`.
   T& at(const Dims& index) const { return data_[detail::linear_index("Tensor::at", index, shape_)]; }
   template <class... I>
-    requires(std::is_integral_v<I> && ...)
-  T& operator()(I... index) const {
+  requires(std::is_integral_v<I>&&...) T& operator()(I... index) const {
     return at(Dims{static_cast<Index>(index)...});
   }
 
@@ -103,14 +101,15 @@ class HostTensor {
   /// Uniform random values from a fixed seed: floating point in [-1, 1), signed integers in
   /// [-8, 8], unsigned in [0, 16].
   static HostTensor random(const Dims& shape, std::uint64_t seed) {
-    if constexpr (std::is_integral_v<T>) return random(shape, seed, std::is_signed_v<T> ? -8 : 0, std::is_signed_v<T> ? 8 : 16);
-    else return random(shape, seed, -1, 1);
+    if constexpr (std::is_integral_v<T>)
+      return random(shape, seed, std::is_signed_v<T> ? -8 : 0, std::is_signed_v<T> ? 8 : 16);
+    else
+      return random(shape, seed, -1, 1);
   }
   /// Uniform random values in [lo, hi) (integers: [lo, hi]); the range must fit the type.
   static HostTensor random(const Dims& shape, std::uint64_t seed, double lo, double hi) {
     if (!(lo <= hi))
-      detail::throw_usage("HostTensor::random: lo " + std::to_string(lo) + " must not exceed hi " +
-                          std::to_string(hi));
+      detail::throw_usage("HostTensor::random: lo " + std::to_string(lo) + " must not exceed hi " + std::to_string(hi));
     if constexpr (std::is_integral_v<T>)
       if (lo < static_cast<double>(std::numeric_limits<T>::min()) ||
           !(hi < static_cast<double>(std::numeric_limits<T>::max()) + 1.0))
@@ -159,10 +158,7 @@ class HostTensor {
   /// Checked element access: `t.at({r, c})` or `t(r, c)`.
   T& at(const Dims& index) const { return view_.at(index); }
   template <class... I>
-    requires(std::is_integral_v<I> && ...)
-  T& operator()(I... index) const {
-    return view_(index...);
-  }
+  requires(std::is_integral_v<I>&&...) T& operator()(I... index) const { return view_(index...); }
 
   /// As Tensor: data, shape, ndim, numel, dtype; begin/end/span/to_vector over the elements.
   T* data() const { return view_.data(); }

@@ -106,21 +106,51 @@ struct PLD_API bf16 {
 };
 
 namespace detail {
-template <class T> struct DTypeOf;
-template <> struct DTypeOf<float> { static constexpr DType value = DType::FP32; };
-template <> struct DTypeOf<fp16> { static constexpr DType value = DType::FP16; };
-template <> struct DTypeOf<bf16> { static constexpr DType value = DType::BF16; };
-template <> struct DTypeOf<std::int32_t> { static constexpr DType value = DType::INT32; };
-template <> struct DTypeOf<std::int16_t> { static constexpr DType value = DType::INT16; };
-template <> struct DTypeOf<std::int8_t> { static constexpr DType value = DType::INT8; };
-template <> struct DTypeOf<std::int64_t> { static constexpr DType value = DType::INT64; };
-template <> struct DTypeOf<double> { static constexpr DType value = DType::FP64; };
-template <> struct DTypeOf<std::uint8_t> { static constexpr DType value = DType::UINT8; };
+template <class T>
+struct DTypeOf;
+template <>
+struct DTypeOf<float> {
+  static constexpr DType value = DType::FP32;
+};
+template <>
+struct DTypeOf<fp16> {
+  static constexpr DType value = DType::FP16;
+};
+template <>
+struct DTypeOf<bf16> {
+  static constexpr DType value = DType::BF16;
+};
+template <>
+struct DTypeOf<std::int32_t> {
+  static constexpr DType value = DType::INT32;
+};
+template <>
+struct DTypeOf<std::int16_t> {
+  static constexpr DType value = DType::INT16;
+};
+template <>
+struct DTypeOf<std::int8_t> {
+  static constexpr DType value = DType::INT8;
+};
+template <>
+struct DTypeOf<std::int64_t> {
+  static constexpr DType value = DType::INT64;
+};
+template <>
+struct DTypeOf<double> {
+  static constexpr DType value = DType::FP64;
+};
+template <>
+struct DTypeOf<std::uint8_t> {
+  static constexpr DType value = DType::UINT8;
+};
 }  // namespace detail
 
 /// True for the C++ types that are pld element types.
 template <class T>
-concept Element = requires { detail::DTypeOf<std::remove_cv_t<T>>::value; };
+concept Element = requires {
+  detail::DTypeOf<std::remove_cv_t<T>>::value;
+};
 
 /// The DType of a C++ element type: `dtype_of<float> == DType::FP32`.
 template <Element T>

@@ -85,9 +85,7 @@ class RunHandle {
   }
   /// Waits for the call and rethrows its error (the same error to every caller). Throws
   /// pld::Error if it does not finish within `timeout` seconds.
-  void result(double timeout = std::numeric_limits<double>::infinity()) const {
-    detail::call_result(*state_, timeout);
-  }
+  void result(double timeout = std::numeric_limits<double>::infinity()) const { detail::call_result(*state_, timeout); }
 
  private:
   friend struct detail::Access;  // DistributedWorker::submit makes them
@@ -98,20 +96,17 @@ class RunHandle {
 /// A set of rank processes kept across calls of one or several orchestrator programs
 /// (`void program(pld::Host&, Args...)`).
 template <class... Programs>
-  requires(sizeof...(Programs) >= 1 && (detail::Program<Programs> && ...))
-class DistributedWorker {
+requires(sizeof...(Programs) >= 1 && (detail::Program<Programs> && ...)) class DistributedWorker {
  public:
   DistributedWorker(const DistributedConfig& config, const WorkerOptions& options, Programs... programs)
-      : core_(config, options, {reinterpret_cast<void (*)()>(programs)...}), first_(std::get<0>(std::tuple(programs...))) {}
+      : core_(config, options, {reinterpret_cast<void (*)()>(programs)...}),
+        first_(std::get<0>(std::tuple(programs...))) {}
   explicit DistributedWorker(const DistributedConfig& config, Programs... programs)
       : DistributedWorker(config, WorkerOptions{}, programs...) {}
 
   /// The single-program shortcut: `rt(args...)` runs the worker's only program.
   template <class... A>
-    requires(sizeof...(Programs) == 1)
-  void operator()(A&&... args) {
-    run(first_, std::forward<A>(args)...);
-  }
+  requires(sizeof...(Programs) == 1) void operator()(A&&... args) { run(first_, std::forward<A>(args)...); }
 
   /// Runs `program` (registered with this worker) with `args` and waits for it.
   template <class R, class... P, class... A>
@@ -137,8 +132,8 @@ class DistributedWorker {
   BenchmarkStats benchmark(int rounds, int warmup, R (*program)(Host&, P...), A&&... args) {
     static_assert(std::is_void_v<R>, "pld::DistributedWorker: a program returns void");
     static_assert(sizeof...(P) == sizeof...(A), "pld::DistributedWorker: pass one argument per program parameter");
-    return core_.benchmark(reinterpret_cast<void (*)()>(program), [&](Host& h) { program(h, args...); }, rounds,
-                           warmup);
+    return core_.benchmark(
+        reinterpret_cast<void (*)()>(program), [&](Host& h) { program(h, args...); }, rounds, warmup);
   }
 
   // ----- Resident tensors (device_tensor.hpp) --------------------------------------------------
@@ -199,7 +194,8 @@ class DistributedWorker {
                           " needs a leading batch dimension B >= 1 (at least one shard)");
     const Index batch = full_shape[0];
     if (host.size() != static_cast<std::size_t>(full_shape.numel()))
-      detail::WorkerCore::size_mismatch(op, host.size_bytes(), static_cast<std::uint64_t>(full_shape.numel()) * sizeof(T));
+      detail::WorkerCore::size_mismatch(op, host.size_bytes(),
+                                        static_cast<std::uint64_t>(full_shape.numel()) * sizeof(T));
     worker_ids = stacked_ids(op, batch, std::move(worker_ids));
     const Dims shard = full_shape.drop_front();
     const auto n = static_cast<std::size_t>(shard.numel());
@@ -209,7 +205,10 @@ class DistributedWorker {
         shards.push_back(alloc_tensor<T>(shard, worker_ids[static_cast<std::size_t>(i)],
                                          host.subspan(static_cast<std::size_t>(i) * n, n)));
     } catch (...) {
-      for (auto& s : shards) try { free_tensor(s); } catch (...) {}
+      for (auto& s : shards) try {
+          free_tensor(s);
+        } catch (...) {
+        }
       throw;
     }
     return StackedDeviceTensor<T>(std::move(shards), full_shape, std::move(worker_ids));

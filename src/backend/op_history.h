@@ -25,7 +25,16 @@ inline constexpr int kOpHistory = 16;
 enum class OpKind : std::uint8_t { None = 0, Notify, Wait, Put, Get, RemoteLoad, RemoteStore, Collective };
 
 /// The collectives, as recorded (OpRecord::flag of a Collective record, debug-mode descriptors).
-enum class CollKind : std::uint8_t { None = 0, Barrier, Allreduce, Broadcast, Allgather, ReduceScatter, AllToAll, AllToAllV };
+enum class CollKind : std::uint8_t {
+  None = 0,
+  Barrier,
+  Allreduce,
+  Broadcast,
+  Allgather,
+  ReduceScatter,
+  AllToAll,
+  AllToAllV
+};
 
 inline const char* coll_name(CollKind k) {
   switch (k) {
@@ -41,7 +50,9 @@ inline const char* coll_name(CollKind k) {
 }
 
 /// Saturates a byte count into an OpRecord value.
-inline std::int32_t saturate(Index v) { return v > INT32_MAX ? INT32_MAX : static_cast<std::int32_t>(v); }
+inline std::int32_t saturate(Index v) {
+  return v > INT32_MAX ? INT32_MAX : static_cast<std::int32_t>(v);
+}
 
 /// One operation, decoded. `offset` is the byte offset (in the target rank's window heap) of the
 /// signal cell (notify, wait), or of the window buffer (data movement, collectives); `coords` are

@@ -312,7 +312,8 @@ void ll_all_to_all_v(const char* api, const DomainState& d, const std::byte* inp
   call.send_each([&](int p) {
     const std::size_t bytes = static_cast<std::size_t>(send_counts[p]) * row_bytes;
     std::memcpy(message, &send_counts[p], 4);
-    if (bytes > 0) std::memcpy(message + 4, input + static_cast<std::size_t>(p) * block_bytes, bytes);  // input may be null
+    if (bytes > 0)
+      std::memcpy(message + 4, input + static_cast<std::size_t>(p) * block_bytes, bytes);  // input may be null
     std::memset(message + 4 + bytes, 0, block_bytes - bytes);
     return static_cast<const std::byte*>(message);
   });

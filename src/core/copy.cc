@@ -17,9 +17,9 @@
 
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "core/copy.cc"
+#include <hwy/cache_control.h>
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
 #include <hwy/highway.h>
-#include <hwy/cache_control.h>
 
 HWY_BEFORE_NAMESPACE();
 namespace pld::detail::HWY_NAMESPACE {
@@ -77,7 +77,9 @@ HWY_EXPORT(StreamCopy);
 
 namespace {
 
-bool overlaps(const std::byte* a, const std::byte* b, std::size_t bytes) { return a < b + bytes && b < a + bytes; }
+bool overlaps(const std::byte* a, const std::byte* b, std::size_t bytes) {
+  return a < b + bytes && b < a + bytes;
+}
 
 // Calls copy(at, len) for the blocks of [0, bytes) in `order`: Forward is one block; Backward is
 // blocks of kCopyBlockBytes (the last one shorter), last first.
@@ -110,8 +112,8 @@ void bulk_copy(std::byte* dst, const std::byte* src, std::size_t bytes, std::siz
 // page-aligned heap, so they do; others are copied one by one, each streaming on its own). It
 // runs forward in either order: its source is read once and stays cached, and the 64 KiB blocks
 // of a backward pass cost ~3 % there (measured with pld-bench --op allgather).
-void bulk_copy_multi(std::byte* const* dsts, int n, const std::byte* src, std::size_t bytes,
-                     std::size_t streaming_from, CopyOrder order) {
+void bulk_copy_multi(std::byte* const* dsts, int n, const std::byte* src, std::size_t bytes, std::size_t streaming_from,
+                     CopyOrder order) {
   if (bytes == 0 || n < 1) return;
   constexpr std::uintptr_t kLine = 64;  // a multiple of every target's vector size
   const std::uintptr_t align = reinterpret_cast<std::uintptr_t>(dsts[0]) % kLine;

@@ -20,7 +20,9 @@ enum class CopyOrder { Forward, Backward };
 inline constexpr std::size_t kCopyBlockBytes = 64u << 10;
 
 /// Position of the k-th of n items (destinations, peers) visited in `order`.
-inline int nth_in_order(int k, int n, CopyOrder order) { return order == CopyOrder::Forward ? k : n - 1 - k; }
+inline int nth_in_order(int k, int n, CopyOrder order) {
+  return order == CopyOrder::Forward ? k : n - 1 - k;
+}
 
 void bulk_copy(std::byte* dst, const std::byte* src, std::size_t bytes, std::size_t streaming_from = kStreamingBytes,
                CopyOrder order = CopyOrder::Forward);

@@ -28,7 +28,9 @@ const char* to_string(RankFailure cause) {
 }
 
 namespace detail {
-[[noreturn]] void throw_usage(const std::string& message) { throw UsageError(message); }
+[[noreturn]] void throw_usage(const std::string& message) {
+  throw UsageError(message);
+}
 
 void throw_overflow(const char* api, const char* what, Index a, char sign, Index b) {
   throw UsageError(fmt::format("{}: {} {} {} {} overflows int64; use smaller values", api, what, a, sign, b));
@@ -36,14 +38,17 @@ void throw_overflow(const char* api, const char* what, Index a, char sign, Index
 
 void throw_shape_overflow(const char* api, const Dims& shape, std::size_t elem_size) {
   for (Index e : shape)
-    if (e < 0) throw UsageError(fmt::format("{}: shape {} has a negative extent; extents must be >= 0", api, shape.str()));
+    if (e < 0)
+      throw UsageError(fmt::format("{}: shape {} has a negative extent; extents must be >= 0", api, shape.str()));
   if (elem_size == 0 || !try_numel(shape))
-    throw UsageError(fmt::format("{}: shape {} has more elements than int64 can count (the product of its extents "
-                                 "overflows); use smaller extents",
-                                 api, shape.str()));
-  throw UsageError(fmt::format("{}: shape {} of {}-byte elements needs more bytes than int64 can count ({} elements x "
-                               "{} bytes overflows); use smaller extents",
-                               api, shape.str(), elem_size, *try_numel(shape), elem_size));
+    throw UsageError(
+        fmt::format("{}: shape {} has more elements than int64 can count (the product of its extents "
+                    "overflows); use smaller extents",
+                    api, shape.str()));
+  throw UsageError(
+      fmt::format("{}: shape {} of {}-byte elements needs more bytes than int64 can count ({} elements x "
+                  "{} bytes overflows); use smaller extents",
+                  api, shape.str(), elem_size, *try_numel(shape), elem_size));
 }
 }  // namespace detail
 

@@ -17,7 +17,9 @@ std::vector<SettingDescription> describe_settings() {
   return out;
 }
 
-const char* version() { return PLD_VERSION; }
+const char* version() {
+  return PLD_VERSION;
+}
 
 std::string heap_pages() {
   const std::string huge = detail::setting_string(detail::Setting::HugePages);

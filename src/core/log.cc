@@ -74,10 +74,14 @@ std::string expand(const std::string& pattern, int rank) {
   for (std::size_t i = 0; i < pattern.size(); ++i) {
     if (pattern[i] == '%' && i + 1 < pattern.size()) {
       const char c = pattern[++i];
-      if (c == 'h') out += host;
-      else if (c == 'p') out += std::to_string(getpid());
-      else if (c == 'r') out += rank < 0 ? std::string("host") : std::to_string(rank);
-      else out += c;
+      if (c == 'h')
+        out += host;
+      else if (c == 'p')
+        out += std::to_string(getpid());
+      else if (c == 'r')
+        out += rank < 0 ? std::string("host") : std::to_string(rank);
+      else
+        out += c;
     } else {
       out += pattern[i];
     }
@@ -96,13 +100,14 @@ void log_set_rank(int rank) {
 
 void log_check_level() {
   if (parse_level() < 0)
-    throw UsageError(fmt::format("PLD_LOG='{}' is not a log level; use error, warn, info or debug",
-                                 setting_string(Setting::Log)));
+    throw UsageError(
+        fmt::format("PLD_LOG='{}' is not a log level; use error, warn, info or debug", setting_string(Setting::Log)));
   std::string bad;
   if (parse_subsys(&bad) < 0)
-    throw UsageError(fmt::format("PLD_LOG_SUBSYS='{}': '{}' is not a subsystem; use a comma-separated list of init, "
-                                 "worker, rank, coll, debug, or all",
-                                 setting_string(Setting::LogSubsys), bad));
+    throw UsageError(
+        fmt::format("PLD_LOG_SUBSYS='{}': '{}' is not a subsystem; use a comma-separated list of init, "
+                    "worker, rank, coll, debug, or all",
+                    setting_string(Setting::LogSubsys), bad));
   LogState& s = state();
   s.level.store(parse_level(), std::memory_order_relaxed);
   s.subsys.store(parse_subsys(), std::memory_order_relaxed);

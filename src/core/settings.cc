@@ -17,9 +17,13 @@ constexpr SettingInfo kSettings[] = {
 };
 }  // namespace
 
-std::span<const SettingInfo> settings() { return kSettings; }
+std::span<const SettingInfo> settings() {
+  return kSettings;
+}
 
-const SettingInfo& setting_info(Setting s) { return kSettings[static_cast<int>(s)]; }
+const SettingInfo& setting_info(Setting s) {
+  return kSettings[static_cast<int>(s)];
+}
 
 std::string setting_string(Setting s) {
   const SettingInfo& info = setting_info(s);
@@ -41,9 +45,21 @@ std::uint64_t parse_bytes(const std::string& text, const char* what) {
   std::uint64_t scale = 1;
   if (i < text.size()) {
     switch (text[i]) {
-      case 'k': case 'K': scale = 1ull << 10; ++i; break;
-      case 'm': case 'M': scale = 1ull << 20; ++i; break;
-      case 'g': case 'G': scale = 1ull << 30; ++i; break;
+      case 'k':
+      case 'K':
+        scale = 1ull << 10;
+        ++i;
+        break;
+      case 'm':
+      case 'M':
+        scale = 1ull << 20;
+        ++i;
+        break;
+      case 'g':
+      case 'G':
+        scale = 1ull << 30;
+        ++i;
+        break;
       default: break;
     }
   }
@@ -51,21 +67,24 @@ std::uint64_t parse_bytes(const std::string& text, const char* what) {
   if (!(tail.empty() || tail == "B" || (scale > 1 && (tail == "i" || tail == "iB")))) ok = false;
   if (ok && v > UINT64_MAX / scale) ok = false;
   if (!ok)
-    throw UsageError(fmt::format("{}='{}' is not a byte size; write a count with an optional K, M or G suffix, "
-                                 "e.g. 256M",
-                                 what, text));
+    throw UsageError(
+        fmt::format("{}='{}' is not a byte size; write a count with an optional K, M or G suffix, "
+                    "e.g. 256M",
+                    what, text));
   return v * scale;
 }
 
-std::uint64_t setting_bytes(Setting s) { return parse_bytes(setting_string(s), setting_info(s).name); }
+std::uint64_t setting_bytes(Setting s) {
+  return parse_bytes(setting_string(s), setting_info(s).name);
+}
 
 double setting_seconds(Setting s) {
   const std::string text = setting_string(s);
   char* end = nullptr;
   const double v = std::strtod(text.c_str(), &end);
   if (text.empty() || (end && *end) || !std::isfinite(v) || v <= 0)
-    throw UsageError(fmt::format("{}='{}' is not a positive number of seconds; write e.g. 30 or 0.5",
-                                 setting_info(s).name, text));
+    throw UsageError(
+        fmt::format("{}='{}' is not a positive number of seconds; write e.g. 30 or 0.5", setting_info(s).name, text));
   return v;
 }
 

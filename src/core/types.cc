@@ -9,20 +9,29 @@
 namespace pld {
 
 void Dims::too_many() {
-  throw UsageError(fmt::format("Dims: more than {} dimensions; pld tensors have at most {} dimensions", kMaxDims,
-                               kMaxDims));
+  throw UsageError(
+      fmt::format("Dims: more than {} dimensions; pld tensors have at most {} dimensions", kMaxDims, kMaxDims));
 }
 
-Dims Dims::drop_front() const { return size_ ? Dims(begin() + 1, end()) : Dims(); }
+Dims Dims::drop_front() const {
+  return size_ ? Dims(begin() + 1, end()) : Dims();
+}
 
-std::string Dims::str() const { return fmt::format("[{}]", fmt::join(begin(), end(), ", ")); }
+std::string Dims::str() const {
+  return fmt::format("[{}]", fmt::join(begin(), end(), ", "));
+}
 
 std::size_t dtype_size(DType dtype) {
   switch (dtype) {
-    case DType::FP32: case DType::INT32: return 4;
-    case DType::FP16: case DType::BF16: case DType::INT16: return 2;
-    case DType::INT8: case DType::UINT8: return 1;
-    case DType::INT64: case DType::FP64: return 8;
+    case DType::FP32:
+    case DType::INT32: return 4;
+    case DType::FP16:
+    case DType::BF16:
+    case DType::INT16: return 2;
+    case DType::INT8:
+    case DType::UINT8: return 1;
+    case DType::INT64:
+    case DType::FP64: return 8;
   }
   throw UsageError(fmt::format("dtype_size: unknown DType value {}", static_cast<int>(dtype)));
 }

@@ -33,22 +33,25 @@ DebugBlock::DebugBlock(double wait_timeout, const std::atomic<std::uint32_t>* ab
   shared_->abort = abort;
 }
 
-DebugBlock::~DebugBlock() { munmap(shared_, sizeof(DebugShared)); }
+DebugBlock::~DebugBlock() {
+  munmap(shared_, sizeof(DebugShared));
+}
 
 namespace {
 
 constexpr double kMatchWaitMax = 1.0;  // seconds a rank waits for its peers' descriptors
 
 std::uint64_t stamp_of(std::uint32_t epoch, std::uint32_t domain, std::uint32_t seq) {
-  return ((static_cast<std::uint64_t>(epoch) & 0xffffff) << 40) | ((static_cast<std::uint64_t>(domain) & 0xfffff) << 20) |
-         (static_cast<std::uint64_t>(seq) & 0xfffff);
+  return ((static_cast<std::uint64_t>(epoch) & 0xffffff) << 40) |
+         ((static_cast<std::uint64_t>(domain) & 0xfffff) << 20) | (static_cast<std::uint64_t>(seq) & 0xfffff);
 }
 
 void pack(const CollCall& c, std::uint64_t w[8]) {
   const int nd = std::min(c.shape.size(), 4);
   w[1] = static_cast<std::uint64_t>(c.kind) | (static_cast<std::uint64_t>(c.dtype) << 8) |
          (static_cast<std::uint64_t>(c.op) << 16) | (static_cast<std::uint64_t>(c.mode) << 24) |
-         (static_cast<std::uint64_t>(nd) << 32) | (static_cast<std::uint64_t>(static_cast<std::uint16_t>(c.core_num)) << 40);
+         (static_cast<std::uint64_t>(nd) << 32) |
+         (static_cast<std::uint64_t>(static_cast<std::uint16_t>(c.core_num)) << 40);
   w[2] = static_cast<std::uint32_t>(c.root) | (static_cast<std::uint64_t>(c.signal) << 32);
   w[3] = c.target | (static_cast<std::uint64_t>(c.extra) << 32);
   for (int i = 0; i < 4; ++i) w[4 + i] = i < nd ? static_cast<std::uint64_t>(c.shape[i]) : 0;
@@ -169,7 +172,9 @@ void roll_epoch(Local& l, std::uint32_t epoch) {
   l.stale_warned.clear();
 }
 
-std::size_t rearm_hash(std::uint64_t off) { return static_cast<std::size_t>(((off >> 2) * 0x9E3779B97F4A7C15ull) >> 56); }
+std::size_t rearm_hash(std::uint64_t off) {
+  return static_cast<std::size_t>(((off >> 2) * 0x9E3779B97F4A7C15ull) >> 56);
+}
 
 void rearm_bump(DebugShared::RearmTable& t, std::uint64_t off) {
   const std::uint64_t key = off + 1;
@@ -251,8 +256,10 @@ void collective_check(const DomainState& d, const CollCall& call) {
       if (sh->abort->load(std::memory_order_acquire))
         throw AbortedError(fmt::format("{}: released because another rank failed", coll_name(call.kind)));
       if (Clock::now() > deadline) break;
-      if (round < 64) sched_yield();
-      else std::this_thread::sleep_for(std::chrono::microseconds(100));
+      if (round < 64)
+        sched_yield();
+      else
+        std::this_thread::sleep_for(std::chrono::microseconds(100));
     }
   }
   const int ref = calls[0] ? 0 : d.rank;
@@ -266,8 +273,8 @@ void collective_check(const DomainState& d, const CollCall& call) {
   std::string msg = fmt::format(
       "{}: collective mismatch on comm domain {} (collective #{} of this call on signal '{}'): rank {} called {} but "
       "rank {} called {} (they differ in {}). The ranks' calls:",
-      coll_name(call.kind), d.label, seq, d.buffer_name(call.signal), first, coll_name(odd.kind), ref, coll_name(reference.kind),
-      fmt::join(differences(odd, reference), ", "));
+      coll_name(call.kind), d.label, seq, d.buffer_name(call.signal), first, coll_name(odd.kind), ref,
+      coll_name(reference.kind), fmt::join(differences(odd, reference), ", "));
   for (int p = 0; p < d.nranks(); ++p) {
     const auto& c = calls[static_cast<std::size_t>(p)];
     msg += fmt::format("\n  rank {}: ", p);
@@ -280,8 +287,9 @@ void collective_check(const DomainState& d, const CollCall& call) {
     const auto diff = differences(*c, reference);
     if (!diff.empty()) msg += fmt::format("   <- differs from rank {} in {}", ref, fmt::join(diff, ", "));
   }
-  msg += "\nEvery rank of a comm domain must make the same collective calls, with the same arguments, in the same "
-         "order: look for a rank-dependent branch or argument.";
+  msg +=
+      "\nEvery rank of a comm domain must make the same collective calls, with the same arguments, in the same "
+      "order: look for a rank-dependent branch or argument.";
   throw UsageError(msg);
 }
 
@@ -302,7 +310,8 @@ void debug_check_notify(const WindowDesc& signal, int peer, const Dims& offsets,
       const auto c = find_call(ring, stamp);
       if (!c || c->signal != signal.ref.buffer) continue;
       throw UsageError(fmt::format(
-          "{} to rank {}: signal '{}' is the signal of {} — collective #{} on it of comm domain {} in this call, entered by "
+          "{} to rank {}: signal '{}' is the signal of {} — collective #{} on it of comm domain {} in this call, "
+          "entered by "
           "rank {}. A collective owns every cell of its signal for the whole call (its credits must balance to zero), "
           "so this notify would corrupt it: give your own notify/wait a separate signal window",
           signal_site("notify", signal, offsets), peer, d.buffer_name(signal.ref.buffer), describe(*c, d),
@@ -398,17 +407,19 @@ void debug_check_view(const char* api, const WindowDesc& w) {
   const DomainState* d = w.state;
   if (!d) return;
   if (w.ref.buffer >= d->buffers.size() || d->buffers[w.ref.buffer].offset != w.ref.offset)
-    throw UsageError(fmt::format("{}: the window view (buffer #{}, offset {}) matches no window buffer of comm domain "
-                                 "{}; make views with Host::window<T>() and pass them through Host::dispatch",
-                                 api, w.ref.buffer, w.ref.offset, d->label));
+    throw UsageError(
+        fmt::format("{}: the window view (buffer #{}, offset {}) matches no window buffer of comm domain "
+                    "{}; make views with Host::window<T>() and pass them through Host::dispatch",
+                    api, w.ref.buffer, w.ref.offset, d->label));
   const BufferInfo& b = d->buffers[w.ref.buffer];
   const std::optional<Index> need = try_bytes(w.shape, dtype_size(w.dtype));
   if (!need || static_cast<std::uint64_t>(*need) > b.bytes)
-    throw UsageError(fmt::format("{}: the view of window '{}' has shape {} ({}, {}) but the buffer has {} bytes; "
-                                 "accesses through it would leave the window (a DistributedTensor built in the kernel "
-                                 "must fit its buffer)",
-                                 api, b.name, w.shape.str(), dtype_name(w.dtype),
-                                 need ? fmt::format("{} bytes", *need) : std::string("more bytes than int64 can count"), b.bytes));
+    throw UsageError(
+        fmt::format("{}: the view of window '{}' has shape {} ({}, {}) but the buffer has {} bytes; "
+                    "accesses through it would leave the window (a DistributedTensor built in the kernel "
+                    "must fit its buffer)",
+                    api, b.name, w.shape.str(), dtype_name(w.dtype),
+                    need ? fmt::format("{} bytes", *need) : std::string("more bytes than int64 can count"), b.bytes));
 }
 
 }  // namespace pld::detail

@@ -27,7 +27,9 @@ namespace pld::detail {
 
 /// Set on the host before the rank processes are forked (group/group.cc group_options), so ranks inherit it.
 extern bool g_debug_checks;
-inline bool debug_checks() { return __builtin_expect(g_debug_checks, false); }
+inline bool debug_checks() {
+  return __builtin_expect(g_debug_checks, false);
+}
 /// PLD_LOG=info or debug with the coll subsystem (one line per collective call). Read once per
 /// process.
 inline bool collective_logging() {
@@ -83,7 +85,7 @@ struct CollCall {
   std::int32_t root = -1;
   std::int32_t core_num = 1;
   std::uint32_t signal = 0, target = UINT32_MAX, extra = UINT32_MAX;  // buffer ids in the domain
-  Dims shape;  // the target's (first four extents compared)
+  Dims shape;                                                         // the target's (first four extents compared)
 };
 
 /// The descriptor of a collective on `target` (kind, dtype, shape, signal, core_num, op, mode).
@@ -110,7 +112,7 @@ void collective_check(const DomainState& d, const CollCall& call);
 template <class MakeCall>
 void collective_enter(const DomainState& d, const WindowDesc& signal, CollKind kind, Index count, MakeCall&& make) {
   d.backend->record_op(OpKind::Collective, static_cast<std::uint8_t>(kind), -1, saturate(count), signal.ref.domain,
-                  signal.ref.buffer, signal.ref.offset, nullptr);
+                       signal.ref.buffer, signal.ref.offset, nullptr);
   if (debug_checks() || collective_logging()) collective_check(d, make());
 }
 

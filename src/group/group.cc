@@ -24,21 +24,25 @@ BackendKind resolve_backend(const DistributedConfig& config) {
   BackendKind kind = config.backend;
   if (kind == BackendKind::Auto) {
     const std::string env = setting_string(Setting::Backend);
-    if (env == "shm") kind = BackendKind::Shm;
-    else if (env == "mpi") kind = BackendKind::Mpi;
+    if (env == "shm")
+      kind = BackendKind::Shm;
+    else if (env == "mpi")
+      kind = BackendKind::Mpi;
     else if (env != "auto")
       throw UsageError(fmt::format("PLD_BACKEND='{}' is not a backend; use auto, shm or mpi", env));
   }
 #ifdef PLD_HAVE_MPI
   if (kind == BackendKind::Auto) kind = launcher_size() > 0 ? BackendKind::Mpi : BackendKind::Shm;
   if (kind == BackendKind::Mpi && launcher_size() == 0)
-    throw UsageError("backend mpi: the program was not started by an MPI launcher; start it with mpirun -n P "
-                     "(or choose the shm backend)");
+    throw UsageError(
+        "backend mpi: the program was not started by an MPI launcher; start it with mpirun -n P "
+        "(or choose the shm backend)");
 #else
   if (kind == BackendKind::Auto) kind = BackendKind::Shm;
   if (kind == BackendKind::Mpi)
-    throw UsageError("backend mpi: this pld was built without MPI (configure with -DPLD_WITH_MPI=ON and Open MPI's "
-                     "libopenmpi-dev installed), or choose the shm backend");
+    throw UsageError(
+        "backend mpi: this pld was built without MPI (configure with -DPLD_WITH_MPI=ON and Open MPI's "
+        "libopenmpi-dev installed), or choose the shm backend");
 #endif
   return kind;
 }
@@ -91,9 +95,10 @@ std::unique_ptr<ProcessGroup> make_group(const GroupOptions& options) {
     case BackendKind::Mpi: return std::make_unique<MpiGroup>(options);
 #endif
     default:
-      throw UsageError(fmt::format("make_group: backend {} is not available in this build; use group_options() to "
-                                   "resolve the backend first",
-                                   static_cast<int>(options.backend)));
+      throw UsageError(
+          fmt::format("make_group: backend {} is not available in this build; use group_options() to "
+                      "resolve the backend first",
+                      static_cast<int>(options.backend)));
   }
 }
 

@@ -13,8 +13,8 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
-#include <functional>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <set>
 
@@ -57,10 +57,10 @@ std::string join_ranks(const std::vector<int>& rs) {
 struct Writer {
   int rank;
   std::string why;
-  bool wrote = false;       // it did notify this cell (history)
-  bool set = false;         // ... with NotifyOp::Set
+  bool wrote = false;  // it did notify this cell (history)
+  bool set = false;    // ... with NotifyOp::Set
   std::int32_t last_value = 0;
-  int elsewhere = -1;       // it notified the same cell of this other rank instead
+  int elsewhere = -1;  // it notified the same cell of this other rank instead
 };
 
 std::vector<Writer> expected_writers(int a, const std::vector<RankSnapshot>& ranks, const HostSession& session) {
@@ -81,9 +81,10 @@ std::vector<Writer> expected_writers(int a, const std::vector<RankSnapshot>& ran
         any_set |= r.flag == static_cast<std::uint8_t>(NotifyOp::Set);
       }
     if (last)
-      out.push_back({x, fmt::format("notified it: {} {} (its operation #{})",
-                                    last->flag == static_cast<std::uint8_t>(NotifyOp::Set) ? "Set" : "AtomicAdd",
-                                    last->value, last->seq),
+      out.push_back({x,
+                     fmt::format("notified it: {} {} (its operation #{})",
+                                 last->flag == static_cast<std::uint8_t>(NotifyOp::Set) ? "Set" : "AtomicAdd",
+                                 last->value, last->seq),
                      true, any_set, last->value});
   }
   if (!out.empty()) return out;
@@ -262,15 +263,17 @@ std::string cycle_verdict(WaitGraph& g) {
     if (any_misdirected)
       verdict += "\nWait cycle: " + chain + " — the notifies these ranks wait for went to other ranks (below).";
     else
-      verdict += "\nDeadlock: " + chain + " — a cycle: each of these ranks waits before it notifies the next; notify "
+      verdict += "\nDeadlock: " + chain +
+                 " — a cycle: each of these ranks waits before it notifies the next; notify "
                  "before you wait.";
   }
   for (std::size_t a = 0; a < g.writers.size(); ++a)
     for (const Writer& w : g.writers[a])
       if (w.elsewhere >= 0)
-        verdict += fmt::format("\nMisdirected notify: rank {} notified {} on rank {}, but rank {} waits for it on its "
-                               "own copy — check the notify's peer and the wait's offsets (an off-by-one?).",
-                               w.rank, g.cell[a], w.elsewhere, a);
+        verdict += fmt::format(
+            "\nMisdirected notify: rank {} notified {} on rank {}, but rank {} waits for it on its "
+            "own copy — check the notify's peer and the wait's offsets (an off-by-one?).",
+            w.rank, g.cell[a], w.elsewhere, a);
   return verdict;
 }
 
@@ -292,8 +295,9 @@ std::string sink_verdict(const std::vector<RankSnapshot>& ranks, WaitGraph& g) {
                              waiters.size() > 1 ? "s" : "", join_ranks(waiters), waiters.size() > 1 ? "" : "s",
                              state_text(bs.state));
       if (bs.state == RankSnapshot::State::Idle)
-        verdict += " It finished its dispatches without the notify: look for a rank-dependent branch, loop bound or "
-                   "peer index that skips it.";
+        verdict +=
+            " It finished its dispatches without the notify: look for a rank-dependent branch, loop bound or "
+            "peer index that skips it.";
       else if (bs.state == RankSnapshot::State::Running)
         verdict += " It is still computing, or looping before its notify.";
     } else {
@@ -315,18 +319,21 @@ std::string cell_verdict(const std::vector<RankSnapshot>& ranks, const WaitGraph
     for (const Writer& w : g.writers[a])
       if (w.set) setters.push_back(w.rank);
     if (setters.size() >= 2)
-      verdict += fmt::format("\nLost update on rank {}: ranks {} all Set cell {}, so each Set overwrote the one before "
-                             "and the cell holds {} instead of a count; count with NotifyOp::AtomicAdd and wait with "
-                             "WaitCmp::Ge (or give each writer its own cell).",
-                             a, join_ranks(setters), g.cell[a], s.value);
+      verdict += fmt::format(
+          "\nLost update on rank {}: ranks {} all Set cell {}, so each Set overwrote the one before "
+          "and the cell holds {} instead of a count; count with NotifyOp::AtomicAdd and wait with "
+          "WaitCmp::Ge (or give each writer its own cell).",
+          a, join_ranks(setters), g.cell[a], s.value);
     if (s.cmp == WaitCmp::Eq && s.value > s.expected)
-      verdict += fmt::format("\nRank {} waits for == {} on {} but the cell already holds {}: a fast peer advanced "
-                             "past it; counters take WaitCmp::Ge.",
-                             a, s.expected, g.cell[a], s.value);
+      verdict += fmt::format(
+          "\nRank {} waits for == {} on {} but the cell already holds {}: a fast peer advanced "
+          "past it; counters take WaitCmp::Ge.",
+          a, s.expected, g.cell[a], s.value);
     if (g.writers[a].empty())
-      verdict += fmt::format("\nNo rank is known to write {} that rank {} waits on: check the peer and offsets of "
-                             "the notify meant for it.",
-                             g.cell[a], a);
+      verdict += fmt::format(
+          "\nNo rank is known to write {} that rank {} waits on: check the peer and offsets of "
+          "the notify meant for it.",
+          g.cell[a], a);
   }
   return verdict;
 }
@@ -343,8 +350,10 @@ std::string wait_for_dot(const std::vector<RankSnapshot>& ranks, const WaitGraph
     else
       label += state_text(s.state);
     std::string style;
-    if (g.sinks.count(static_cast<int>(r))) style = ", style=filled, fillcolor=orange";
-    else if (s.state == RankSnapshot::State::Waiting) style = ", style=filled, fillcolor=lightyellow";
+    if (g.sinks.count(static_cast<int>(r)))
+      style = ", style=filled, fillcolor=orange";
+    else if (s.state == RankSnapshot::State::Waiting)
+      style = ", style=filled, fillcolor=lightyellow";
     d += fmt::format("  r{} [label=\"{}\"{}];\n", r, label, style);
   }
   for (std::size_t a = 0; a < g.edges.size(); ++a)
@@ -373,7 +382,8 @@ HangReport hang_analyse(const std::vector<RankSnapshot>& ranks, const HostSessio
   std::string graph;
   for (std::size_t a = 0; a < n; ++a)
     for (int b : g.edges[a]) graph += fmt::format("{}rank {} -> rank {}", graph.empty() ? "" : ", ", a, b);
-  rep.text += "\nWait-for graph: " + (graph.empty() ? std::string("no edges (no awaited cell has a known writer)") : graph);
+  rep.text +=
+      "\nWait-for graph: " + (graph.empty() ? std::string("no edges (no awaited cell has a known writer)") : graph);
   rep.text += verdict;
   rep.dot = wait_for_dot(ranks, g);
   return rep;

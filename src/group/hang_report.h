@@ -26,8 +26,8 @@ struct RankSnapshot {
   WaitCmp cmp = WaitCmp::Ge;
   std::int32_t expected = 0, value = 0;
   std::uint64_t offset = 0;
-  int writer = -1;   // the protocol's writer (collectives), or -1
-  std::string what;  // the collective waiting, or empty
+  int writer = -1;                // the protocol's writer (collectives), or -1
+  std::string what;               // the collective waiting, or empty
   std::vector<OpRecord> history;  // oldest first
 };
 

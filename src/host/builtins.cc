@@ -12,11 +12,15 @@ namespace pld {
 
 namespace {
 // Operands each builtin sets in its BuiltinCall (besides the signal, which every one sets).
-bool has_target(detail::Builtin k) { return k != detail::Builtin::Barrier; }
+bool has_target(detail::Builtin k) {
+  return k != detail::Builtin::Barrier;
+}
 bool has_input(detail::Builtin k) {
   return k == detail::Builtin::Allgather || k == detail::Builtin::AllToAll || k == detail::Builtin::AllToAllV;
 }
-detail::LocalDesc as_local(const detail::WindowDesc& w) { return {nullptr, w.shape, w.dtype, w.shape}; }
+detail::LocalDesc as_local(const detail::WindowDesc& w) {
+  return {nullptr, w.shape, w.dtype, w.shape};
+}
 }  // namespace
 
 const std::vector<int>& Host::builtin_ranks(detail::BuiltinCall& c) {

@@ -17,18 +17,23 @@
 
 namespace pld {
 
-int CommDomain::size() const { return static_cast<int>(session_->domain(id_).members.size()); }
+int CommDomain::size() const {
+  return static_cast<int>(session_->domain(id_).members.size());
+}
 
-const std::vector<int>& CommDomain::ranks() const { return session_->domain(id_).members; }
+const std::vector<int>& CommDomain::ranks() const {
+  return session_->domain(id_).members;
+}
 
 namespace {
 // pld's own windows (kBuiltinSignalName, kCollStagingName) are allocated by the session itself;
 // a user buffer must not take one of their names.
 const std::string& user_name(const std::string& name) {
   if (name.rfind("pld.", 0) == 0)
-    throw UsageError(fmt::format("alloc_window_buffer('{}'): names starting with 'pld.' are reserved for pld's own "
-                                 "windows; pick another name",
-                                 name));
+    throw UsageError(
+        fmt::format("alloc_window_buffer('{}'): names starting with 'pld.' are reserved for pld's own "
+                    "windows; pick another name",
+                    name));
   return name;
 }
 }  // namespace
@@ -53,13 +58,14 @@ detail::WindowRef CommDomain::window_ref(const WindowBuffer& buffer, const Dims&
   return session_->view(id_, buffer, shape, dtype);
 }
 
-CommDomain Host::domain(const std::vector<int>& ranks) { return CommDomain(session_, session_->domain_create(ranks)); }
+CommDomain Host::domain(const std::vector<int>& ranks) {
+  return CommDomain(session_, session_->domain_create(ranks));
+}
 
 namespace detail {
 
 std::uint32_t HostSession::domain_create(const std::vector<int>& ranks) {
-  if (ranks.empty())
-    throw UsageError("Host::domain: the rank list is empty; a comm domain needs at least one rank");
+  if (ranks.empty()) throw UsageError("Host::domain: the rank list is empty; a comm domain needs at least one rank");
   std::vector<int> members = ranks;
   std::sort(members.begin(), members.end());
   for (std::size_t i = 0; i < members.size(); ++i) {
@@ -74,7 +80,8 @@ std::uint32_t HostSession::domain_create(const std::vector<int>& ranks) {
   d.id = static_cast<std::uint32_t>(domains_.size());
   d.members = members;
   d.local_of.assign(static_cast<std::size_t>(world_size_), -1);
-  for (std::size_t i = 0; i < members.size(); ++i) d.local_of[static_cast<std::size_t>(members[i])] = static_cast<int>(i);
+  for (std::size_t i = 0; i < members.size(); ++i)
+    d.local_of[static_cast<std::size_t>(members[i])] = static_cast<int>(i);
   d.label = domain_label(d.id, members);
   d.dispatched.assign(members.size(), false);
   domains_.push_back(std::move(d));

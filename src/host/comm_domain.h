@@ -13,11 +13,11 @@ namespace pld::detail {
 
 struct DomainRecord {
   std::uint32_t id = 0;
-  std::vector<int> members;        // world ranks, ascending
-  std::vector<int> local_of;       // world rank -> domain-local rank, or -1
-  std::vector<BufferInfo> buffers; // by buffer id
+  std::vector<int> members;         // world ranks, ascending
+  std::vector<int> local_of;        // world rank -> domain-local rank, or -1
+  std::vector<BufferInfo> buffers;  // by buffer id
   std::string label;
-  std::vector<bool> dispatched;    // by domain-local rank: got a dispatch using this domain
+  std::vector<bool> dispatched;  // by domain-local rank: got a dispatch using this domain
   bool used = false;
 };
 

@@ -10,7 +10,9 @@ namespace pld {
 
 Host::Host(detail::HostSession* session) : session_(session), world_(session, 0) {}
 
-int Host::world_size() const { return session_->world_size(); }
+int Host::world_size() const {
+  return session_->world_size();
+}
 
 void Host::check_rank(const char* api, int rank) const {
   if (rank < 0 || rank >= session_->world_size())
@@ -18,7 +20,9 @@ void Host::check_rank(const char* api, int rank) const {
                                  api, rank, session_->world_size()));
 }
 
-void Host::add_callback(std::function<void()> fn) { session_->add_callback(std::move(fn)); }
+void Host::add_callback(std::function<void()> fn) {
+  session_->add_callback(std::move(fn));
+}
 
 void Host::record_dispatch(int rank, detail::Trampoline trampoline, void (*kernel)(), detail::ArgWriter& writer) {
   session_->record(rank, trampoline, kernel, writer);
@@ -26,9 +30,10 @@ void Host::record_dispatch(int rank, detail::Trampoline trampoline, void (*kerne
 
 namespace detail {
 void throw_unshared_tensor(int arg_index) {
-  throw UsageError(fmt::format("Host::dispatch: argument {} is a Tensor that does not view pld shared memory; "
-                               "ranks cannot see it. Create the data as a pld::HostTensor and pass it or a view of it",
-                               arg_index));
+  throw UsageError(
+      fmt::format("Host::dispatch: argument {} is a Tensor that does not view pld shared memory; "
+                  "ranks cannot see it. Create the data as a pld::HostTensor and pass it or a view of it",
+                  arg_index));
 }
 }  // namespace detail
 

@@ -26,7 +26,9 @@ std::uint32_t next_call() {
 
 HostSession::HostSession(int world_size, std::uint64_t heap_bytes)
     : call_(next_call()),
-      world_size_(world_size), heap_bytes_(heap_bytes), heap_top_(static_cast<std::size_t>(world_size), 0) {
+      world_size_(world_size),
+      heap_bytes_(heap_bytes),
+      heap_top_(static_cast<std::size_t>(world_size), 0) {
   std::vector<int> all(static_cast<std::size_t>(world_size));
   for (int r = 0; r < world_size; ++r) all[static_cast<std::size_t>(r)] = r;
   domain_create(all);
@@ -35,15 +37,17 @@ HostSession::HostSession(int world_size, std::uint64_t heap_bytes)
 WindowBuffer HostSession::alloc(std::uint32_t domain, std::uint64_t bytes, const std::string& name) {
   DomainRecord& d = domains_.at(domain);
   if (name.rfind("pld.", 0) == 0 && name != kBuiltinSignalName && name != kCollStagingName)
-    throw UsageError(fmt::format("alloc_window_buffer('{}'): names starting with 'pld.' are reserved for pld's own "
-                                 "windows; pick another name",
-                                 name));
+    throw UsageError(
+        fmt::format("alloc_window_buffer('{}'): names starting with 'pld.' are reserved for pld's own "
+                    "windows; pick another name",
+                    name));
   const std::string real_name = name.empty() ? fmt::format("window{}", d.buffers.size()) : name;
   for (const BufferInfo& b : d.buffers)
     if (b.name == real_name)
-      throw UsageError(fmt::format("alloc_window_buffer: a buffer named '{}' already exists in comm domain {}; give "
-                                   "each buffer a unique name",
-                                   real_name, d.label));
+      throw UsageError(
+          fmt::format("alloc_window_buffer: a buffer named '{}' already exists in comm domain {}; give "
+                      "each buffer a unique name",
+                      real_name, d.label));
   std::uint64_t offset = 0;
   if (layout_) {
     offset = place_persistent(d, bytes, real_name);
@@ -54,11 +58,12 @@ WindowBuffer HostSession::alloc(std::uint32_t domain, std::uint64_t bytes, const
     for (int r : d.members) offset = std::max(offset, heap_top_[static_cast<std::size_t>(r)]);
     offset = (offset + kWindowAlignment - 1) / kWindowAlignment * kWindowAlignment;
     if (bytes > heap_bytes_ || offset > heap_bytes_ - bytes)
-      throw UsageError(fmt::format("alloc_window_buffer('{}', {} bytes): does not fit the window heap of {} bytes "
-                                   "per rank ({} already in use in comm domain {}); raise "
-                                   "DistributedConfig::heap_bytes or PLD_HEAP_BYTES, or allocate less (the size is in "
-                                   "bytes, not elements)",
-                                   real_name, bytes, heap_bytes_, offset, d.label));
+      throw UsageError(
+          fmt::format("alloc_window_buffer('{}', {} bytes): does not fit the window heap of {} bytes "
+                      "per rank ({} already in use in comm domain {}); raise "
+                      "DistributedConfig::heap_bytes or PLD_HEAP_BYTES, or allocate less (the size is in "
+                      "bytes, not elements)",
+                      real_name, bytes, heap_bytes_, offset, d.label));
     for (int r : d.members) heap_top_[static_cast<std::size_t>(r)] = offset + bytes;
   }
   const auto id = static_cast<std::uint32_t>(d.buffers.size());
@@ -78,27 +83,30 @@ std::uint64_t HostSession::place_persistent(const DomainRecord& d, std::uint64_t
   }
   if (it != dom.buffers.end()) {
     if (it->second.bytes != bytes)
-      throw UsageError(fmt::format("alloc_window_buffer('{}', {} bytes): changed specification — in comm domain {} "
-                                   "this persistent buffer has {} bytes from an earlier call; a persistent worker "
-                                   "keeps windows for its lifetime, so keep the size fixed (or use a worker without "
-                                   "WorkerOptions::persistent)",
-                                   name, bytes, d.label, it->second.bytes));
+      throw UsageError(
+          fmt::format("alloc_window_buffer('{}', {} bytes): changed specification — in comm domain {} "
+                      "this persistent buffer has {} bytes from an earlier call; a persistent worker "
+                      "keeps windows for its lifetime, so keep the size fixed (or use a worker without "
+                      "WorkerOptions::persistent)",
+                      name, bytes, d.label, it->second.bytes));
     placed_.push_back(Placed{d.id, it->second, false});
     return it->second.offset;
   }
   if (dom.sealed && !reserved)
-    throw UsageError(fmt::format("alloc_window_buffer('{}', {} bytes): changed specification — comm domain {} of "
-                                 "this persistent worker had no buffer '{}' in earlier calls; allocate the same "
-                                 "buffers in every call (or use a worker without WorkerOptions::persistent)",
-                                 name, bytes, d.label, name));
+    throw UsageError(
+        fmt::format("alloc_window_buffer('{}', {} bytes): changed specification — comm domain {} of "
+                    "this persistent worker had no buffer '{}' in earlier calls; allocate the same "
+                    "buffers in every call (or use a worker without WorkerOptions::persistent)",
+                    name, bytes, d.label, name));
   std::uint64_t offset = 0;
   for (int r : d.members) offset = std::max(offset, L.top_[static_cast<std::size_t>(r)]);
   offset = (offset + kWindowAlignment - 1) / kWindowAlignment * kWindowAlignment;
   if (bytes > heap_bytes_ || offset > heap_bytes_ - bytes)
-    throw UsageError(fmt::format("alloc_window_buffer('{}', {} bytes): does not fit the window heap of {} bytes per "
-                                 "rank ({} already kept by this persistent worker's buffers); raise "
-                                 "DistributedConfig::heap_bytes or PLD_HEAP_BYTES, or allocate less",
-                                 name, bytes, heap_bytes_, offset));
+    throw UsageError(
+        fmt::format("alloc_window_buffer('{}', {} bytes): does not fit the window heap of {} bytes per "
+                    "rank ({} already kept by this persistent worker's buffers); raise "
+                    "DistributedConfig::heap_bytes or PLD_HEAP_BYTES, or allocate less",
+                    name, bytes, heap_bytes_, offset));
   for (int r : d.members) L.top_[static_cast<std::size_t>(r)] = offset + bytes;
   const BufferInfo info{offset, bytes, name};
   dom.buffers.emplace(name, info);
@@ -119,9 +127,10 @@ std::vector<std::pair<std::uint64_t, std::uint64_t>> HostSession::zero_regions(i
 
 void HostSession::check_call(const char* what, const WindowRef& ref) const {
   if (ref.call != call_)
-    throw UsageError(fmt::format("{}: a window buffer or view from another orchestrator call; windows live for one "
-                                 "call (pld::run / one dispatch of a worker), allocate it again in this one",
-                                 what));
+    throw UsageError(
+        fmt::format("{}: a window buffer or view from another orchestrator call; windows live for one "
+                    "call (pld::run / one dispatch of a worker), allocate it again in this one",
+                    what));
 }
 
 namespace {
@@ -131,13 +140,15 @@ void check_view_size(const std::string& site, const Dims& shape, DType dtype, st
     if (e < 0) throw UsageError(fmt::format("{}: shape has a negative extent; extents must be >= 0", site));
   const std::optional<Index> need = try_bytes(shape, dtype_size(dtype));
   if (!need)
-    throw UsageError(fmt::format("{}: the view's size overflows int64 (shape {} of {}-byte elements); the buffer has "
-                                 "{} bytes",
-                                 site, shape.str(), dtype_size(dtype), bytes));
+    throw UsageError(
+        fmt::format("{}: the view's size overflows int64 (shape {} of {}-byte elements); the buffer has "
+                    "{} bytes",
+                    site, shape.str(), dtype_size(dtype), bytes));
   if (static_cast<std::uint64_t>(*need) > bytes)
-    throw UsageError(fmt::format("{}: the view needs {} bytes but the buffer has {} bytes; alloc_window_buffer takes "
-                                 "a size in BYTES (e.g. n * sizeof(T)), not elements",
-                                 site, *need, bytes));
+    throw UsageError(
+        fmt::format("{}: the view needs {} bytes but the buffer has {} bytes; alloc_window_buffer takes "
+                    "a size in BYTES (e.g. n * sizeof(T)), not elements",
+                    site, *need, bytes));
 }
 }  // namespace
 
@@ -147,19 +158,21 @@ WindowRef HostSession::view(std::uint32_t domain, const WindowBuffer& buffer, co
   check_call("window", ref);
   if (ref.domain != domain) {
     const std::string owner = ref.domain < domains_.size() ? domains_[ref.domain].label : std::string("?");
-    throw UsageError(fmt::format("window: buffer '{}' belongs to comm domain {}, not {}; make the view with the "
-                                 "domain that allocated it",
-                                 buffer.name, owner, d.label));
+    throw UsageError(
+        fmt::format("window: buffer '{}' belongs to comm domain {}, not {}; make the view with the "
+                    "domain that allocated it",
+                    buffer.name, owner, d.label));
   }
   if (ref.buffer >= d.buffers.size() || d.buffers[ref.buffer].offset != ref.offset ||
       d.buffers[ref.buffer].bytes != ref.bytes)
-    throw UsageError(fmt::format("window: buffer '{}' was not allocated in this orchestrator call; windows live for "
-                                 "one call, allocate it again",
-                                 buffer.name));
+    throw UsageError(
+        fmt::format("window: buffer '{}' was not allocated in this orchestrator call; windows live for "
+                    "one call, allocate it again",
+                    buffer.name));
   for (Index e : shape)
     if (e < 0)
-      throw UsageError(fmt::format("window('{}', {}): shape has a negative extent; extents must be >= 0", buffer.name,
-                                   shape.str()));
+      throw UsageError(
+          fmt::format("window('{}', {}): shape has a negative extent; extents must be >= 0", buffer.name, shape.str()));
   check_view_size(fmt::format("window('{}', {}, {})", buffer.name, shape.str(), dtype_name(dtype)), shape, dtype,
                   ref.bytes);
   return ref;
@@ -174,9 +187,10 @@ void HostSession::check_view(const char* what, const WindowRef& ref, const Dims&
   const DomainRecord& d = domains_[ref.domain];
   if (ref.buffer >= d.buffers.size() || d.buffers[ref.buffer].offset != ref.offset ||
       d.buffers[ref.buffer].bytes != ref.bytes)
-    throw UsageError(fmt::format("{}: a window view of buffer {} (offset {}, {} bytes) that comm domain {} does not "
-                                 "have{}",
-                                 what, ref.buffer, ref.offset, ref.bytes, d.label, made));
+    throw UsageError(
+        fmt::format("{}: a window view of buffer {} (offset {}, {} bytes) that comm domain {} does not "
+                    "have{}",
+                    what, ref.buffer, ref.offset, ref.bytes, d.label, made));
   check_view_size(fmt::format("{}: window view of '{}' with shape {} ({})", what, d.buffers[ref.buffer].name,
                               shape.str(), dtype_name(dtype)),
                   shape, dtype, ref.bytes);
@@ -184,9 +198,10 @@ void HostSession::check_view(const char* what, const WindowRef& ref, const Dims&
 
 void HostSession::record(int rank, Trampoline trampoline, void (*kernel)(), ArgWriter& writer) {
   if (writer.bytes().size() > kMaxArgBytes)
-    throw UsageError(fmt::format("dispatch to rank {}: the arguments take {} bytes, more than the {} allowed; pass "
-                                 "large data in a HostTensor",
-                                 rank, writer.bytes().size(), kMaxArgBytes));
+    throw UsageError(
+        fmt::format("dispatch to rank {}: the arguments take {} bytes, more than the {} allowed; pass "
+                    "large data in a HostTensor",
+                    rank, writer.bytes().size(), kMaxArgBytes));
   DispatchRecord rec;
   rec.rank = rank;
   rec.trampoline = trampoline;
@@ -196,9 +211,10 @@ void HostSession::record(int rank, Trampoline trampoline, void (*kernel)(), ArgW
     if (b == 0 || std::find(rec.blocks.begin(), rec.blocks.end(), b) != rec.blocks.end()) continue;
     BlockRecord br;
     if (!BlockRegistry::instance().find(b, &br))
-      throw UsageError(fmt::format("dispatch to rank {}: a Tensor argument views a HostTensor that was already "
-                                   "destroyed; keep the HostTensor alive until pld::run returns",
-                                   rank));
+      throw UsageError(
+          fmt::format("dispatch to rank {}: a Tensor argument views a HostTensor that was already "
+                      "destroyed; keep the HostTensor alive until pld::run returns",
+                      rank));
     if (auto owner = br.owner.lock()) keep_alive_.push_back(std::move(owner));
     rec.blocks.push_back(b);
   }
@@ -212,10 +228,11 @@ void HostSession::record(int rank, Trampoline trampoline, void (*kernel)(), ArgW
                                          "resident tensors work only with the worker that allocated them",
                                          rank));
     if (a->rank != rank)
-      throw UsageError(fmt::format("dispatch to rank {}: the DeviceTensor lives in rank {}'s process "
-                                   "(worker_id {}); resident tensors never move — dispatch to rank {}, or copy "
-                                   "the data with copy_from / alloc_tensor",
-                                   rank, a->rank, a->rank, a->rank));
+      throw UsageError(
+          fmt::format("dispatch to rank {}: the DeviceTensor lives in rank {}'s process "
+                      "(worker_id {}); resident tensors never move — dispatch to rank {}, or copy "
+                      "the data with copy_from / alloc_tensor",
+                      rank, a->rank, a->rank, a->rank));
     keep_alive_.push_back(a);
   }
   for (const WindowArg& w : writer.windows()) {
@@ -225,10 +242,11 @@ void HostSession::record(int rank, Trampoline trampoline, void (*kernel)(), ArgW
     DomainRecord& d = domains_[id];
     const int local = d.local_of[static_cast<std::size_t>(rank)];
     if (local < 0)
-      throw UsageError(fmt::format("dispatch to rank {}: an argument is a window of comm domain {}, which rank {} is "
-                                   "not a member of; dispatch it to a member or allocate it in a domain that "
-                                   "contains rank {}",
-                                   rank, d.label, rank, rank));
+      throw UsageError(
+          fmt::format("dispatch to rank {}: an argument is a window of comm domain {}, which rank {} is "
+                      "not a member of; dispatch it to a member or allocate it in a domain that "
+                      "contains rank {}",
+                      rank, d.label, rank, rank));
     d.used = true;
     d.dispatched[static_cast<std::size_t>(local)] = true;
     rec.domains.push_back(id);
@@ -266,11 +284,12 @@ void HostSession::finish() {
           const bool again = std::any_of(placed_.begin(), placed_.end(),
                                          [&](const Placed& p) { return p.domain == d.id && p.info.name == name; });
           if (!again)
-            throw UsageError(fmt::format("pld: changed specification — comm domain {} of this persistent worker had "
-                                         "buffer '{}' ({} bytes) in earlier calls but this call did not allocate it; "
-                                         "allocate the same buffers in every call (or use a worker without "
-                                         "WorkerOptions::persistent)",
-                                         d.label, name, info.bytes));
+            throw UsageError(
+                fmt::format("pld: changed specification — comm domain {} of this persistent worker had "
+                            "buffer '{}' ({} bytes) in earlier calls but this call did not allocate it; "
+                            "allocate the same buffers in every call (or use a worker without "
+                            "WorkerOptions::persistent)",
+                            d.label, name, info.bytes));
         }
     }
   }
@@ -279,9 +298,10 @@ void HostSession::finish() {
     std::size_t bytes = 16 + 4 * d.members.size();
     for (const BufferInfo& b : d.buffers) bytes += 20 + std::min<std::size_t>(b.name.size(), 200);
     if (bytes > kMaxDomainMessage)
-      throw UsageError(fmt::format("pld::run: comm domain {} has too many window buffers ({}) to describe to the "
-                                   "ranks; use fewer, larger buffers",
-                                   d.label, d.buffers.size()));
+      throw UsageError(
+          fmt::format("pld::run: comm domain {} has too many window buffers ({}) to describe to the "
+                      "ranks; use fewer, larger buffers",
+                      d.label, d.buffers.size()));
     if (!d.used) continue;
     std::vector<int> missing, present;
     for (std::size_t i = 0; i < d.members.size(); ++i) (d.dispatched[i] ? present : missing).push_back(d.members[i]);
@@ -307,9 +327,8 @@ const WindowBuffer& HostSession::builtin_signal(std::uint32_t domain) {
   auto& sig = builtin_signals_.at(domain);
   if (!sig) {
     const auto rows = static_cast<std::uint64_t>(domains_.at(domain).members.size());
-    sig = std::make_unique<WindowBuffer>(
-        alloc(domain, rows * static_cast<std::uint64_t>(kBuiltinSignalColumns) * sizeof(std::int32_t),
-              kBuiltinSignalName));
+    sig = std::make_unique<WindowBuffer>(alloc(
+        domain, rows * static_cast<std::uint64_t>(kBuiltinSignalColumns) * sizeof(std::int32_t), kBuiltinSignalName));
   }
   return *sig;
 }

@@ -12,13 +12,15 @@ namespace pld::detail {
 void check_box(const std::string& op, const char* operand, const char* region, const Dims& shape, const Dims& offsets,
                const Dims& extent, const char* remedy) {
   if (offsets.size() != shape.size())
-    throw UsageError(fmt::format("{}: {} offsets {} have rank {} but the {} has rank {} (shape {}); give one offset per "
-                                 "dimension",
-                                 op, operand, offsets.str(), offsets.size(), operand, shape.size(), shape.str()));
+    throw UsageError(
+        fmt::format("{}: {} offsets {} have rank {} but the {} has rank {} (shape {}); give one offset per "
+                    "dimension",
+                    op, operand, offsets.str(), offsets.size(), operand, shape.size(), shape.str()));
   if (extent.size() != shape.size())
-    throw UsageError(fmt::format("{}: {} extent {} has rank {} but the {} has rank {} (shape {}); give one extent per "
-                                 "dimension",
-                                 op, operand, extent.str(), extent.size(), operand, shape.size(), shape.str()));
+    throw UsageError(
+        fmt::format("{}: {} extent {} has rank {} but the {} has rank {} (shape {}); give one extent per "
+                    "dimension",
+                    op, operand, extent.str(), extent.size(), operand, shape.size(), shape.str()));
   for (int d = 0; d < shape.size(); ++d) {
     if (offsets[d] < 0)
       throw UsageError(fmt::format("{}: {} offset {} in dimension {} is negative (offsets {}); offsets must be >= 0",
@@ -27,29 +29,31 @@ void check_box(const std::string& op, const char* operand, const char* region, c
       throw UsageError(fmt::format("{}: extent {} in dimension {} is negative (extent {}); extents must be >= 0", op,
                                    extent[d], d, extent.str()));
     if (shape[d] < 0)
-      throw UsageError(fmt::format("{}: {} shape {} has a negative extent; extents must be >= 0", op, operand,
-                                   shape.str()));
+      throw UsageError(
+          fmt::format("{}: {} shape {} has a negative extent; extents must be >= 0", op, operand, shape.str()));
     if (!fits_within(offsets[d], extent[d], shape[d]))
-      throw UsageError(fmt::format("{}: {} {} exceeds dimension {}: offset {} + extent {} > {} (shape {}, offsets {}, "
-                                   "extent {}); {}",
-                                   op, operand, region, d, offsets[d], extent[d], shape[d], shape.str(), offsets.str(),
-                                   extent.str(), remedy));
+      throw UsageError(fmt::format(
+          "{}: {} {} exceeds dimension {}: offset {} + extent {} > {} (shape {}, offsets {}, "
+          "extent {}); {}",
+          op, operand, region, d, offsets[d], extent[d], shape[d], shape.str(), offsets.str(), extent.str(), remedy));
   }
 }
 
 void check_peer(const std::string& op, const DomainState& state, int peer) {
   if (peer < 0 || peer >= state.nranks())
-    throw UsageError(fmt::format("{}: peer {} out of range [0, {}) of comm domain {}; peers are domain-local ranks "
-                                 "(use pld::rank(ctx) / pld::nranks(ctx))",
-                                 op, peer, state.nranks(), state.label));
+    throw UsageError(
+        fmt::format("{}: peer {} out of range [0, {}) of comm domain {}; peers are domain-local ranks "
+                    "(use pld::rank(ctx) / pld::nranks(ctx))",
+                    op, peer, state.nranks(), state.label));
 }
 
 const DomainState& bound_state(const std::string& op, const WindowDesc& w) {
   if (!w.state) {
     RankRuntime::get(op.c_str());  // throws "called outside a kernel" on the host
-    throw UsageError(fmt::format("{}: the window view is not bound to a comm domain; create it with "
-                                 "Host::window<T>() and pass it to the kernel through Host::dispatch",
-                                 op));
+    throw UsageError(
+        fmt::format("{}: the window view is not bound to a comm domain; create it with "
+                    "Host::window<T>() and pass it to the kernel through Host::dispatch",
+                    op));
   }
   return *w.state;
 }
@@ -62,14 +66,20 @@ void check_dtype(const char* api, DType a, DType b) {
 void check_atomic(const char* api, AtomicType atomic, DType dtype) {
   if (atomic == AtomicType::None) return;
   if (atomic != AtomicType::Add)
-    throw UsageError(fmt::format("{}: atomic {} must be AtomicType::None or AtomicType::Add", api, static_cast<int>(atomic)));
+    throw UsageError(
+        fmt::format("{}: atomic {} must be AtomicType::None or AtomicType::Add", api, static_cast<int>(atomic)));
   switch (dtype) {
-    case DType::FP32: case DType::FP16: case DType::BF16: case DType::INT32: case DType::INT16: case DType::INT8:
-      return;
+    case DType::FP32:
+    case DType::FP16:
+    case DType::BF16:
+    case DType::INT32:
+    case DType::INT16:
+    case DType::INT8: return;
     default:
-      throw UsageError(fmt::format("{}: AtomicType::Add requires an fp32/bf16/fp16/int32/int16/int8 dtype, got {}; "
-                                   "accumulate in one of those types or use a plain store with a signal",
-                                   api, dtype_name(dtype)));
+      throw UsageError(
+          fmt::format("{}: AtomicType::Add requires an fp32/bf16/fp16/int32/int16/int8 dtype, got {}; "
+                      "accumulate in one of those types or use a plain store with a signal",
+                      api, dtype_name(dtype)));
   }
 }
 

@@ -30,7 +30,7 @@ void record(const char* api, OpKind kind, AtomicType atomic, const DomainState& 
             Index bytes, const Dims* offsets) {
   if (debug_checks()) debug_check_view(api, w);
   d.backend->record_op(kind, static_cast<std::uint8_t>(atomic), world_peer, saturate(bytes), w.ref.domain, w.ref.buffer,
-                  w.ref.offset, offsets);
+                       w.ref.offset, offsets);
 }
 
 /// Moves box `wbox` of world rank `world_peer`'s copy of window `w` to or from box `lbox` of the
@@ -136,8 +136,8 @@ void transfer(const Transfer& t) {
       d.backend->put(world_peer, t.window.ref.offset, t.local.data, bytes);
     else
       d.backend->get(t.local.data, world_peer, t.window.ref.offset, bytes);
-    d.backend->record_op(kind, 0, world_peer, saturate(static_cast<Index>(bytes)), t.window.ref.domain, t.window.ref.buffer,
-                    t.window.ref.offset, nullptr);
+    d.backend->record_op(kind, 0, world_peer, saturate(static_cast<Index>(bytes)), t.window.ref.domain,
+                         t.window.ref.buffer, t.window.ref.offset, nullptr);
     return;
   }
   const DomainState& d = bound_state(t.op, t.window);
@@ -206,7 +206,8 @@ void remote_store(const char* api, const LocalDesc& src, const WindowDesc& dst, 
     throw UsageError(fmt::format("{}: target rank must be >= 2 (window shape {}); view the window as [rows, cols]", api,
                                  dst.shape.str()));
   if (src.shape.size() < 2)
-    throw UsageError(fmt::format("{}: src must be at least 2-D (shape {}); reshape it as [1, n]", api, src.shape.str()));
+    throw UsageError(
+        fmt::format("{}: src must be at least 2-D (shape {}); reshape it as [1, n]", api, src.shape.str()));
   for (int i = 0; i + 2 < src.shape.size(); ++i)
     if (src.shape[i] != 1)
       throw UsageError(

@@ -54,7 +54,8 @@ void notify(const WindowDesc& signal, int peer, const Dims& offsets, std::int32_
     const std::string site = signal_site("notify", signal, offsets);
     bound_state(site, signal);
     if (op != NotifyOp::AtomicAdd && op != NotifyOp::Set)
-      throw UsageError(fmt::format("{}: op {} must be NotifyOp::AtomicAdd or NotifyOp::Set", site, static_cast<int>(op)));
+      throw UsageError(
+          fmt::format("{}: op {} must be NotifyOp::AtomicAdd or NotifyOp::Set", site, static_cast<int>(op)));
     check_peer(site, *d, peer);
     off = cell_offset(site, signal, offsets);
   }
@@ -62,13 +63,22 @@ void notify(const WindowDesc& signal, int peer, const Dims& offsets, std::int32_
   if (debug_checks()) debug_check_notify(signal, peer, offsets, off, value, op);
   // Recorded before the notify releases the cell: a waiter that sees the new value also sees the
   // record (debug mode's reuse check and the hang report name the last notify of a cell).
-  d->backend->record_op(OpKind::Notify, static_cast<std::uint8_t>(op), target, value, signal.ref.domain, signal.ref.buffer,
-                   off, &offsets);
+  d->backend->record_op(OpKind::Notify, static_cast<std::uint8_t>(op), target, value, signal.ref.domain,
+                        signal.ref.buffer, off, &offsets);
   const std::int64_t t = trace::on() ? trace::now_ns() : 0;
   d->backend->notify(target, off, value, op);
   if (t)
-    trace::record(trace::Event{trace::Kind::Notify, t, trace::now_ns(), trace::thread_index(),
-                               d->buffer_name(signal.ref.buffer), target, off, value, 0, static_cast<int>(op), {}});
+    trace::record(trace::Event{trace::Kind::Notify,
+                               t,
+                               trace::now_ns(),
+                               trace::thread_index(),
+                               d->buffer_name(signal.ref.buffer),
+                               target,
+                               off,
+                               value,
+                               0,
+                               static_cast<int>(op),
+                               {}});
 }
 
 void wait(const WindowDesc& signal, const Dims& offsets, std::int32_t expected, WaitCmp cmp) {
@@ -84,22 +94,31 @@ void wait(const WindowDesc& signal, const Dims& offsets, std::int32_t expected, 
   if (debug_checks()) debug_check_view("wait", signal);
   if (debug_checks()) debug_check_wait_entry(signal, offsets, off, expected, cmp);
   const WaitSite where{signal.ref.domain, signal.ref.buffer, &offsets};
-  d->backend->record_op(OpKind::Wait, static_cast<std::uint8_t>(cmp), d->members[static_cast<std::size_t>(d->rank)], expected,
-                   signal.ref.domain, signal.ref.buffer, off, &offsets);
+  d->backend->record_op(OpKind::Wait, static_cast<std::uint8_t>(cmp), d->members[static_cast<std::size_t>(d->rank)],
+                        expected, signal.ref.domain, signal.ref.buffer, off, &offsets);
   std::int32_t seen = 0;
   const std::int64_t t0 = trace::on() ? trace::now_ns() : 0;
   const WaitStatus status = d->backend->wait(off, expected, cmp, where, &seen);
   if (t0)
-    trace::record(trace::Event{trace::Kind::Wait, t0, trace::now_ns(), trace::thread_index(),
-                               d->buffer_name(signal.ref.buffer), -1, off, expected, seen, static_cast<int>(cmp), {}});
+    trace::record(trace::Event{trace::Kind::Wait,
+                               t0,
+                               trace::now_ns(),
+                               trace::thread_index(),
+                               d->buffer_name(signal.ref.buffer),
+                               -1,
+                               off,
+                               expected,
+                               seen,
+                               static_cast<int>(cmp),
+                               {}});
   switch (status) {
     case WaitStatus::Ok:
       if (debug_checks()) debug_check_wait_done(signal, offsets, off, expected, cmp, seen);
       return;
     case WaitStatus::Timeout:
       throw WaitTimeoutError(fmt::format("{}: waited for value {} {} but the cell holds {} at the deadline",
-                                         signal_site("wait", signal, offsets), cmp == WaitCmp::Eq ? "==" : ">=",
-                                         expected, seen));
+                                         signal_site("wait", signal, offsets),
+                                         cmp == WaitCmp::Eq ? "==" : ">=", expected, seen));
     case WaitStatus::Aborted:
       throw AbortedError(fmt::format("{}: released because another rank failed", signal_site("wait", signal, offsets)));
   }
@@ -109,18 +128,20 @@ void defer_wait(const WindowDesc& signal, const Dims& offsets, std::int32_t expe
   const std::string site = signal_site("defer_wait", signal, offsets);
   const DomainState& d = bound_state(site, signal);
   if (cmp != WaitCmp::Ge)
-    throw UsageError(fmt::format("{}: only WaitCmp::Ge is supported (deferred conditions are 'counter >= "
-                                 "expected' on monotonic counters)",
-                                 site));
+    throw UsageError(
+        fmt::format("{}: only WaitCmp::Ge is supported (deferred conditions are 'counter >= "
+                    "expected' on monotonic counters)",
+                    site));
   if (expected < 0)
-    throw UsageError(fmt::format("{}: expected {} is negative; deferred conditions compare monotonic non-negative "
-                                 "counters, pass a value in [0, {}]",
-                                 site, expected, INT32_MAX));
+    throw UsageError(
+        fmt::format("{}: expected {} is negative; deferred conditions compare monotonic non-negative "
+                    "counters, pass a value in [0, {}]",
+                    site, expected, INT32_MAX));
   const std::uint64_t off = cell_offset(site, signal, offsets);
-  const auto* cell =
-      reinterpret_cast<const std::int32_t*>(d.windows_in[static_cast<std::size_t>(d.rank)] + off);
-  task_defer(site, cell, expected, fmt::format("signal '{}' offsets {}", d.buffer_name(signal.ref.buffer), offsets.str()),
-             off, d.buffer_name(signal.ref.buffer));
+  const auto* cell = reinterpret_cast<const std::int32_t*>(d.windows_in[static_cast<std::size_t>(d.rank)] + off);
+  task_defer(site, cell, expected,
+             fmt::format("signal '{}' offsets {}", d.buffer_name(signal.ref.buffer), offsets.str()), off,
+             d.buffer_name(signal.ref.buffer));
 }
 
 }  // namespace pld::detail

@@ -33,9 +33,10 @@ void check_same_shape(const char* api, const Dims& a, const Dims& b) {
 
 Dims checked_valid(const char* api, const Dims& shape, const Dims& valid) {
   if (valid.size() != shape.size())
-    throw UsageError(fmt::format("{}: valid_shape {} has rank {} but shape {} has rank {}; give one extent per "
-                                 "dimension",
-                                 api, valid.str(), valid.size(), shape.str(), shape.size()));
+    throw UsageError(
+        fmt::format("{}: valid_shape {} has rank {} but shape {} has rank {}; give one extent per "
+                    "dimension",
+                    api, valid.str(), valid.size(), shape.str(), shape.size()));
   for (int d = 0; d < shape.size(); ++d) {
     if (shape[d] < 0)
       throw UsageError(fmt::format("{}: shape {} has a negative extent; extents must be >= 0", api, shape.str()));
@@ -51,9 +52,10 @@ std::size_t tile_elements(const char* api, const Dims& shape, std::size_t elem_s
   static const std::uint64_t memory =
       static_cast<std::uint64_t>(sysconf(_SC_PHYS_PAGES)) * static_cast<std::uint64_t>(sysconf(_SC_PAGE_SIZE));
   if (static_cast<std::uint64_t>(bytes) > memory)
-    throw UsageError(fmt::format("{}: tile shape {} needs {} bytes, more than this machine's memory ({} bytes); use a "
-                                 "smaller tile",
-                                 api, shape.str(), bytes, memory));
+    throw UsageError(
+        fmt::format("{}: tile shape {} needs {} bytes, more than this machine's memory ({} bytes); use a "
+                    "smaller tile",
+                    api, shape.str(), bytes, memory));
   return static_cast<std::size_t>(bytes) / elem_size;
 }
 
@@ -65,9 +67,10 @@ void throw_tile_alloc(const char* api, const Dims& shape, std::size_t elem_size)
 void check_tile_load(const char* api, const LocalDesc& tile, const LocalDesc& src, const Dims& offsets) {
   check_dtype(api, src.dtype, tile.dtype);
   if (tile.shape.size() != src.shape.size())
-    throw UsageError(fmt::format("{}: tile shape {} has rank {} but the source has rank {} (shape {}); load a box of "
-                                 "the source's rank",
-                                 api, tile.shape.str(), tile.shape.size(), src.shape.size(), src.shape.str()));
+    throw UsageError(
+        fmt::format("{}: tile shape {} has rank {} but the source has rank {} (shape {}); load a box of "
+                    "the source's rank",
+                    api, tile.shape.str(), tile.shape.size(), src.shape.size(), src.shape.str()));
   check_box(api, "src", "box", src.shape, offsets, tile.valid, "load a smaller box or pass a smaller valid_shape");
 }
 

@@ -28,10 +28,10 @@ DispatchOutcome run_kernel(Trampoline trampoline, void (*kernel)(), const std::b
 struct DeviceOp {
   enum class Kind : std::uint32_t { Alloc, Free, Write, Read };
   Kind kind = Kind::Alloc;
-  std::uint32_t id = 0;       // the resident tensor
-  std::uint64_t offset = 0;   // Write, Read: byte offset in the tensor
-  std::uint64_t bytes = 0;    // Alloc: the size; Write, Read: the bytes copied
-  int staging_fd = -1;        // Write, Read: a shared buffer holding (or receiving) the bytes at 0
+  std::uint32_t id = 0;      // the resident tensor
+  std::uint64_t offset = 0;  // Write, Read: byte offset in the tensor
+  std::uint64_t bytes = 0;   // Alloc: the size; Write, Read: the bytes copied
+  int staging_fd = -1;       // Write, Read: a shared buffer holding (or receiving) the bytes at 0
 };
 
 class RankRuntime;

@@ -51,8 +51,7 @@ const DomainState* rank_domain(std::uint32_t id) {
   RankRuntime& rt = RankRuntime::get("dispatch");
   const DomainState* d = rt.domain(id);
   if (!d)
-    throw Error(fmt::format("pld: comm domain {} was not delivered to rank {} (internal error)", id,
-                            rt.world_rank()));
+    throw Error(fmt::format("pld: comm domain {} was not delivered to rank {} (internal error)", id, rt.world_rank()));
   return d;
 }
 

@@ -50,11 +50,11 @@ struct BufferInfo {
 /// One comm domain as a member rank sees it.
 struct DomainState {
   std::uint32_t id = 0;
-  int rank = 0;                      // domain-local rank of this process
-  std::vector<int> members;          // world ranks, ascending
+  int rank = 0;                        // domain-local rank of this process
+  std::vector<int> members;            // world ranks, ascending
   std::vector<std::byte*> windows_in;  // heap base of each member (nullptr if not addressable)
-  std::vector<BufferInfo> buffers;   // by buffer id
-  std::string label;                 // "world" or "{1, 2}"
+  std::vector<BufferInfo> buffers;     // by buffer id
+  std::string label;                   // "world" or "{1, 2}"
   Backend* backend = nullptr;
   DomainSlot coll;  // the collectives' state of this domain (coll/domain_state.h)
 

@@ -74,8 +74,10 @@ void reduce_native(T* HWY_RESTRICT dst, const T* const* srcs, int nsrc, std::siz
 // fp16 / bf16: widen to fp32, combine, round once to nearest even.
 template <class H>
 float half_to_float(std::uint16_t bits) {
-  if constexpr (std::is_same_v<H, fp16>) return static_cast<float>(fp16::from_bits(bits));
-  else return static_cast<float>(bf16::from_bits(bits));
+  if constexpr (std::is_same_v<H, fp16>)
+    return static_cast<float>(fp16::from_bits(bits));
+  else
+    return static_cast<float>(bf16::from_bits(bits));
 }
 template <class H>
 std::uint16_t float_to_half(float f) {
@@ -164,7 +166,9 @@ void ReduceAll(void* dst, const void* const* srcs, int nsrc, std::size_t n, DTyp
   }
 }
 
-const char* TargetName() { return hwy::TargetName(HWY_TARGET); }
+const char* TargetName() {
+  return hwy::TargetName(HWY_TARGET);
+}
 
 }  // namespace pld::detail::HWY_NAMESPACE
 HWY_AFTER_NAMESPACE();
@@ -188,7 +192,9 @@ void reduce(void* dst, const void* const* srcs, int nsrc, std::size_t count, DTy
   HWY_DYNAMIC_DISPATCH(ReduceAll)(dst, srcs, nsrc, count, dtype, op);
 }
 
-const char* reduce_target() { return HWY_DYNAMIC_DISPATCH(TargetName)(); }
+const char* reduce_target() {
+  return HWY_DYNAMIC_DISPATCH(TargetName)();
+}
 
 }  // namespace pld::detail
 #endif

@@ -124,15 +124,17 @@ struct detail::TaskGraphImpl {
 
 TaskGraph::TaskGraph(int threads, std::string name) : impl_(std::make_unique<TaskGraphImpl>()) {
   if (threads < 1 || threads > kMaxTaskThreads)
-    throw UsageError(fmt::format("TaskGraph('{}'): threads {} must be in [1, {}] (the model's core_num)", name,
-                                 threads, kMaxTaskThreads));
+    throw UsageError(fmt::format("TaskGraph('{}'): threads {} must be in [1, {}] (the model's core_num)", name, threads,
+                                 kMaxTaskThreads));
   impl_->threads = threads;
   impl_->name = std::move(name);
 }
 
 TaskGraph::~TaskGraph() = default;
 
-int TaskGraph::size() const { return static_cast<int>(impl_->tasks.size()); }
+int TaskGraph::size() const {
+  return static_cast<int>(impl_->tasks.size());
+}
 
 TaskId TaskGraph::add(std::string name, std::function<void()> body, std::initializer_list<TaskId> deps) {
   return add(std::move(name), std::move(body), std::vector<TaskId>(deps));
@@ -140,15 +142,17 @@ TaskId TaskGraph::add(std::string name, std::function<void()> body, std::initial
 
 TaskId TaskGraph::add(std::string name, std::function<void()> body, const std::vector<TaskId>& deps) {
   TaskGraphImpl& g = *impl_;
-  if (g.ran) throw UsageError(fmt::format("TaskGraph('{}')::add('{}'): the graph already ran; build a new one", g.name, name));
+  if (g.ran)
+    throw UsageError(fmt::format("TaskGraph('{}')::add('{}'): the graph already ran; build a new one", g.name, name));
   if (!body) throw UsageError(fmt::format("TaskGraph('{}')::add('{}'): the task has no body", g.name, name));
   const int id = static_cast<int>(g.tasks.size());
   Task t;
   for (TaskId d : deps) {
     if (d.value < 0 || d.value >= id)
-      throw UsageError(fmt::format("TaskGraph('{}')::add('{}'): dependency {} is not a task added earlier to this "
-                                   "graph (ids 0..{}); add tasks after the ones they depend on",
-                                   g.name, name, d.value, id - 1));
+      throw UsageError(
+          fmt::format("TaskGraph('{}')::add('{}'): dependency {} is not a task added earlier to this "
+                      "graph (ids 0..{}); add tasks after the ones they depend on",
+                      g.name, name, d.value, id - 1));
     if (std::find(t.deps.begin(), t.deps.end(), d.value) == t.deps.end()) t.deps.push_back(d.value);
   }
   t.name = std::move(name);
@@ -180,8 +184,8 @@ void TaskGraphImpl::poll(std::unique_lock<std::mutex>& lock) {
     }
     if (rt) rt->backend_process().progress();  // mpi: peers' notifies land only with progress (over TCP)
     if (rt && rt->aborting()) {
-      failure = std::make_exception_ptr(AbortedError(fmt::format(
-          "defer_wait in TaskGraph('{}'): released because another rank failed", name)));
+      failure = std::make_exception_ptr(
+          AbortedError(fmt::format("defer_wait in TaskGraph('{}'): released because another rank failed", name)));
       break;
     }
     const auto now = Clock::now();
@@ -202,7 +206,7 @@ void TaskGraphImpl::poll(std::unique_lock<std::mutex>& lock) {
     {
       std::lock_guard l(mutex);
       if (ready.size() > ready_before || error) break;  // other work to do, or the graph failed
-      watch = deferred;  // waiters deferred meanwhile by other threads are polled too
+      watch = deferred;                                 // waiters deferred meanwhile by other threads are polled too
     }
     if (spin && round < 2000) {
       PLD_TASK_RELAX();
@@ -225,9 +229,17 @@ void TaskGraphImpl::poll(std::unique_lock<std::mutex>& lock) {
       if (detail::trace::on()) {  // each condition as a wait, from deferral to completion
         const Task& task = tasks[static_cast<std::size_t>(t)];
         for (const Condition& c : task.conditions)
-          detail::trace::record(detail::trace::Event{
-              detail::trace::Kind::Wait, task.end, task.finish, task.thread, c.buffer, -1, c.offset, c.expected,
-              std::atomic_ref<const std::int32_t>(*c.cell).load(), static_cast<int>(WaitCmp::Ge), {}});
+          detail::trace::record(detail::trace::Event{detail::trace::Kind::Wait,
+                                                     task.end,
+                                                     task.finish,
+                                                     task.thread,
+                                                     c.buffer,
+                                                     -1,
+                                                     c.offset,
+                                                     c.expected,
+                                                     std::atomic_ref<const std::int32_t>(*c.cell).load(),
+                                                     static_cast<int>(WaitCmp::Ge),
+                                                     {}});
       }
     }
   }
@@ -268,9 +280,9 @@ void TaskGraphImpl::worker(int index) {
         ++finished;
       } else if (!task.conditions.empty()) {
         task.state = State::Deferred;
-        task.deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(
-                                           detail::RankRuntime::current() ? detail::RankRuntime::current()->wait_timeout()
-                                                                          : 300.0));
+        task.deadline = Clock::now() +
+                        std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(
+                            detail::RankRuntime::current() ? detail::RankRuntime::current()->wait_timeout() : 300.0));
         deferred.push_back(t);
         peak_deferred = std::max(peak_deferred, static_cast<int>(deferred.size()));
         if (static_cast<int>(deferred.size()) > kMaxDeferredTasks)
@@ -281,8 +293,7 @@ void TaskGraphImpl::worker(int index) {
       } else {
         complete(t);
       }
-      if (idle > 0 && (!ready.empty() || finished == total || (!deferred.empty() && !poller) || error))
-        cv.notify_all();
+      if (idle > 0 && (!ready.empty() || finished == total || (!deferred.empty() && !poller) || error)) cv.notify_all();
       continue;
     }
     if (!deferred.empty() && !poller) {
@@ -336,17 +347,19 @@ namespace detail {
 void task_defer(const std::string& op, const std::int32_t* cell, std::int32_t expected, std::string where,
                 std::uint64_t offset, std::string buffer) {
   if (!t_running)
-    throw UsageError(fmt::format("{}: must be called inside a task of a running TaskGraph (a dedicated waiter task: "
-                                 "g.add(\"wait\", [&] {{ pld::system::defer_wait(...); }})); outside tasks use "
-                                 "pld::system::wait",
-                                 op));
+    throw UsageError(
+        fmt::format("{}: must be called inside a task of a running TaskGraph (a dedicated waiter task: "
+                    "g.add(\"wait\", [&] {{ pld::system::defer_wait(...); }})); outside tasks use "
+                    "pld::system::wait",
+                    op));
   TaskGraphImpl& g = *t_running->graph;
   std::lock_guard lock(g.mutex);
   Task& task = g.tasks[static_cast<std::size_t>(t_running->task)];
   if (static_cast<int>(task.conditions.size()) >= kMaxDeferConditions)
-    throw UsageError(fmt::format("{}: task '{}' already registered kMaxDeferConditions = {} conditions; split the "
-                                 "waiter into several tasks",
-                                 op, task.name, kMaxDeferConditions));
+    throw UsageError(
+        fmt::format("{}: task '{}' already registered kMaxDeferConditions = {} conditions; split the "
+                    "waiter into several tasks",
+                    op, task.name, kMaxDeferConditions));
   task.conditions.push_back(Condition{cell, expected, std::move(where), offset, std::move(buffer)});
   g.peak_conditions = std::max(g.peak_conditions, static_cast<int>(task.conditions.size()));
 }

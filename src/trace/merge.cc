@@ -30,8 +30,14 @@ json read_json(const fs::path& path) {
 }
 
 json slice(const std::string& name, const char* cat, int pid, int tid, double t0, double t1, json args) {
-  return {{"name", name}, {"cat", cat}, {"ph", "X"}, {"pid", pid}, {"tid", tid}, {"ts", t0},
-          {"dur", std::max(0.0, t1 - t0)}, {"args", std::move(args)}};
+  return {{"name", name},
+          {"cat", cat},
+          {"ph", "X"},
+          {"pid", pid},
+          {"tid", tid},
+          {"ts", t0},
+          {"dur", std::max(0.0, t1 - t0)},
+          {"args", std::move(args)}};
 }
 
 // One call's merged trace while it is built: the events, and what the flow arrows need.
@@ -83,14 +89,18 @@ void add_events(Merged& m, int pid, const json& ev) {
     if (kind == "notify") {
       m.out.push_back(slice(fmt::format("notify {} -> rank {}", e.value("name", ""), e.value("peer", -1)), "notify",
                             pid, tid, t0, t1,
-                            {{"signal", e.value("name", "")}, {"peer", e.value("peer", -1)},
-                             {"cell", e.value("cell", 0ull)}, {"value", e.value("value", 0)},
+                            {{"signal", e.value("name", "")},
+                             {"peer", e.value("peer", -1)},
+                             {"cell", e.value("cell", 0ull)},
+                             {"value", e.value("value", 0)},
                              {"op", e.value("op", 0) == 0 ? "AtomicAdd" : "Set"}}));
       m.notifies[{e.value("peer", -1), e.value("cell", 0ull)}].push_back(Merged::Notify{t0, pid, tid});
     } else if (kind == "wait") {
       m.out.push_back(slice(fmt::format("wait {}", e.value("name", "")), "wait", pid, tid, t0, t1,
-                            {{"signal", e.value("name", "")}, {"cell", e.value("cell", 0ull)},
-                             {"expected", e.value("value", 0)}, {"seen", e.value("seen", 0)},
+                            {{"signal", e.value("name", "")},
+                             {"cell", e.value("cell", 0ull)},
+                             {"expected", e.value("value", 0)},
+                             {"seen", e.value("seen", 0)},
                              {"cmp", e.value("op", 0) == 0 ? "Eq" : "Ge"}}));
       m.waits.push_back(Merged::Wait{t0, t1, pid, tid, e.value("cell", 0ull)});
     } else {
@@ -113,10 +123,21 @@ std::uint64_t add_flows(Merged& m) {
       if (n.t <= w.t1 && (!best || n.t > best->t)) best = &n;
     if (!best) continue;
     ++flow;
-    m.out.push_back({{"name", "release"}, {"cat", "flow"}, {"ph", "s"}, {"id", flow}, {"pid", best->pid},
-                     {"tid", best->tid}, {"ts", best->t}});
-    m.out.push_back({{"name", "release"}, {"cat", "flow"}, {"ph", "f"}, {"bp", "e"}, {"id", flow}, {"pid", w.pid},
-                     {"tid", w.tid}, {"ts", w.t1}});
+    m.out.push_back({{"name", "release"},
+                     {"cat", "flow"},
+                     {"ph", "s"},
+                     {"id", flow},
+                     {"pid", best->pid},
+                     {"tid", best->tid},
+                     {"ts", best->t}});
+    m.out.push_back({{"name", "release"},
+                     {"cat", "flow"},
+                     {"ph", "f"},
+                     {"bp", "e"},
+                     {"id", flow},
+                     {"pid", w.pid},
+                     {"tid", w.tid},
+                     {"ts", w.t1}});
   }
   return flow;
 }
@@ -127,7 +148,10 @@ void add_names(Merged& m, std::size_t nranks) {
     m.out.push_back(
         {{"name", "process_name"}, {"ph", "M"}, {"pid", r}, {"args", {{"name", fmt::format("rank {}", r)}}}});
   for (const auto& [pid, tid] : m.threads)
-    m.out.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", pid}, {"tid", tid},
+    m.out.push_back({{"name", "thread_name"},
+                     {"ph", "M"},
+                     {"pid", pid},
+                     {"tid", tid},
                      {"args", {{"name", tid == 0 ? std::string("main") : fmt::format("thread {}", tid)}}}});
 }
 
@@ -154,7 +178,8 @@ std::string merge_call(std::uint64_t call, const std::vector<std::uint64_t>& fir
   add_names(m, first.size());
   const fs::path path = dir / fmt::format("trace_call{}.json", call);
   try {
-    std::ofstream(path) << json{{"traceEvents", m.out}, {"displayTimeUnit", "ns"},
+    std::ofstream(path) << json{{"traceEvents", m.out},
+                                {"displayTimeUnit", "ns"},
                                 {"otherData", {{"call", call}, {"flows", flow}}}}
                                .dump()
                         << "\n";

@@ -5,8 +5,8 @@
 #include "core/log.h"
 
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 #include <unistd.h>
+#include <nlohmann/json.hpp>
 
 #include <chrono>
 #include <filesystem>
@@ -43,7 +43,9 @@ Current& current() {
 
 std::atomic<int> g_threads{0};
 
-double us(std::int64_t ns) { return static_cast<double>(ns) / 1000.0; }
+double us(std::int64_t ns) {
+  return static_cast<double>(ns) / 1000.0;
+}
 
 const char* kind_name(Kind k) {
   switch (k) {
@@ -64,8 +66,12 @@ void write_json(const fs::path& path, const json& j) {
 
 }  // namespace
 
-void configure(const Config& c) { config_slot() = c; }
-const Config& config() { return config_slot(); }
+void configure(const Config& c) {
+  config_slot() = c;
+}
+const Config& config() {
+  return config_slot();
+}
 
 std::int64_t now_ns() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
@@ -142,13 +148,17 @@ void dispatch_end(bool ok) {
     std::ofstream stats(dir / "scope_stats.jsonl");
     char host[256] = {};
     gethostname(host, sizeof host - 1);
-    stats << json{{"rank", c.rank}, {"dispatch", c.index}, {"kernel", c.kernel}, {"host", host}, {"pid", getpid()},
-                  {"scopes", c.scopes.size()}, {"start_us", us(c.begin)}, {"end_us", us(end)}}
+    stats << json{{"rank", c.rank},  {"dispatch", c.index},       {"kernel", c.kernel},      {"host", host},
+                  {"pid", getpid()}, {"scopes", c.scopes.size()}, {"start_us", us(c.begin)}, {"end_us", us(end)}}
                  .dump()
           << "\n";
     for (const ScopeRecord& s : c.scopes)
-      stats << json{{"scope", s.name},          {"tasks", s.tasks.size()},        {"threads", s.threads},
-                    {"peak_ready", s.peak_ready}, {"peak_running", s.peak_running}, {"peak_deferred", s.peak_deferred},
+      stats << json{{"scope", s.name},
+                    {"tasks", s.tasks.size()},
+                    {"threads", s.threads},
+                    {"peak_ready", s.peak_ready},
+                    {"peak_running", s.peak_running},
+                    {"peak_deferred", s.peak_deferred},
                     {"peak_conditions", s.peak_conditions}}
                    .dump()
             << "\n";
@@ -193,12 +203,14 @@ void clear_outputs() {
 
 namespace pld::detail {
 
-bool CollTrace::trace_on() { return trace::on(); }
+bool CollTrace::trace_on() {
+  return trace::on();
+}
 
 void CollTrace::begin(const char* name, const WindowDesc& target, int root, int op) {
   name_ = name;
-  nlohmann::json args = {{"dtype", dtype_name(target.dtype)}, {"shape", target.shape.str()},
-                         {"count", target.shape.numel()}};
+  nlohmann::json args = {
+      {"dtype", dtype_name(target.dtype)}, {"shape", target.shape.str()}, {"count", target.shape.numel()}};
   if (target.state) {
     args["domain"] = target.state->label;
     args["buffer"] = target.state->buffer_name(target.ref.buffer);
@@ -212,8 +224,8 @@ void CollTrace::begin(const char* name, const WindowDesc& target, int root, int 
 }
 
 void CollTrace::end() {
-  trace::record(trace::Event{trace::Kind::Collective, t0_, trace::now_ns(), trace::thread_index(), name_, -1, 0, 0,
-                             0, 0, std::move(args_)});
+  trace::record(trace::Event{trace::Kind::Collective, t0_, trace::now_ns(), trace::thread_index(), name_, -1, 0, 0, 0,
+                             0, std::move(args_)});
 }
 
 }  // namespace pld::detail

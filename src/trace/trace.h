@@ -22,7 +22,9 @@ void configure(const Config& config);
 const Config& config();
 
 extern std::atomic<bool> g_on;  // recording in this process (rank side, during a dispatch)
-inline bool on() { return g_on.load(std::memory_order_relaxed); }
+inline bool on() {
+  return g_on.load(std::memory_order_relaxed);
+}
 
 std::int64_t now_ns();
 /// Small per-process index of the calling thread (0 = the rank's main thread).
@@ -34,8 +36,8 @@ struct Event {
   Kind kind = Kind::Notify;
   std::int64_t t0 = 0, t1 = 0;  // steady-clock ns
   int thread = 0;
-  std::string name;   // collective / task name, or the signal's buffer name
-  int peer = -1;      // notify: destination world rank; put/get: peer world rank
+  std::string name;        // collective / task name, or the signal's buffer name
+  int peer = -1;           // notify: destination world rank; put/get: peer world rank
   std::uint64_t cell = 0;  // notify / wait: heap byte offset of the cell (at the destination)
   std::int64_t value = 0;  // notify: value; wait: expected; put/get: bytes
   std::int64_t seen = 0;   // wait: the value that satisfied it

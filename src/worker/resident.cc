@@ -19,14 +19,14 @@ void check_device_live(const char* api, const DeviceAllocation& a) {
   switch (a.state.load()) {
     case DeviceAllocation::Live: return;
     case DeviceAllocation::Freed:
-      throw UsageError(fmt::format("{}: the DeviceTensor (rank {}, {} bytes) was freed; allocate a new one", api,
-                                   a.rank, a.bytes));
+      throw UsageError(
+          fmt::format("{}: the DeviceTensor (rank {}, {} bytes) was freed; allocate a new one", api, a.rank, a.bytes));
     case DeviceAllocation::Lost:
-      throw Error(fmt::format("{}: the DeviceTensor lived in rank {}'s process, which was lost (recovery replaced "
-                              "the process but not its memory); allocate it again",
-                              api, a.rank));
-    default:
-      throw UsageError(fmt::format("{}: the DeviceTensor's DistributedWorker was closed", api));
+      throw Error(
+          fmt::format("{}: the DeviceTensor lived in rank {}'s process, which was lost (recovery replaced "
+                      "the process but not its memory); allocate it again",
+                      api, a.rank));
+    default: throw UsageError(fmt::format("{}: the DeviceTensor's DistributedWorker was closed", api));
   }
 }
 
@@ -64,13 +64,13 @@ class Staging {
 
 void WorkerCore::Impl::check_usable(const char* api) {
   if (t_executing_item)
-    throw UsageError(fmt::format("{}: called from a host callback; callbacks run between the dispatches of a call, "
-                                 "so they cannot wait for the worker — move it out of the callback",
-                                 api));
+    throw UsageError(
+        fmt::format("{}: called from a host callback; callbacks run between the dispatches of a call, "
+                    "so they cannot wait for the worker — move it out of the callback",
+                    api));
   std::lock_guard lock(mutex);
   if (closing) throw UsageError(fmt::format("{} called after close()", api));
-  if (!broken.empty())
-    throw Error(fmt::format("{}: the worker is broken: {}; create a new worker", api, broken));
+  if (!broken.empty()) throw Error(fmt::format("{}: the worker is broken: {}; create a new worker", api, broken));
 }
 
 void WorkerCore::Impl::control(const char* api, std::function<void(ProcessGroup&)> fn) {
@@ -98,17 +98,19 @@ void WorkerCore::Impl::forget_devices(const std::vector<int>& lost) {
 }
 
 void WorkerCore::size_mismatch(const char* api, std::uint64_t have, std::uint64_t need) {
-  throw UsageError(fmt::format("{}: the host buffer has {} bytes but the tensor needs {}; pass exactly one element "
-                               "per tensor element (same dtype and shape)",
-                               api, have, need));
+  throw UsageError(
+      fmt::format("{}: the host buffer has {} bytes but the tensor needs {}; pass exactly one element "
+                  "per tensor element (same dtype and shape)",
+                  api, have, need));
 }
 
 void WorkerCore::check_owned(const char* api, const std::shared_ptr<DeviceAllocation>& a) const {
   if (!a) throw UsageError(fmt::format("{}: a default-constructed DeviceTensor; allocate it with alloc_tensor", api));
   if (a->worker != impl_->uid)
-    throw UsageError(fmt::format("{}: the DeviceTensor belongs to another DistributedWorker; resident tensors work "
-                                 "only with the worker that allocated them",
-                                 api));
+    throw UsageError(
+        fmt::format("{}: the DeviceTensor belongs to another DistributedWorker; resident tensors work "
+                    "only with the worker that allocated them",
+                    api));
   check_device_live(api, *a);
 }
 
@@ -116,15 +118,16 @@ std::vector<int> WorkerCore::stacked_ids(const char* api, Index batch, std::vect
   const int world = world_size();
   if (ids.empty()) {
     if (batch > world)
-      throw UsageError(fmt::format("{}: {} shards but only {} ranks; pass worker_ids to place several shards on one "
-                                   "rank",
-                                   api, batch, world));
+      throw UsageError(
+          fmt::format("{}: {} shards but only {} ranks; pass worker_ids to place several shards on one "
+                      "rank",
+                      api, batch, world));
     for (int i = 0; i < batch; ++i) ids.push_back(i);
     return ids;
   }
   if (static_cast<Index>(ids.size()) != batch)
-    throw UsageError(fmt::format("{}: {} worker_ids entries for {} shards; give one rank per shard", api, ids.size(),
-                                 batch));
+    throw UsageError(
+        fmt::format("{}: {} worker_ids entries for {} shards; give one rank per shard", api, ids.size(), batch));
   for (std::size_t i = 0; i < ids.size(); ++i) {
     if (ids[i] < 0 || ids[i] >= world)
       throw UsageError(fmt::format("{}: worker_ids[{}] = {} is out of range [0, {})", api, i, ids[i], world));
@@ -139,9 +142,10 @@ std::shared_ptr<DeviceAllocation> WorkerCore::device_alloc(const char* api, int 
                                                            const void* init) {
   Impl& m = *impl_;
   if (rank < 0 || rank >= world_size())
-    throw UsageError(fmt::format("{}: worker_id {} is out of range [0, {}); it names the rank whose process holds "
-                                 "the tensor",
-                                 api, rank, world_size()));
+    throw UsageError(
+        fmt::format("{}: worker_id {} is out of range [0, {}); it names the rank whose process holds "
+                    "the tensor",
+                    api, rank, world_size()));
   auto a = std::make_shared<DeviceAllocation>();
   a->worker = m.uid;
   a->rank = rank;

@@ -26,16 +26,19 @@ void DistributedConfig::validate() const {
       throw UsageError(fmt::format("DistributedConfig: device id {} is negative (device_ids {}); device ids are >= 0",
                                    id, fmt::join(device_ids, ", ")));
     if (!seen.insert(id).second)
-      throw UsageError(fmt::format("DistributedConfig: device id {} appears twice (device_ids {}); list each device "
-                                   "once",
-                                   id, fmt::join(device_ids, ", ")));
+      throw UsageError(
+          fmt::format("DistributedConfig: device id {} appears twice (device_ids {}); list each device "
+                      "once",
+                      id, fmt::join(device_ids, ", ")));
   }
   if (!(std::isfinite(wait_timeout) && wait_timeout >= 0))
-    throw UsageError(fmt::format("DistributedConfig: wait_timeout {} must be a finite number of seconds >= 0 (0 = "
-                                 "PLD_WAIT_TIMEOUT)",
-                                 wait_timeout));
+    throw UsageError(
+        fmt::format("DistributedConfig: wait_timeout {} must be a finite number of seconds >= 0 (0 = "
+                    "PLD_WAIT_TIMEOUT)",
+                    wait_timeout));
   if (backend != BackendKind::Auto && backend != BackendKind::Shm && backend != BackendKind::Mpi)
-    throw UsageError(fmt::format("DistributedConfig: backend {} is not one of Auto, Shm, Mpi", static_cast<int>(backend)));
+    throw UsageError(
+        fmt::format("DistributedConfig: backend {} is not one of Auto, Shm, Mpi", static_cast<int>(backend)));
 }
 
 namespace detail {

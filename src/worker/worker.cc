@@ -11,13 +11,13 @@
 
 #include <algorithm>
 #include <atomic>
-#include <limits>
 #include <chrono>
 #include <cmath>
 #include <condition_variable>
 #include <deque>
 #include <exception>
 #include <future>
+#include <limits>
 #include <mutex>
 #include <thread>
 
@@ -28,7 +28,8 @@ constexpr int kMaxInFlight = 2;
 
 void check_timeout(const char* api, double timeout) {
   if (std::isnan(timeout) || timeout < 0)
-    throw UsageError(fmt::format("RunHandle::{}: timeout {} must be non-negative (infinity waits forever)", api, timeout));
+    throw UsageError(
+        fmt::format("RunHandle::{}: timeout {} must be non-negative (infinity waits forever)", api, timeout));
 }
 }  // namespace
 
@@ -50,9 +51,10 @@ bool call_wait(const CallState& s, double timeout) {
 void call_result(const CallState& s, double timeout) {
   check_timeout("result", timeout);
   if (!call_wait(s, timeout))
-    throw Error(fmt::format("RunHandle::result: the call did not finish within {} s; it keeps running — wait again "
-                            "or close the worker",
-                            timeout));
+    throw Error(
+        fmt::format("RunHandle::result: the call did not finish within {} s; it keeps running — wait again "
+                    "or close the worker",
+                    timeout));
   std::lock_guard lock(s.mutex);
   if (s.error) std::rethrow_exception(s.error);
 }
@@ -62,8 +64,10 @@ std::exception_ptr WorkerCore::Impl::run_item(ProcessGroup& g, Item& item) {
   const auto t0 = std::chrono::steady_clock::now();
   t_executing_item = true;
   try {
-    if (item.session) g.execute(*item.session);
-    else item.control(g);
+    if (item.session)
+      g.execute(*item.session);
+    else
+      item.control(g);
   } catch (...) {
     error = std::current_exception();
   }
@@ -142,17 +146,18 @@ void WorkerCore::Impl::run_executor(std::promise<void>& started) {
   owned->shutdown();
 }
 
-WorkerCore::WorkerCore(const DistributedConfig& config, const WorkerOptions& options,
-                       std::vector<void (*)()> programs)
+WorkerCore::WorkerCore(const DistributedConfig& config, const WorkerOptions& options, std::vector<void (*)()> programs)
     : impl_(std::make_unique<Impl>()) {
   if (programs.empty()) throw UsageError("DistributedWorker: give at least one program");
   if (options.startup_timeout < 0 || !std::isfinite(options.startup_timeout))
-    throw UsageError(fmt::format("DistributedWorker: startup_timeout {} must be positive and finite (0 = "
-                                 "PLD_STARTUP_TIMEOUT)",
-                                 options.startup_timeout));
+    throw UsageError(
+        fmt::format("DistributedWorker: startup_timeout {} must be positive and finite (0 = "
+                    "PLD_STARTUP_TIMEOUT)",
+                    options.startup_timeout));
   if (options.reset_persistent_windows.value_or(false) && !options.persistent)
-    throw UsageError("DistributedWorker: reset_persistent_windows = true requires persistent = true (only persistent "
-                     "windows outlive a call); set WorkerOptions::persistent or leave reset_persistent_windows unset");
+    throw UsageError(
+        "DistributedWorker: reset_persistent_windows = true requires persistent = true (only persistent "
+        "windows outlive a call); set WorkerOptions::persistent or leave reset_persistent_windows unset");
   static std::atomic<std::uint64_t> next_uid{0};
   impl_->uid = ++next_uid;
   impl_->config = config;
@@ -161,8 +166,8 @@ WorkerCore::WorkerCore(const DistributedConfig& config, const WorkerOptions& opt
   if (options.startup_timeout > 0) impl_->group_options.startup_timeout = options.startup_timeout;
   impl_->programs = std::move(programs);
   if (options.persistent)
-    impl_->layout = std::make_shared<PersistentLayout>(config.world_size(),
-                                                       options.reset_persistent_windows.value_or(true));
+    impl_->layout =
+        std::make_shared<PersistentLayout>(config.world_size(), options.reset_persistent_windows.value_or(true));
   std::promise<void> started;
   auto ready = started.get_future();
   impl_->executor = std::thread([this, &started] { impl_->run_executor(started); });
@@ -181,7 +186,9 @@ WorkerCore::~WorkerCore() {
   }
 }
 
-int WorkerCore::world_size() const { return impl_->config.world_size(); }
+int WorkerCore::world_size() const {
+  return impl_->config.world_size();
+}
 
 std::shared_ptr<CallState> WorkerCore::submit(void (*program)(), const std::function<void(Host&)>& record) {
   Impl::Item item = impl_->record_call(program, record);
@@ -217,10 +224,12 @@ std::shared_ptr<CallState> WorkerCore::Impl::run_now(void (*program)(), const st
     executing = false;
     --in_flight;
     // Recovery forks, which only the executor thread may do: it goes first in the queue.
-    if (lost) queue.push_front(Item{nullptr, [error](ProcessGroup&) {
-                                      if (error) std::rethrow_exception(error);
-                                    },
-                                    recovery});
+    if (lost)
+      queue.push_front(Item{nullptr,
+                            [error](ProcessGroup&) {
+                              if (error) std::rethrow_exception(error);
+                            },
+                            recovery});
   }
   cv.notify_all();
   if (lost) call_wait(*recovery, std::numeric_limits<double>::infinity());
@@ -236,13 +245,15 @@ void WorkerCore::run(void (*program)(), const std::function<void(Host&)>& record
 WorkerCore::Impl::Item WorkerCore::Impl::record_call(void (*program)(), const std::function<void(Host&)>& record) {
   Impl& m = *this;
   if (t_executing_item)
-    throw UsageError("DistributedWorker: run/submit called from a host callback; callbacks run between the "
-                     "dispatches of a call and cannot wait for another one — call it after the call returns");
+    throw UsageError(
+        "DistributedWorker: run/submit called from a host callback; callbacks run between the "
+        "dispatches of a call and cannot wait for another one — call it after the call returns");
   const auto t0 = std::chrono::steady_clock::now();
   const auto found = std::find(m.programs.begin(), m.programs.end(), program);
   if (found == m.programs.end())
-    throw UsageError("DistributedWorker::submit: this program was not registered when the worker was constructed; "
-                     "pass it to the DistributedWorker constructor");
+    throw UsageError(
+        "DistributedWorker::submit: this program was not registered when the worker was constructed; "
+        "pass it to the DistributedWorker constructor");
   {
     std::unique_lock lock(m.mutex);
     if (m.closing) throw UsageError("DistributedWorker::submit() called after close()");
@@ -307,8 +318,8 @@ BenchmarkStats::Stat stat_of(std::vector<double> v) {
 BenchmarkStats WorkerCore::benchmark(void (*program)(), const std::function<void(Host&)>& record, int rounds,
                                      int warmup) {
   if (rounds < 1 || warmup < 0)
-    throw UsageError(fmt::format("DistributedWorker::benchmark: rounds {} must be >= 1 and warmup {} >= 0", rounds,
-                                 warmup));
+    throw UsageError(
+        fmt::format("DistributedWorker::benchmark: rounds {} must be >= 1 and warmup {} >= 0", rounds, warmup));
   for (int i = 0; i < warmup; ++i) run(program, record);
   std::vector<double> total, host, ranks, kernels;
   for (int i = 0; i < rounds; ++i) {

@@ -4,8 +4,8 @@
 // recorded calls and resident-tensor operations — in submission order, and replaces lost ranks.
 #pragma once
 
-#include "host/session.h"
 #include "group/group.h"
+#include "host/session.h"
 
 #include <pld/worker.hpp>
 
@@ -65,14 +65,14 @@ struct WorkerCore::Impl {
   std::mutex mutex;
   std::condition_variable cv;
   std::deque<Item> queue;
-  int in_flight = 0;   // accepted calls not finished (recorded, queued or executing)
+  int in_flight = 0;  // accepted calls not finished (recorded, queued or executing)
   bool closing = false;
   bool stop = false;
   std::string broken;  // why the worker cannot run calls any more ("" = fine)
   std::thread executor;
   std::once_flag close_once;
   ProcessGroup* group = nullptr;  // owned by the executor thread
-  bool executing = false;      // the execution token: one item runs at a time, on whichever thread holds it
+  bool executing = false;         // the execution token: one item runs at a time, on whichever thread holds it
 
   // Resident allocations by id (executor thread and API callers; guarded by `mutex`).
   std::uint32_t next_device = 1;

@@ -84,8 +84,8 @@ TEST(CollectiveErrors, HostChecksBeforeAnyRankStarts) {
       "2 ranks must divide target dim 0");
 }
 
-void bad_counts_kernel(DistributedTensor<float> t, DistributedTensor<std::int32_t> sig, DistributedTensor<std::int32_t> rc,
-                       Tensor<float> in, Tensor<std::int32_t> counts) {
+void bad_counts_kernel(DistributedTensor<float> t, DistributedTensor<std::int32_t> sig,
+                       DistributedTensor<std::int32_t> rc, Tensor<float> in, Tensor<std::int32_t> counts) {
   tensor::all_to_all_v(in, t, sig, counts, rc);
 }
 
@@ -108,8 +108,10 @@ TEST(CollectiveErrors, CountsOutsideMaxRecvFailInTheRank) {
 
 void mismatched(DistributedTensor<float> v, DistributedTensor<std::int32_t> sig) {
   // Rank 0 calls a broadcast with root 5: it fails in the rank; rank 1 is released from its wait.
-  if (rank(get_comm_ctx(v)) == 0) tensor::broadcast(v, sig, {.root = 5});
-  else tensor::allreduce(v, sig);
+  if (rank(get_comm_ctx(v)) == 0)
+    tensor::broadcast(v, sig, {.root = 5});
+  else
+    tensor::allreduce(v, sig);
 }
 
 TEST(CollectiveErrors, CompositeRootOutOfRange) {

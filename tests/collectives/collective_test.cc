@@ -55,11 +55,11 @@ struct ArCase {
 };
 const std::vector<ArCase>& allreduce_cases() {
   static const std::vector<ArCase> cases = {
-      {ReduceOp::Sum, AllreduceMode::Auto, 1},     {ReduceOp::Max, AllreduceMode::Auto, 1},
-      {ReduceOp::Min, AllreduceMode::Auto, 1},     {ReduceOp::Prod, AllreduceMode::Auto, 1},
-      {ReduceOp::Sum, AllreduceMode::Mesh, 1},     {ReduceOp::Sum, AllreduceMode::Ring, 1},
-      {ReduceOp::Max, AllreduceMode::Ring, 1},     {ReduceOp::Sum, AllreduceMode::TwoShot, 1},
-      {ReduceOp::Min, AllreduceMode::TwoShot, 1},  {ReduceOp::Sum, AllreduceMode::TwoShot, 3},
+      {ReduceOp::Sum, AllreduceMode::Auto, 1},    {ReduceOp::Max, AllreduceMode::Auto, 1},
+      {ReduceOp::Min, AllreduceMode::Auto, 1},    {ReduceOp::Prod, AllreduceMode::Auto, 1},
+      {ReduceOp::Sum, AllreduceMode::Mesh, 1},    {ReduceOp::Sum, AllreduceMode::Ring, 1},
+      {ReduceOp::Max, AllreduceMode::Ring, 1},    {ReduceOp::Sum, AllreduceMode::TwoShot, 1},
+      {ReduceOp::Min, AllreduceMode::TwoShot, 1}, {ReduceOp::Sum, AllreduceMode::TwoShot, 3},
       {ReduceOp::Prod, AllreduceMode::Mesh, 2},
   };
   return cases;
@@ -142,8 +142,7 @@ TEST_P(Collectives, AllreduceEveryOpModePathSizeAndRankCount) {
             for (int k = 0; k < kReps; ++k) {
               ASSERT_EQ(value(outs[s](r, c, k, i)), expect)
                   << "composite P=" << p << " n=" << allreduce_sizes<T>()[s] << " case " << c << " rank " << r
-                  << " rep " << k
-                  << " i " << i;
+                  << " rep " << k << " i " << i;
               ASSERT_EQ(value(host_outs[s](r, c, k, i)), expect)
                   << "builtin P=" << p << " n=" << allreduce_sizes<T>()[s] << " case " << c << " rank " << r;
             }
@@ -200,7 +199,8 @@ TEST_P(Collectives, BroadcastReduceScatterAllgather) {
         auto g = h.window<T>(h.alloc_window_buffer({p, n}, dtype_of<T>, "gathered"), {p, n});
         auto local = h.window<T>(h.alloc_window_buffer({n}, dtype_of<T>, "local"), {n});
         auto sig = h.window<std::int32_t>(h.alloc_window_buffer({p, 16}, DType::INT32, "sig"), {p, 16});
-        for (int r = 0; r < p; ++r) h.dispatch(r, others<T>, w, rows, g, sig, in[r], rows_in[r], out_b[r], out_rs[r], out_ag[r]);
+        for (int r = 0; r < p; ++r)
+          h.dispatch(r, others<T>, w, rows, g, sig, in[r], rows_in[r], out_b[r], out_rs[r], out_ag[r]);
         for (int k = 0; k < kReps; ++k) {  // builtin path, explicit signal for broadcast, pld's for the rest
           for (int r = 0; r < p; ++r) h.dispatch(r, stage<T>, w, in[r]);
           h.broadcast(w, sig, {.root = k % 2 == 0 ? 0 : p - 1});
@@ -215,10 +215,13 @@ TEST_P(Collectives, BroadcastReduceScatterAllgather) {
           }
           h.reduce_scatter(rows, {.op = ReduceOp::Sum});
           for (int r = 0; r < p; ++r)
-            h.dispatch(r, +[](DistributedTensor<T> rw, Tensor<T> out) {
-              const int me = rank(get_comm_ctx(rw));
-              tensor::get(row_view(out), me, rw, {0, 0}, {me, 0}, {1, rw.shape()[1]});
-            }, rows, hrs[r][k]);
+            h.dispatch(
+                r,
+                +[](DistributedTensor<T> rw, Tensor<T> out) {
+                  const int me = rank(get_comm_ctx(rw));
+                  tensor::get(row_view(out), me, rw, {0, 0}, {me, 0}, {1, rw.shape()[1]});
+                },
+                rows, hrs[r][k]);
         }
       });
       for (int r = 0; r < p; ++r)

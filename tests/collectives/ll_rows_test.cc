@@ -17,24 +17,27 @@ namespace pld::test {
 namespace {
 
 constexpr int kIters = 12;
-constexpr Index kGather = 3;   // int32 rows of 12 bytes: LL
-constexpr Index kScatter = 5;  // int16 rows of 10 bytes: LL
-constexpr Index kSmall = 8;    // int32 rows of 32 bytes: LL, at the default threshold
-constexpr Index kLarge = 9;    // int32 rows of 36 bytes: two barriers around the pushes
-constexpr Index kBroadcast = 4;  // int32, 16 bytes: LL
+constexpr Index kGather = 3;               // int32 rows of 12 bytes: LL
+constexpr Index kScatter = 5;              // int16 rows of 10 bytes: LL
+constexpr Index kSmall = 8;                // int32 rows of 32 bytes: LL, at the default threshold
+constexpr Index kLarge = 9;                // int32 rows of 36 bytes: two barriers around the pushes
+constexpr Index kBroadcast = 4;            // int32, 16 bytes: LL
 constexpr Index kMaxRecv = 2, kVCols = 4;  // all_to_all_v: a 2 * 4 * 4 = 32-byte block, 36-byte message: LL
 
 using I32 = DistributedTensor<std::int32_t>;
 
 // One kernel, kIters rounds of: allreduce, allgather, reduce_scatter (Max), all_to_all of 8 and
-// of 9 columns, broadcast from a root that moves, all_to_all_v, barrier — all on `sig`. Each rank checks every result against its formula and
-// counts what differs. (Windows travel as kernel arguments one by one: that is what binds them.)
+// of 9 columns, broadcast from a root that moves, all_to_all_v, barrier — all on `sig`. Each rank checks every result
+// against its formula and counts what differs. (Windows travel as kernel arguments one by one: that is what binds
+// them.)
 void mixed(I32 ar, I32 ag_in, I32 ag, DistributedTensor<std::int16_t> rs, I32 small_in, I32 small, I32 large_in,
            I32 large, I32 bc, I32 v_in, I32 v, I32 v_send, I32 v_recv, I32 sig, Tensor<std::int64_t> wrong) {
   const auto ctx = get_comm_ctx(sig);
   const int me = rank(ctx), p = nranks(ctx);
   std::int64_t bad = 0;
-  auto rs_value = [](int r, int row, Index i, int k) { return static_cast<std::int16_t>((r * 13 + row * 5 + i + k) % 97); };
+  auto rs_value = [](int r, int row, Index i, int k) {
+    return static_cast<std::int16_t>((r * 13 + row * 5 + i + k) % 97);
+  };
   auto a2a_value = [](int from, int to, Index i, int k) { return from * 1000 + to * 50 + static_cast<int>(i) + k; };
   auto v_rows = [](int from, int to, int k) { return static_cast<int>((from + 2 * to + k) % (kMaxRecv + 1)); };
   for (int k = 0; k < kIters; ++k) {
@@ -46,7 +49,8 @@ void mixed(I32 ar, I32 ag_in, I32 ag, DistributedTensor<std::int16_t> rs, I32 sm
       for (Index i = 0; i < kLarge; ++i) tile::write(large_in, {row, i}, a2a_value(me, row, i, k));
       tile::write(v_send, {row}, v_rows(me, row, k));
       for (Index r = 0; r < kMaxRecv; ++r)
-        for (Index i = 0; i < kVCols; ++i) tile::write(v_in, {row * kMaxRecv + r, i}, a2a_value(me, row, r * 10 + i, k));
+        for (Index i = 0; i < kVCols; ++i)
+          tile::write(v_in, {row * kMaxRecv + r, i}, a2a_value(me, row, r * 10 + i, k));
     }
     const int root = k % p;
     for (Index i = 0; i < kBroadcast; ++i) tile::write(bc, {i}, me == root ? root * 31 + k + static_cast<int>(i) : -1);
@@ -71,7 +75,8 @@ void mixed(I32 ar, I32 ag_in, I32 ag, DistributedTensor<std::int16_t> rs, I32 sm
       const int rows = v_rows(s, me, k);
       bad += tile::read(v_recv, {s, 0}) != rows;
       for (Index r = 0; r < rows; ++r)
-        for (Index i = 0; i < kVCols; ++i) bad += tile::read(v, {s * kMaxRecv + r, i}) != a2a_value(s, me, r * 10 + i, k);
+        for (Index i = 0; i < kVCols; ++i)
+          bad += tile::read(v, {s * kMaxRecv + r, i}) != a2a_value(s, me, r * 10 + i, k);
     }
     for (Index i = 0; i < kScatter; ++i) {
       std::int16_t want = 0;
@@ -105,7 +110,8 @@ void run_mixed(int p) {
     auto v_send = h.window<std::int32_t>(h.alloc_window_buffer({p}, DType::INT32, "v_send"), {p});
     auto v_recv = i32(p, 1, "v_recv");
     auto rs = h.window<std::int16_t>(h.alloc_window_buffer({p, kScatter}, DType::INT16, "rs"), {p, kScatter});
-    for (int r = 0; r < p; ++r) h.dispatch(r, mixed, ar, ag_in, ag, rs, small_in, small, large_in, large, bc, v_in, v, v_send, v_recv, sig,
+    for (int r = 0; r < p; ++r)
+      h.dispatch(r, mixed, ar, ag_in, ag, rs, small_in, small, large_in, large, bc, v_in, v, v_send, v_recv, sig,
                  wrong[r]);
   });
   for (int r = 0; r < p; ++r) EXPECT_EQ(wrong(r, 0), 0) << "P=" << p << " rank " << r;

@@ -3,16 +3,17 @@
 // cells and the cause — and correct programs still pass.
 #include "support.hpp"
 
+#include <unistd.h>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
-#include <unistd.h>
 
 namespace pld::test {
 namespace {
 
-#define EXPECT_HAS(msg, needle) EXPECT_NE((msg).find(needle), std::string::npos) << "missing: " << (needle) << "\nin:\n" << (msg)
+#define EXPECT_HAS(msg, needle) \
+  EXPECT_NE((msg).find(needle), std::string::npos) << "missing: " << (needle) << "\nin:\n" << (msg)
 
 class DebugMode : public ::testing::Test {
  protected:
@@ -53,19 +54,23 @@ std::string mismatch(int odd_rank, int odd_kind) {
 
 TEST_F(DebugMode, AllreduceVersusBroadcast) {
   const std::string msg = mismatch(1, 1);
-  EXPECT_HAS(msg, "collective mismatch on comm domain world (collective #0 of this call on signal 'sig'): rank 1 called broadcast "
-                  "but rank 0 called allreduce (they differ in collective)");
+  EXPECT_HAS(
+      msg,
+      "collective mismatch on comm domain world (collective #0 of this call on signal 'sig'): rank 1 called broadcast "
+      "but rank 0 called allreduce (they differ in collective)");
   EXPECT_HAS(msg, "rank 0: allreduce(target 'data' fp32 [1, 64], signal 'sig', op Sum, mode Auto, core_num 1)");
-  EXPECT_HAS(msg, "rank 1: broadcast(target 'data' fp32 [1, 64], signal 'sig', root 0, core_num 1)   <- differs from "
-                  "rank 0 in collective");
+  EXPECT_HAS(msg,
+             "rank 1: broadcast(target 'data' fp32 [1, 64], signal 'sig', root 0, core_num 1)   <- differs from "
+             "rank 0 in collective");
   EXPECT_HAS(msg, "rank 2: allreduce(");
 }
 
 TEST_F(DebugMode, SumVersusMax) {
   const std::string msg = mismatch(2, 2);
   EXPECT_HAS(msg, "rank 2 called allreduce but rank 0 called allreduce (they differ in op)");
-  EXPECT_HAS(msg, "rank 2: allreduce(target 'data' fp32 [1, 64], signal 'sig', op Max, mode Auto, core_num 1)   <- "
-                  "differs from rank 0 in op");
+  EXPECT_HAS(msg,
+             "rank 2: allreduce(target 'data' fp32 [1, 64], signal 'sig', op Max, mode Auto, core_num 1)   <- "
+             "differs from rank 0 in op");
 }
 
 TEST_F(DebugMode, DifferentSizes) {
@@ -125,7 +130,8 @@ TEST_F(DebugMode, ReusedMonotonicSignal) {
         });
       },
       0, RankFailure::KernelError,
-      "wait(signal 'bar', offsets [1, 0]) on rank 0: signal reused while still in use — an earlier wait on this cell in "
+      "wait(signal 'bar', offsets [1, 0]) on rank 0: signal reused while still in use — an earlier wait on this cell "
+      "in "
       "this call already waited for >= 1");
   expect_rank_error(
       [] {
@@ -200,15 +206,18 @@ TEST_F(DebugMode, ViewLargerThanItsWindow) {
   } catch (const RankError& e) {
     msg = e.what();
   }
-  EXPECT_HAS(msg, "tile::remote_load: the view of window 'small' has shape [1, 64] (fp32, 256 bytes) but the buffer "
-                  "has 32 bytes");
+  EXPECT_HAS(msg,
+             "tile::remote_load: the view of window 'small' has shape [1, 64] (fp32, 256 bytes) but the buffer "
+             "has 32 bytes");
 }
 
 // A worker keeps its ranks across calls: descriptors are compared per call (collective #k restarts
 // at 0), a mismatch fails only its call, and the worker goes on.
 void sum_or_max(DistributedTensor<float> v, DistributedTensor<std::int32_t> sig, int odd_rank) {
-  if (rank(get_comm_ctx(v)) == odd_rank) tensor::allreduce(v, sig, {.op = ReduceOp::Max});
-  else tensor::allreduce(v, sig);
+  if (rank(get_comm_ctx(v)) == odd_rank)
+    tensor::allreduce(v, sig, {.op = ReduceOp::Max});
+  else
+    tensor::allreduce(v, sig);
 }
 void sum_or_max_program(Host& h, int odd_rank) {
   auto v = h.window<float>(h.alloc_window_buffer({16}, DType::FP32, "v"), {16});
@@ -223,8 +232,9 @@ TEST_F(DebugMode, WorkerComparesEachCallAndRecovers) {
     w(1);
     ADD_FAILURE() << "expected a collective mismatch";
   } catch (const RankError& e) {
-    EXPECT_HAS(std::string(e.what()), "collective mismatch on comm domain world (collective #0 of this call on signal 'sig'): "
-                                      "rank 1 called allreduce but rank 0 called allreduce (they differ in op)");
+    EXPECT_HAS(std::string(e.what()),
+               "collective mismatch on comm domain world (collective #0 of this call on signal 'sig'): "
+               "rank 1 called allreduce but rank 0 called allreduce (they differ in op)");
   }
   for (int call = 0; call < 3; ++call) w(-1);
 }
@@ -267,8 +277,9 @@ TEST_F(DebugMode, WaitSatisfiedByAnEarlierCallWarns) {
   unsetenv("PLD_LOG_FILE");
   const std::string log = log_of_rank1();
   EXPECT_EQ(count(log, "stale signal"), 1u) << log;
-  EXPECT_HAS(log, "wait(signal 'sig', offsets [0, 0]) on rank 1: stale signal — the cell already holds 1 (wait for >= 1) "
-                  "from a notify of an earlier call");
+  EXPECT_HAS(log,
+             "wait(signal 'sig', offsets [0, 0]) on rank 1: stale signal — the cell already holds 1 (wait for >= 1) "
+             "from a notify of an earlier call");
   EXPECT_HAS(log, "reset_persistent_windows");
   EXPECT_HAS(log, "use a fresh signal");
   std::filesystem::remove_all(dir);

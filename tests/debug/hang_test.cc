@@ -24,7 +24,9 @@ namespace {
 
 // The planted hangs' deadline: short, longer under mpirun (processes start their dispatches after
 // a barrier, but on 2 cores one of 4 may be descheduled for a while).
-double deadline() { return launcher_world_size() > 0 ? 2.0 : 0.5; }
+double deadline() {
+  return launcher_world_size() > 0 ? 2.0 : 0.5;
+}
 
 // A scratch directory for DOT files, set as PLD_DEBUG_DIR for the test's lifetime.
 class DotDir {
@@ -72,7 +74,8 @@ std::string hang_message(const DistributedConfig& cfg, const std::function<void(
   return {};
 }
 
-#define EXPECT_HAS(msg, needle) EXPECT_NE((msg).find(needle), std::string::npos) << "missing: " << (needle) << "\nin:\n" << (msg)
+#define EXPECT_HAS(msg, needle) \
+  EXPECT_NE((msg).find(needle), std::string::npos) << "missing: " << (needle) << "\nin:\n" << (msg)
 
 // Planted deadlock: every rank waits for its left neighbour before notifying its right one.
 void wait_then_notify(DistributedTensor<std::int32_t> sig) {
@@ -89,8 +92,9 @@ TEST(HangReport, PlantedDeadlockNamesTheCycle) {
     auto b = h.alloc_window_buffer({3, 1}, DType::INT32, "ring_sig");
     for (int r = 0; r < 3; ++r) h.dispatch(r, wait_then_notify, h.window<std::int32_t>(b, {3, 1}));
   });
-  EXPECT_HAS(msg, "Deadlock: rank 0 waits for rank 2 (cell 'ring_sig' [2, 0]), rank 2 waits for rank 1 (cell "
-                  "'ring_sig' [1, 0]), rank 1 waits for rank 0 (cell 'ring_sig' [0, 0])");
+  EXPECT_HAS(msg,
+             "Deadlock: rank 0 waits for rank 2 (cell 'ring_sig' [2, 0]), rank 2 waits for rank 1 (cell "
+             "'ring_sig' [1, 0]), rank 1 waits for rank 0 (cell 'ring_sig' [0, 0])");
   EXPECT_HAS(msg, "Wait-for graph: rank 0 -> rank 2, rank 1 -> rank 0, rank 2 -> rank 1");
   EXPECT_HAS(msg, "expected writer: rank 2 — presumed: row 2 of the signal belongs to rank 2");
   EXPECT_HAS(msg, "#1 wait('ring_sig' [2, 0], >= 1)");  // rank 0's history: its one operation
@@ -137,8 +141,10 @@ TEST(HangReport, NamesTheRankThatNeverNotified) {
 // Sets, and calls it a lost update.
 void set_instead_of_add(DistributedTensor<std::int32_t> sig) {
   auto ctx = get_comm_ctx(sig);
-  if (rank(ctx) == 0) system::wait(sig, {0, 0}, 2, WaitCmp::Ge);
-  else system::notify(sig, 0, {0, 0}, 1, NotifyOp::Set);
+  if (rank(ctx) == 0)
+    system::wait(sig, {0, 0}, 2, WaitCmp::Ge);
+  else
+    system::notify(sig, 0, {0, 0}, 1, NotifyOp::Set);
 }
 
 TEST(HangReport, LostUpdateShowsTheCellAndItsWriters) {
@@ -190,7 +196,8 @@ TEST(HangReport, OffByOnePeerFailsOnTheRankThatOverruns) {
           for (int r = 0; r < 4; ++r) h.dispatch(r, push_right_unwrapped, h.window<std::int32_t>(b, {4, 1}));
         });
       },
-      3, RankFailure::KernelError, "notify(signal 'sig', offsets [3, 0]): peer 4 out of range [0, 4) of comm domain world");
+      3, RankFailure::KernelError,
+      "notify(signal 'sig', offsets [3, 0]): peer 4 out of range [0, 4) of comm domain world");
 }
 
 // Off-by-one in direction at P=4: every rank notifies its right neighbour on its own row, but
@@ -258,15 +265,18 @@ TEST(HangReport, Sigusr1PrintsTheReportAndTheJobContinues) {
     for (int i = 0; i < 2000 && std::atomic_ref<std::int32_t>(*flag.data()).load() == 0; ++i)
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
     if (std::atomic_ref<std::int32_t>(*flag.data()).load() == 0) return;  // the run failed early: no signal
-    kill(getpid(), SIGUSR1);  // shm: the host; mpi: this rank's process
+    kill(getpid(), SIGUSR1);                                              // shm: the host; mpi: this rank's process
     sent = true;
   });
   testing::internal::CaptureStderr();
   int failed_rank = -1;
-  const std::string msg = hang_message(ranks(2, 2.0), [&](Host& h) {
-    auto b = h.alloc_window_buffer({2, 1}, DType::INT32, "hung");
-    for (int r = 0; r < 2; ++r) h.dispatch(r, flag_then_hang, h.window<std::int32_t>(b, {2, 1}), flag.view());
-  }, &failed_rank);
+  const std::string msg = hang_message(
+      ranks(2, 2.0),
+      [&](Host& h) {
+        auto b = h.alloc_window_buffer({2, 1}, DType::INT32, "hung");
+        for (int r = 0; r < 2; ++r) h.dispatch(r, flag_then_hang, h.window<std::int32_t>(b, {2, 1}), flag.view());
+      },
+      &failed_rank);
   const std::string err = testing::internal::GetCapturedStderr();
   poker.join();
   EXPECT_TRUE(sent);

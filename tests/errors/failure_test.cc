@@ -60,13 +60,13 @@ TEST_P(RankFailures, NameTheRankAndReleaseTheOthers) {
 
 INSTANTIATE_TEST_SUITE_P(
     Cases, RankFailures,
-    ::testing::Values(
-        FailureCase{kThrow, 2, RankFailure::KernelError, "kernel threw std::runtime_error: boom from the kernel"},
-        FailureCase{kThrowUsage, 3, RankFailure::KernelError, "my_op: bad value 42; use 7"},
-        FailureCase{kSegfault, 4, RankFailure::Crashed, "killed by signal 11 (SIGSEGV)"},
-        FailureCase{kAbort, 2, RankFailure::Crashed, "killed by signal 6 (SIGABRT)"},
-        FailureCase{kSigkillSelf, 8, RankFailure::Crashed, "killed by signal 9 (SIGKILL)"},
-        FailureCase{kExit, 3, RankFailure::Exited, "exited with status 3"}),
+    ::testing::Values(FailureCase{kThrow, 2, RankFailure::KernelError,
+                                  "kernel threw std::runtime_error: boom from the kernel"},
+                      FailureCase{kThrowUsage, 3, RankFailure::KernelError, "my_op: bad value 42; use 7"},
+                      FailureCase{kSegfault, 4, RankFailure::Crashed, "killed by signal 11 (SIGSEGV)"},
+                      FailureCase{kAbort, 2, RankFailure::Crashed, "killed by signal 6 (SIGABRT)"},
+                      FailureCase{kSigkillSelf, 8, RankFailure::Crashed, "killed by signal 9 (SIGKILL)"},
+                      FailureCase{kExit, 3, RankFailure::Exited, "exited with status 3"}),
     [](const auto& info) { return "case" + std::to_string(info.param.how) + "_P" + std::to_string(info.param.ranks); });
 
 // Rank 1 publishes its pid; rank 0 SIGKILLs it from outside.
@@ -122,7 +122,9 @@ void expect_wait_report(const DistributedConfig& cfg) {
   }
 }
 
-TEST(WaitDeadline, ReportsEveryRanksWaitFromConfig) { expect_wait_report(ranks(3, 0.5)); }
+TEST(WaitDeadline, ReportsEveryRanksWaitFromConfig) {
+  expect_wait_report(ranks(3, 0.5));
+}
 
 TEST(WaitDeadline, ReportsEveryRanksWaitFromEnvironment) {
   setenv("PLD_WAIT_TIMEOUT", "0.3", 1);
@@ -140,7 +142,9 @@ TEST(RankFailures, NextRunAfterAFailureSucceeds) {
                RankError);
   auto out = HostTensor<std::int32_t>::zeros({2, 1});
   run(ranks(2), [&](Host& h) {
-    for (int r = 0; r < 2; ++r) h.dispatch(r, [](Tensor<std::int32_t> o, int v) { o(0) = v; }, out[r], 5 + r);
+    for (int r = 0; r < 2; ++r)
+      h.dispatch(
+          r, [](Tensor<std::int32_t> o, int v) { o(0) = v; }, out[r], 5 + r);
   });
   EXPECT_EQ(out(0, 0), 5);
   EXPECT_EQ(out(1, 0), 6);

@@ -43,8 +43,9 @@ TEST(Logging, SubsystemsFilterInfoAndDebugLinesPerRankFile) {
   const std::string host = slurp(dir / "log.host");
   char name[256] = {};
   gethostname(name, sizeof name - 1);
-  EXPECT_NE(host.find(std::string(name) + ":" + std::to_string(getpid()) + ":host pld INFO worker started 2 rank "
-                                                                         "processes"),
+  EXPECT_NE(host.find(std::string(name) + ":" + std::to_string(getpid()) +
+                      ":host pld INFO worker started 2 rank "
+                      "processes"),
             std::string::npos)
       << host;
   // The ranks' dispatch lines belong to the rank subsystem, which is filtered out.

@@ -199,8 +199,7 @@ TEST(Robustness, HandmadeWindowViewsAreCheckedByHostCollectives) {
 
 // A view built inside the kernel is checked against its buffer in debug mode (PLD_DEBUG=1).
 void store_through_huge_view(DistributedTensor<float> v) {
-  const auto huge =
-      detail::Access::make<DistributedTensor<float>>(v.ref(), Dims{(Index{1} << 62) + 1, 4}, v.state());
+  const auto huge = detail::Access::make<DistributedTensor<float>>(v.ref(), Dims{(Index{1} << 62) + 1, 4}, v.state());
   tile::remote_store(tile::full<float>({1, 4}, 42.f), huge, 0, {4, 0});
 }
 

@@ -31,8 +31,8 @@ enum Misuse : int {
   kElementOutside,
 };
 
-void misuse(DistributedTensor<std::int32_t> sig, DistributedTensor<std::int32_t> flat, DistributedTensor<float> win, DistributedTensor<std::int64_t> win64,
-            DistributedTensor<std::uint8_t> win8, Tensor<float> src, int what) {
+void misuse(DistributedTensor<std::int32_t> sig, DistributedTensor<std::int32_t> flat, DistributedTensor<float> win,
+            DistributedTensor<std::int64_t> win64, DistributedTensor<std::uint8_t> win8, Tensor<float> src, int what) {
   auto ctx = get_comm_ctx(sig);
   if (rank(ctx) == 0) {
     system::wait(sig, {0, 0}, 1, WaitCmp::Ge);  // never satisfied: rank 1 fails first
@@ -53,7 +53,9 @@ void misuse(DistributedTensor<std::int32_t> sig, DistributedTensor<std::int32_t>
     case kRemoteStoreOutside: tile::remote_store(t, win, 0, {1, 0}); break;
     case kPutShapeMismatch: tensor::put(win, 0, Tensor<float>(src.data(), {1, 4})); break;
     case kPutRegionOutside: tensor::put(win, 0, src, {0, 6}, {0, 0}, {1, 4}); break;
-    case kPutPipelineWithoutChunks: tensor::put(win, 0, src, {0, 0}, {0, 0}, {1, 4}, PutOptions{.chunk_rows = 1, .pipeline = true}); break;
+    case kPutPipelineWithoutChunks:
+      tensor::put(win, 0, src, {0, 0}, {0, 0}, {1, 4}, PutOptions{.chunk_rows = 1, .pipeline = true});
+      break;
     case kPutNegativeChunk: tensor::put(win, 0, src, {0, 0}, {0, 0}, {1, 4}, PutOptions{.chunk_cols = -2}); break;
     case kPutAtomicInt64: tensor::put(win64, 0, win64, PutOptions{.atomic = AtomicType::Add}); break;
     case kPutAtomicUint8: tile::remote_store(Tile<std::uint8_t>({1, 2}), win8, 0, {0, 0}, AtomicType::Add); break;
@@ -83,8 +85,9 @@ TEST_P(KernelMisuse, RaisesOnTheRankAndReleasesThePeer) {
           auto w64 = h.alloc_window_buffer({1, 8}, DType::INT64, "win64");
           auto w8 = h.alloc_window_buffer({1, 8}, DType::UINT8, "win8");
           for (int r = 0; r < 2; ++r)
-            h.dispatch(r, misuse, h.window<std::int32_t>(s, {2, 1}), h.window<std::int32_t>(s, {2}), h.window<float>(w, {1, 8}),
-                       h.window<std::int64_t>(w64, {1, 8}), h.window<std::uint8_t>(w8, {1, 8}), src.view(), c.what);
+            h.dispatch(r, misuse, h.window<std::int32_t>(s, {2, 1}), h.window<std::int32_t>(s, {2}),
+                       h.window<float>(w, {1, 8}), h.window<std::int64_t>(w64, {1, 8}),
+                       h.window<std::uint8_t>(w8, {1, 8}), src.view(), c.what);
         });
       },
       1, RankFailure::KernelError, c.needle);
@@ -106,7 +109,8 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{kPutRegionOutside, "dst subregion exceeds dimension 1"},
                       Case{kPutPipelineWithoutChunks, "pipeline=true requires both chunk_rows>0 and chunk_cols>0"},
                       Case{kPutNegativeChunk, "chunk_cols -2 must be non-negative"},
-                      Case{kPutAtomicInt64, "AtomicType::Add requires an fp32/bf16/fp16/int32/int16/int8 dtype, got int64"},
+                      Case{kPutAtomicInt64,
+                           "AtomicType::Add requires an fp32/bf16/fp16/int32/int16/int8 dtype, got int64"},
                       Case{kPutAtomicUint8, "got uint8"}, Case{kGetPeer, "tensor::get: peer 3 out of range"},
                       Case{kTileAddShapes, "tile::add: tile shapes [1, 4] and [4, 1] differ"},
                       Case{kValidShapeLargerThanShape, "valid_shape [1, 5] must lie within shape [1, 4]"},

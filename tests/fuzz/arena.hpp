@@ -66,9 +66,7 @@ class Arena {
     const ByteView& v = which == kA ? a_ : which == kB ? b_ : sig_;
     return detail::Access::make<DistributedTensor<T>>(v.ref(), shape, v.state());
   }
-  Area model_area(int r, SetBuffer which, const Dims& shape) {
-    return Area{model_[r].data() + rel(which), shape};
-  }
+  Area model_area(int r, SetBuffer which, const Dims& shape) { return Area{model_[r].data() + rel(which), shape}; }
   template <class T>
   Tensor<T> local(const Dims& shape) {
     return Tensor<T>(reinterpret_cast<T*>(local_real_.data() + kGuard), shape);
@@ -149,8 +147,8 @@ inline int case_actor(int p, std::int64_t index) {
 /// part (case_part), each drawn by `draw(rng, domain size)`, run and judged by `exec(arena,
 /// case)`, then every image compared.
 template <class Draw, class Exec>
-void arena_cases(Arena& env, const char* name, int op, int p, int part, std::int64_t start, std::int64_t end,
-                 Draw draw, Exec exec) {
+void arena_cases(Arena& env, const char* name, int op, int p, int part, std::int64_t start, std::int64_t end, Draw draw,
+                 Exec exec) {
   const std::uint64_t seed = settings().seed;
   for (std::int64_t i = start; i < end; ++i) {
     if (case_part(p, i) != part || case_actor(p, i) != env.me()) continue;

@@ -69,14 +69,22 @@ void call_builtin(Host& h, CommDomain& d, const CollBuffers& b, const CollCase& 
       own ? h.allreduce(target, o) : h.allreduce(target, signal, o);
       break;
     }
-    case kBroadcast: own ? h.broadcast(target, {.root = c.root, .core_num = c.core_num})
-                         : h.broadcast(target, signal, {.root = c.root, .core_num = c.core_num}); break;
-    case kAllgather: own ? h.allgather(input, target, {.core_num = c.core_num})
-                         : h.allgather(input, target, signal, {.core_num = c.core_num}); break;
-    case kReduceScatter: own ? h.reduce_scatter(target, {.op = rop, .core_num = c.core_num})
-                             : h.reduce_scatter(target, signal, {.op = rop, .core_num = c.core_num}); break;
-    case kAllToAll: own ? h.all_to_all(input, target, {.core_num = c.core_num})
-                        : h.all_to_all(input, target, signal, {.core_num = c.core_num}); break;
+    case kBroadcast:
+      own ? h.broadcast(target, {.root = c.root, .core_num = c.core_num})
+          : h.broadcast(target, signal, {.root = c.root, .core_num = c.core_num});
+      break;
+    case kAllgather:
+      own ? h.allgather(input, target, {.core_num = c.core_num})
+          : h.allgather(input, target, signal, {.core_num = c.core_num});
+      break;
+    case kReduceScatter:
+      own ? h.reduce_scatter(target, {.op = rop, .core_num = c.core_num})
+          : h.reduce_scatter(target, signal, {.op = rop, .core_num = c.core_num});
+      break;
+    case kAllToAll:
+      own ? h.all_to_all(input, target, {.core_num = c.core_num})
+          : h.all_to_all(input, target, signal, {.core_num = c.core_num});
+      break;
     default: {
       const auto counts = d.window<std::int32_t>(b.buffers[kSend], c.counts);
       const auto recv = d.window<std::int32_t>(b.buffers[kRecv], c.recv);
@@ -115,11 +123,12 @@ void host_case(Host& h, PartState& s, const Logs& logs, int op, int p, std::int6
   const bool valid = coll_valid(rule, n);
   const int set = s.valid_runs % 2;
   if (valid) step(h, s, logs, op, p, case_part(p, i), i, set);
-  const Attempt a = attempt([&] { with_dtype(c.dtype, [&]<class T>() { call_builtin<T>(h, *s.domain, s.buffers, c, set, own); }); });
+  const Attempt a =
+      attempt([&] { with_dtype(c.dtype, [&]<class T>() { call_builtin<T>(h, *s.domain, s.buffers, c, set, own); }); });
   const std::string problem = judge(a, valid, kCollNames[op]);
   if (!problem.empty())
-    ADD_FAILURE() << case_tag(kCollNames[op], p, i) << " (host builtin" << (own ? ", pld's signal" : "") << "): "
-                  << c.str() << ": " << problem;
+    ADD_FAILURE() << case_tag(kCollNames[op], p, i) << " (host builtin" << (own ? ", pld's signal" : "")
+                  << "): " << c.str() << ": " << problem;
   logs.counters(0, kCases) += 1;
   logs.counters(0, kErrors) += a.threw ? 1 : 0;
   if (!problem.empty()) logs.counters(0, kFailures) += 1;

@@ -19,7 +19,7 @@ namespace pld::fuzz {
 enum CollBuffer : int { kCPre, kTgt0, kTgt1, kInp0, kInp1, kRecv, kSend, kCSig, kSync, kCPost, kCollBuffers };
 inline constexpr std::size_t kCollSizes[kCollBuffers] = {128, kCollArea, kCollArea, kCollArea, kCollArea,
                                                          64,  64,        kCollSig,  64,        128};
-inline constexpr const char* kCollBufNames[kCollBuffers] = {"pre", "tgt0", "tgt1", "inp0", "inp1",
+inline constexpr const char* kCollBufNames[kCollBuffers] = {"pre",  "tgt0", "tgt1", "inp0", "inp1",
                                                             "recv", "send", "csig", "sync", "post"};
 
 using CollViews = std::array<DistributedTensor<std::uint8_t>, kCollBuffers>;
@@ -82,8 +82,7 @@ class CollArena {
     return Tensor<T>(reinterpret_cast<T*>(local_real_.data() + 128), shape);
   }
   Tensor<std::int32_t> local_counts(const Dims& shape) {
-    return Tensor<std::int32_t>(
-reinterpret_cast<std::int32_t*>(local_real_.data() + 128 + kCollArea), shape);
+    return Tensor<std::int32_t>(reinterpret_cast<std::int32_t*>(local_real_.data() + 128 + kCollArea), shape);
   }
 
   /// The model's result of a valid call on this rank.

@@ -25,8 +25,8 @@ struct CollCase {
   Dims target, input, signal, counts, recv;  // view shapes (input: local data of allgather etc.)
   int root = 0, core_num = 1, rop = 0, mode = 0;
   bool reproducible = false;
-  bool window_input = false;  // input / send_counts are window views (else rank-local tensors)
-  int bad_count_at = -1;      // all_to_all_v: every rank sends an out-of-range count to this rank:
+  bool window_input = false;   // input / send_counts are window views (else rank-local tensors)
+  int bad_count_at = -1;       // all_to_all_v: every rank sends an out-of-range count to this rank:
   std::int32_t bad_count = 0;  // this one, or MAX_RECV + 1 for 0
   std::uint64_t salt = 0;
 
@@ -54,7 +54,10 @@ inline Dims draw_signal(Rng& r, int n, int core_num) {
     case 3: return Dims{n, 16 * k};
     case 4: return Dims{n, 1, 1};
     case 5: return Dims{};
-    case 6: case 7: case 8: case 9: return Dims{n};
+    case 6:
+    case 7:
+    case 8:
+    case 9: return Dims{n};
     default: return Dims{n, k};
   }
 }
@@ -116,7 +119,9 @@ inline bool signal_ok(const Dims& s, int n, int core_num) {
   return s.size() == 2 && s[0] >= n && s[1] >= core_num;
 }
 
-inline bool rows_ok(const Dims& s, int n) { return s.size() == 2 && s[0] == n; }
+inline bool rows_ok(const Dims& s, int n) {
+  return s.size() == 2 && s[0] == n;
+}
 
 /// The model's rule: are these arguments valid for a collective over `n` ranks?
 inline bool coll_valid(const CollCase& c, int n) {
@@ -148,7 +153,8 @@ std::vector<std::byte> rank_values(const CollCase& c, int s, bool input, std::si
 /// all_to_all_v: how many rows rank `from` sends to rank `to`.
 inline std::int32_t send_count(const CollCase& c, int from, int to, Index max_recv) {
   if (to == c.bad_count_at) return c.bad_count != 0 ? c.bad_count : static_cast<std::int32_t>(max_recv + 1);
-  return static_cast<std::int32_t>(mix(c.salt, static_cast<std::uint64_t>(from * 64 + to)) % static_cast<std::uint64_t>(max_recv + 1));
+  return static_cast<std::int32_t>(mix(c.salt, static_cast<std::uint64_t>(from * 64 + to)) %
+                                   static_cast<std::uint64_t>(max_recv + 1));
 }
 
 template <class T>

@@ -28,19 +28,24 @@ Verdict exec_coll(CollArena& env, const CollCase& c, int set) {
       case kBroadcast: tensor::broadcast(target, signal, {.root = c.root, .core_num = c.core_num}); break;
       case kReduceScatter: tensor::reduce_scatter(target, signal, {.op = op, .core_num = c.core_num}); break;
       case kAllgather:
-        if (c.window_input) tensor::allgather(env.view<T>(kInp0 + set, c.input), target, signal, {.core_num = c.core_num});
-        else tensor::allgather(env.local<T>(c.input), target, signal, {.core_num = c.core_num});
+        if (c.window_input)
+          tensor::allgather(env.view<T>(kInp0 + set, c.input), target, signal, {.core_num = c.core_num});
+        else
+          tensor::allgather(env.local<T>(c.input), target, signal, {.core_num = c.core_num});
         break;
       case kAllToAll:
-        if (c.window_input) tensor::all_to_all(env.view<T>(kInp0 + set, c.input), target, signal, {.core_num = c.core_num});
-        else tensor::all_to_all(env.local<T>(c.input), target, signal, {.core_num = c.core_num});
+        if (c.window_input)
+          tensor::all_to_all(env.view<T>(kInp0 + set, c.input), target, signal, {.core_num = c.core_num});
+        else
+          tensor::all_to_all(env.local<T>(c.input), target, signal, {.core_num = c.core_num});
         break;
       default: {
         const auto recv = env.view<std::int32_t>(kRecv, c.recv);
         if (c.window_input)
           tensor::all_to_all_v(env.view<T>(kInp0 + set, c.input), target, signal,
                                env.view<std::int32_t>(kSend, c.counts), recv);
-        else tensor::all_to_all_v(env.local<T>(c.input), target, signal, env.local_counts(c.counts), recv);
+        else
+          tensor::all_to_all_v(env.local<T>(c.input), target, signal, env.local_counts(c.counts), recv);
       }
     }
   });
@@ -72,13 +77,14 @@ void coll_kernel(V pre, V t0, V t1, V i0, V i1, V rc, V sc, V cs, V sy, V post, 
   }
   tensor::barrier(env.view<std::int32_t>(kSync, {env.n()}));
   const std::string rest = env.signals_at_rest();
-  if (!rest.empty()) log.fail(std::string(kCollNames[op]) + " P=" + std::to_string(p) + " after the last case: " + rest);
+  if (!rest.empty())
+    log.fail(std::string(kCollNames[op]) + " P=" + std::to_string(p) + " after the last case: " + rest);
 }
 
 void dispatch_coll(Host& h, int r, const CollViews& v, const Logs& logs, int op, int p, std::int64_t start,
                    std::int64_t end, int part) {
-  h.dispatch(r, coll_kernel, v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8], v[9], logs.counters[r],
-             logs.text[r], op, p, start, end, part);
+  h.dispatch(r, coll_kernel, v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8], v[9], logs.counters[r], logs.text[r],
+             op, p, start, end, part);
 }
 
 void launch_coll(int op, int p, std::int64_t start, std::int64_t end, const Logs& logs) {
@@ -99,7 +105,8 @@ TEST_P(CollectiveFuzz, RightResultOrNamedError) {
   PLD_REQUIRE_SHM();
   const auto [op, p] = GetParam();
   run_cases(
-      kCollNames[op], p, [&](std::int64_t start, std::int64_t end, const Logs& logs) { launch_coll(op, p, start, end, logs); },
+      kCollNames[op], p,
+      [&](std::int64_t start, std::int64_t end, const Logs& logs) { launch_coll(op, p, start, end, logs); },
       [&](std::int64_t i) {
         Rng r = case_rng(settings().seed, kCollOpBase + op, p, i);
         const int n = static_cast<int>(case_domain(p, i).size());

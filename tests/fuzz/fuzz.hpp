@@ -45,7 +45,9 @@ inline Settings settings() {
 }
 
 /// Cases of one (op, P) test: the op's share of PLD_FUZZ_CASES.
-inline std::int64_t cases_per_p(const Settings& s) { return (s.cases + kMaxP - 1) / kMaxP; }
+inline std::int64_t cases_per_p(const Settings& s) {
+  return (s.cases + kMaxP - 1) / kMaxP;
+}
 
 /// splitmix64: small, fast, and every case seeds its own stream.
 class Rng {
@@ -76,7 +78,9 @@ class Rng {
   std::uint64_t s_;
 };
 
-inline std::uint64_t mix(std::uint64_t a, std::uint64_t b) { return Rng(a * 0x100000001B3ull ^ b).next(); }
+inline std::uint64_t mix(std::uint64_t a, std::uint64_t b) {
+  return Rng(a * 0x100000001B3ull ^ b).next();
+}
 
 /// The stream of case `index` of op `op` with P ranks.
 inline Rng case_rng(std::uint64_t seed, int op, int p, std::int64_t index) {
@@ -185,7 +189,9 @@ inline std::vector<int> case_domain(int p, std::int64_t index) {
 }
 
 /// Part 0 runs the world's cases, part 1 the sub-domain's (see case_domain).
-inline int case_part(int p, std::int64_t index) { return p == 1 ? 0 : static_cast<int>(index % 2); }
+inline int case_part(int p, std::int64_t index) {
+  return p == 1 ? 0 : static_cast<int>(index % 2);
+}
 
 // ----- rank-side failure log -------------------------------------------------------------------
 
@@ -225,7 +231,9 @@ class RankLog {
 struct Logs {
   HostTensor<std::int64_t> counters;
   HostTensor<std::uint8_t> text;
-  explicit Logs(int p) : counters(HostTensor<std::int64_t>::zeros({p, kCounters})), text(HostTensor<std::uint8_t>::zeros({p, kLogBytes})) {}
+  explicit Logs(int p)
+      : counters(HostTensor<std::int64_t>::zeros({p, kCounters})),
+        text(HostTensor<std::uint8_t>::zeros({p, kLogBytes})) {}
   RankLog rank(int r) const { return RankLog(counters[r], text[r]); }
 };
 
@@ -279,8 +287,8 @@ Outcome run_cases(const char* op, int p, Launch&& launch, Describe&& describe) {
     const std::int64_t at = std::max<std::int64_t>(logs.counters(crashed, kProgress), start);
     ++total.failures;
     ADD_FAILURE() << op << " P=" << p << ": the run failed in case " << at << " (seed " << s.seed
-                  << ", rerun alone with PLD_FUZZ_SEED=" << s.seed << " PLD_FUZZ_CASE=" << at << "): " << safe_describe(at)
-                  << "\n  " << crash.substr(0, 1500);
+                  << ", rerun alone with PLD_FUZZ_SEED=" << s.seed << " PLD_FUZZ_CASE=" << at
+                  << "): " << safe_describe(at) << "\n  " << crash.substr(0, 1500);
     if (restarts == 8) break;
     start = at + 1;
   }
@@ -293,8 +301,8 @@ Outcome run_cases(const char* op, int p, Launch&& launch, Describe&& describe) {
 
 /// "seed S case I P p" as every failure line starts.
 inline std::string case_tag(const char* op, int p, std::int64_t index) {
-  return std::string(op) + " seed " + std::to_string(settings().seed) + " case " + std::to_string(index) + " P=" +
-         std::to_string(p);
+  return std::string(op) + " seed " + std::to_string(settings().seed) + " case " + std::to_string(index) +
+         " P=" + std::to_string(p);
 }
 
 }  // namespace pld::fuzz

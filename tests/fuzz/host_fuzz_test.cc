@@ -12,9 +12,11 @@ namespace pld::fuzz {
 namespace {
 
 enum HostOp : int { kAllocBytes = 60, kAllocShape, kWindow, kDomain, kDispatch, kHostTensor, kHostEnd };
-constexpr const char* kHostNames[] = {"alloc_window_buffer", "alloc_window_buffer", "window",
-                                      "domain",              "dispatch",            "HostTensor"};
-const char* host_name(int op) { return kHostNames[op - kAllocBytes]; }
+constexpr const char* kHostNames[] = {"alloc_window_buffer", "alloc_window_buffer", "window", "domain", "dispatch",
+                                      "HostTensor"};
+const char* host_name(int op) {
+  return kHostNames[op - kAllocBytes];
+}
 constexpr std::uint64_t kHeap = 64ull << 20;  // test::ranks' heap_bytes
 constexpr std::uint64_t kAlign = 64;          // window buffers start at multiples of 64 bytes
 constexpr std::int64_t kHostChunk = 250;      // cases per pld::run (a fresh heap)
@@ -23,8 +25,8 @@ constexpr std::int64_t kHostChunk = 250;      // cases per pld::run (a fresh hea
 struct HostState {
   Host* h = nullptr;
   int p = 0;
-  std::vector<CommDomain> domains;  // [0] world, [1] a sub-domain (P > 1)
-  std::vector<std::uint64_t> top;   // per world rank
+  std::vector<CommDomain> domains;                    // [0] world, [1] a sub-domain (P > 1)
+  std::vector<std::uint64_t> top;                     // per world rank
   std::vector<std::pair<int, WindowBuffer>> buffers;  // (domain index, buffer)
   std::vector<std::vector<std::string>> names;        // per domain
   std::vector<WindowBuffer> fixed;                    // per domain: a 64-byte buffer
@@ -32,15 +34,18 @@ struct HostState {
 };
 
 std::uint64_t draw_bytes(Rng& r, std::uint64_t room) {
-  const std::uint64_t values[] = {0, 1, 3, 63, 64, 65, 100, 4096, room, room + 1, room - 1, kHeap, kHeap + 1,
-                                  1ull << 31, 1ull << 32, 1ull << 62, UINT64_MAX, UINT64_MAX - 63, 1ull << 20};
+  const std::uint64_t values[] = {0,         1,          3,          63,         64,         65,
+                                  100,       4096,       room,       room + 1,   room - 1,   kHeap,
+                                  kHeap + 1, 1ull << 31, 1ull << 32, 1ull << 62, UINT64_MAX, UINT64_MAX - 63,
+                                  1ull << 20};
   return r.chance(50) ? static_cast<std::uint64_t>(r.range(0, 5000)) : r.pick(values);
 }
 
 std::string draw_name(Rng& r, const std::vector<std::string>& taken, std::int64_t i) {
   const int k = static_cast<int>(r.below(20));
   if (k < 4) return "";
-  if (k == 4 && !taken.empty()) return taken[static_cast<std::size_t>(r.below(static_cast<std::int64_t>(taken.size())))];
+  if (k == 4 && !taken.empty())
+    return taken[static_cast<std::size_t>(r.below(static_cast<std::int64_t>(taken.size())))];
   if (k == 5) return "pld.mine";
   return "b" + std::to_string(i);
 }
@@ -58,14 +63,16 @@ Wide exact_bytes(const Dims& s, std::size_t esz) {
   return n < 0 ? -1 : n * static_cast<Wide>(esz);
 }
 
-std::string check_alloc(HostState& st, int dom, const std::optional<WindowBuffer>& b, Wide bytes, const std::string& name) {
+std::string check_alloc(HostState& st, int dom, const std::optional<WindowBuffer>& b, Wide bytes,
+                        const std::string& name) {
   const auto& members = st.domains[static_cast<std::size_t>(dom)].ranks();
   std::uint64_t at = 0;
   for (int r : members) at = std::max(at, st.top[static_cast<std::size_t>(r)]);
   at = (at + kAlign - 1) / kAlign * kAlign;
   if (!b) return {};
   if (static_cast<Wide>(b->bytes()) != bytes) return "buffer has " + std::to_string(b->bytes()) + " bytes";
-  if (b->ref.offset != at) return "buffer at offset " + std::to_string(b->ref.offset) + ", expected " + std::to_string(at);
+  if (b->ref.offset != at)
+    return "buffer at offset " + std::to_string(b->ref.offset) + ", expected " + std::to_string(at);
   for (int r : members) st.top[static_cast<std::size_t>(r)] = at + b->bytes();
   st.buffers.emplace_back(dom, *b);
   st.names[static_cast<std::size_t>(dom)].push_back(b->name);
@@ -90,7 +97,8 @@ std::string alloc_case(HostState& st, Rng& r, std::int64_t i, bool shape_form, b
   const bool valid = name_ok && bytes >= 0 && bytes <= static_cast<Wide>(room);
   std::optional<WindowBuffer> b;
   const Attempt a = attempt([&] {
-    b = shape_form ? d.alloc_window_buffer(shape, dtype, name) : d.alloc_window_buffer(static_cast<std::uint64_t>(bytes), name);
+    b = shape_form ? d.alloc_window_buffer(shape, dtype, name)
+                   : d.alloc_window_buffer(static_cast<std::uint64_t>(bytes), name);
   });
   threw = a.threw;
   std::string problem = judge(a, valid, "alloc_window_buffer");
@@ -103,19 +111,23 @@ std::string alloc_case(HostState& st, Rng& r, std::int64_t i, bool shape_form, b
 
 std::string window_case(HostState& st, Rng& r, bool& threw) {
   if (st.buffers.empty()) return {};
-  const auto& [owner, buf] = st.buffers[static_cast<std::size_t>(r.below(static_cast<std::int64_t>(st.buffers.size())))];
+  const auto& [owner, buf] =
+      st.buffers[static_cast<std::size_t>(r.below(static_cast<std::int64_t>(st.buffers.size())))];
   const int dom = st.p > 1 && r.chance(30) ? 1 : 0;
   const Dims shape = r.chance(70) ? draw_shape(r, 4, buf.bytes()) : draw_host_shape(r);
   const Wide need = exact_bytes(shape, 4);
   const bool valid = owner == dom && shape_ok(shape) && need >= 0 && need <= static_cast<Wide>(buf.bytes());
   DistributedTensor<float> v;
-  const Attempt a = attempt([&] { v = dom == 0 ? st.h->window<float>(buf, shape) : st.domains[1].window<float>(buf, shape); });
+  const Attempt a =
+      attempt([&] { v = dom == 0 ? st.h->window<float>(buf, shape) : st.domains[1].window<float>(buf, shape); });
   threw = a.threw;
   std::string problem = judge(a, valid, "window");
   if (problem.empty() && !a.threw && !(v.shape() == shape && v.ref().offset == buf.ref.offset))
     problem = "the view has shape " + v.shape().str() + " at offset " + std::to_string(v.ref().offset);
-  return problem.empty() ? problem : problem + " (buffer of " + std::to_string(buf.bytes()) + " bytes in domain " +
-                                         std::to_string(owner) + ", view in domain " + std::to_string(dom) + ", shape " + shape.str() + ")";
+  return problem.empty()
+             ? problem
+             : problem + " (buffer of " + std::to_string(buf.bytes()) + " bytes in domain " + std::to_string(owner) +
+                   ", view in domain " + std::to_string(dom) + ", shape " + shape.str() + ")";
 }
 
 std::string domain_case(HostState& st, Rng& r, bool& threw) {
@@ -143,8 +155,8 @@ std::string dispatch_case(HostState& st, Rng& r, bool& threw) {
   const int rank = r.chance(85) ? static_cast<int>(r.below(st.p)) : r.pick(odd);
   const int dom = st.p > 1 && r.chance(40) ? 1 : 0;
   const auto& members = st.domains[static_cast<std::size_t>(dom)].ranks();
-  DistributedTensor<float> view = st.domains[static_cast<std::size_t>(dom)].window<float>(
-      st.fixed[static_cast<std::size_t>(dom)], {1});
+  DistributedTensor<float> view =
+      st.domains[static_cast<std::size_t>(dom)].window<float>(st.fixed[static_cast<std::size_t>(dom)], {1});
   bool view_ok = true;
   if (r.chance(10)) {  // a view made by hand, not by window<T>
     detail::WindowRef ref = view.ref();
@@ -163,15 +175,17 @@ std::string dispatch_case(HostState& st, Rng& r, bool& threw) {
   const Attempt a = attempt([&] { st.h->dispatch(rank, noop, view, t, 7); });
   threw = a.threw;
   const std::string problem = judge(a, valid, "dispatch");
-  return problem.empty() ? problem : problem + " (rank " + std::to_string(rank) + ", domain " + std::to_string(dom) +
-                                         (view_ok ? "" : ", a hand-made view") + (unshared ? ", an unshared tensor" : "") + ")";
+  return problem.empty() ? problem
+                         : problem + " (rank " + std::to_string(rank) + ", domain " + std::to_string(dom) +
+                               (view_ok ? "" : ", a hand-made view") + (unshared ? ", an unshared tensor" : "") + ")";
 }
 
 /// Buffers the window and dispatch cases use: a few sizes in every domain.
 void prepare(HostState& st) {
   for (int dom = 0; dom < static_cast<int>(st.domains.size()); ++dom)
     for (std::uint64_t bytes : {64, 0, 1, 16, 100, 4096}) {
-      const auto b = st.domains[static_cast<std::size_t>(dom)].alloc_window_buffer(bytes, "fixed" + std::to_string(bytes));
+      const auto b =
+          st.domains[static_cast<std::size_t>(dom)].alloc_window_buffer(bytes, "fixed" + std::to_string(bytes));
       check_alloc(st, dom, b, bytes, b.name);
       if (bytes == 64) st.fixed.push_back(b);
     }
@@ -180,7 +194,8 @@ void prepare(HostState& st) {
 /// Every member of every domain gets a dispatch (pld requires it of a domain whose windows are used).
 void finish(HostState& st) {
   for (int dom = 0; dom < static_cast<int>(st.domains.size()); ++dom) {
-    const auto view = st.domains[static_cast<std::size_t>(dom)].window<float>(st.fixed[static_cast<std::size_t>(dom)], {1});
+    const auto view =
+        st.domains[static_cast<std::size_t>(dom)].window<float>(st.fixed[static_cast<std::size_t>(dom)], {1});
     for (int r : st.domains[static_cast<std::size_t>(dom)].ranks()) st.h->dispatch(r, noop, view, st.shared.view(), 0);
   }
 }
@@ -196,7 +211,8 @@ std::string host_tensor_case(Rng& r, bool& threw) {
   threw = a.threw;
   std::string problem = judge(a, valid, "HostTensor");
   if (!problem.empty() || a.threw) return problem.empty() ? problem : problem + " (shape " + shape.str() + ")";
-  if (t->numel() != static_cast<Index>(n) || !(t->shape() == shape)) return "numel " + std::to_string(t->numel()) + " for shape " + shape.str();
+  if (t->numel() != static_cast<Index>(n) || !(t->shape() == shape))
+    return "numel " + std::to_string(t->numel()) + " for shape " + shape.str();
   if (n == 0) return {};
   Dims at;
   for (Index e : shape) at.push_back(r.range(0, e - 1));
@@ -261,10 +277,13 @@ TEST_P(HostFuzz, RightResultOrNamedError) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Calls, HostFuzz,
-                         ::testing::Combine(::testing::Range(int{kAllocBytes}, int{kHostEnd}), ::testing::Range(1, kMaxP + 1)),
+                         ::testing::Combine(::testing::Range(int{kAllocBytes}, int{kHostEnd}),
+                                            ::testing::Range(1, kMaxP + 1)),
                          [](const auto& info) {
                            const int op = std::get<0>(info.param);
-                           const std::string name = op == kAllocShape ? "alloc_shape" : op == kAllocBytes ? "alloc_bytes" : host_name(op);
+                           const std::string name = op == kAllocShape   ? "alloc_shape"
+                                                    : op == kAllocBytes ? "alloc_bytes"
+                                                                        : host_name(op);
                            return name + "_P" + std::to_string(std::get<1>(info.param));
                          });
 

@@ -33,7 +33,9 @@ decltype(auto) with_dtype(DType dtype, F&& f) {
   return f.template operator()<std::uint8_t>();
 }
 
-inline DType draw_dtype(Rng& r) { return static_cast<DType>(r.below(9)); }
+inline DType draw_dtype(Rng& r) {
+  return static_cast<DType>(r.below(9));
+}
 
 inline bool atomic_dtype(DType d) {
   return d == DType::FP32 || d == DType::FP16 || d == DType::BF16 || d == DType::INT32 || d == DType::INT16 ||
@@ -153,8 +155,10 @@ inline Index linear_of(const Dims& shape, const Dims& index) {
 template <class T>
 T small_value(std::uint64_t h) {
   const int v = static_cast<int>(h % 7);
-  if constexpr (std::is_unsigned_v<T>) return static_cast<T>(v);
-  else return static_cast<T>(static_cast<float>(v - 3));
+  if constexpr (std::is_unsigned_v<T>)
+    return static_cast<T>(v);
+  else
+    return static_cast<T>(static_cast<float>(v - 3));
 }
 
 template <class T>
@@ -208,9 +212,9 @@ inline Index first_diff(const std::byte* a, const std::byte* b, std::size_t n) {
 // ----- outcome of one call ---------------------------------------------------------------------
 
 struct Attempt {
-  bool threw = false;     // a pld::Error
-  std::string what;       // its message, or the raw exception's
-  std::string problem;    // set when the exception itself is wrong
+  bool threw = false;   // a pld::Error
+  std::string what;     // its message, or the raw exception's
+  std::string problem;  // set when the exception itself is wrong
 };
 
 /// Runs `f`, catching what it throws: a pld::Error is an outcome, anything else a failure.
@@ -238,7 +242,8 @@ inline std::string judge(const Attempt& a, bool valid, const char* op, bool eith
   if (!a.problem.empty()) return a.problem;
   if (a.threw && !either && valid) return "valid arguments refused: " + a.what;
   if (!a.threw && !either && !valid) return "invalid arguments accepted (the model expects a pld::Error)";
-  if (a.threw && a.what.find(op) == std::string::npos) return "the error does not name " + std::string(op) + ": " + a.what;
+  if (a.threw && a.what.find(op) == std::string::npos)
+    return "the error does not name " + std::string(op) + ": " + a.what;
   return {};
 }
 
@@ -247,6 +252,8 @@ struct Verdict {
   std::string problem;  // what went wrong, "" if nothing
 };
 
-inline Verdict verdict(const Attempt& a, bool valid, const char* op) { return Verdict{a.threw, judge(a, valid, op)}; }
+inline Verdict verdict(const Attempt& a, bool valid, const char* op) {
+  return Verdict{a.threw, judge(a, valid, op)};
+}
 
 }  // namespace pld::fuzz

@@ -9,9 +9,13 @@ namespace {
 
 enum RmaOp : int { kPut = 10, kGet, kRemoteStore, kNotify, kWait, kRmaEnd };
 constexpr const char* kRmaOpNames[] = {"tensor::put", "tensor::get", "tensor::remote_store", "notify", "wait"};
-const char* rma_name(int op) { return kRmaOpNames[op - kPut]; }
+const char* rma_name(int op) {
+  return kRmaOpNames[op - kPut];
+}
 
-bool peer_ok(int peer, int p) { return peer >= 0 && peer < p; }
+bool peer_ok(int peer, int p) {
+  return peer >= 0 && peer < p;
+}
 
 bool cell_ok(const Dims& shape, const Dims& offsets) {
   if (offsets.size() != shape.size()) return false;
@@ -49,8 +53,10 @@ void draw_transfer(Rng& r, OpCase& c) {
   const Box b = draw_box(r, common);
   c.ext = b.extent;
   for (int d = 0; d < c.ext.size(); ++d) {
-    c.woff.push_back(d < c.wshape.size() && c.ext[d] >= 0 && c.wshape[d] >= c.ext[d] ? r.range(0, c.wshape[d] - c.ext[d]) : 0);
-    c.loff.push_back(d < c.lshape.size() && c.ext[d] >= 0 && c.lshape[d] >= c.ext[d] ? r.range(0, c.lshape[d] - c.ext[d]) : 0);
+    c.woff.push_back(
+        d < c.wshape.size() && c.ext[d] >= 0 && c.wshape[d] >= c.ext[d] ? r.range(0, c.wshape[d] - c.ext[d]) : 0);
+    c.loff.push_back(
+        d < c.lshape.size() && c.ext[d] >= 0 && c.lshape[d] >= c.ext[d] ? r.range(0, c.lshape[d] - c.ext[d]) : 0);
   }
   if (r.chance(15) && c.woff.size() > 0) c.woff[static_cast<int>(r.below(c.woff.size()))] = boundary_index(r, 2);
   if (r.chance(15) && c.loff.size() > 0) c.loff[static_cast<int>(r.below(c.loff.size()))] = boundary_index(r, 2);
@@ -112,21 +118,29 @@ Verdict exec_transfer(Arena& env, const OpCase& c, bool put) {
     const PutOptions po{static_cast<AtomicType>(c.mode), c.chunk_rows, c.chunk_cols, c.pipeline};
     const GetOptions go{c.chunk_rows, c.chunk_cols, c.pipeline};
     auto call = [&](const auto& local) {
-      if (put && c.region) tensor::put(dst, c.peer, local, c.woff, c.loff, c.ext, po);
-      else if (put) tensor::put(dst, c.peer, local, po);
-      else if (c.region) tensor::get(local, c.peer, dst, c.loff, c.woff, c.ext, go);
-      else tensor::get(local, c.peer, dst, go);
+      if (put && c.region)
+        tensor::put(dst, c.peer, local, c.woff, c.loff, c.ext, po);
+      else if (put)
+        tensor::put(dst, c.peer, local, po);
+      else if (c.region)
+        tensor::get(local, c.peer, dst, c.loff, c.woff, c.ext, go);
+      else
+        tensor::get(local, c.peer, dst, go);
     };
-    if (c.window) call(env.view<T>(kB, c.lshape));
-    else call(env.local<T>(c.lshape));
+    if (c.window)
+      call(env.view<T>(kB, c.lshape));
+    else
+      call(env.local<T>(c.lshape));
   });
   if (valid) {
     const Dims ext = c.region ? c.ext : c.wshape;
     const Dims woff = c.region ? c.woff : zeros(ext.size()), loff = c.region ? c.loff : zeros(ext.size());
     const Area win = env.model_area(c.peer, kA, c.wshape);
     const Area local = c.window ? env.model_area(env.me(), kB, c.lshape) : env.local_model(c.lshape);
-    if (put) model_copy<T>(win, woff, local, loff, ext, c.mode == 1);
-    else model_copy<T>(local, loff, win, woff, ext, false);
+    if (put)
+      model_copy<T>(win, woff, local, loff, ext, c.mode == 1);
+    else
+      model_copy<T>(local, loff, win, woff, ext, false);
   }
   return verdict(a, valid, put ? "tensor::put" : "tensor::get");
 }
@@ -157,7 +171,10 @@ Verdict exec_notify(Arena& env, const OpCase& c) {
   });
   if (valid) {
     std::byte* cell = env.model_area(c.peer, kSigBuf, c.wshape).base + linear_of(c.wshape, c.woff) * 4;
-    std::int32_t now = c.mode == 1 ? v : static_cast<std::int32_t>(static_cast<std::uint32_t>(load_elem<std::int32_t>(cell)) + static_cast<std::uint32_t>(v));
+    std::int32_t now = c.mode == 1
+                           ? v
+                           : static_cast<std::int32_t>(static_cast<std::uint32_t>(load_elem<std::int32_t>(cell)) +
+                                                       static_cast<std::uint32_t>(v));
     std::memcpy(cell, &now, 4);
   }
   return verdict(a, valid, "notify");
@@ -168,13 +185,13 @@ Verdict exec_wait(Arena& env, const OpCase& c) {
   const bool valid = (c.mode == 0 || c.mode == 1) && cell_ok(c.wshape, c.woff);
   std::int32_t expected = static_cast<std::int32_t>(c.value);
   if (cell_ok(c.wshape, c.woff)) {
-    const std::int32_t cur = load_elem<std::int32_t>(env.model_area(env.me(), kSigBuf, c.wshape).base +
-                                                     linear_of(c.wshape, c.woff) * 4);
-    expected = c.mode == 1 ? static_cast<std::int32_t>(std::max<std::int64_t>(INT32_MIN, std::int64_t{cur} - c.value)) : cur;
+    const std::int32_t cur =
+        load_elem<std::int32_t>(env.model_area(env.me(), kSigBuf, c.wshape).base + linear_of(c.wshape, c.woff) * 4);
+    expected =
+        c.mode == 1 ? static_cast<std::int32_t>(std::max<std::int64_t>(INT32_MIN, std::int64_t{cur} - c.value)) : cur;
   }
-  const Attempt a = attempt([&] {
-    system::wait(env.view<std::int32_t>(kSigBuf, c.wshape), c.woff, expected, static_cast<WaitCmp>(c.mode));
-  });
+  const Attempt a = attempt(
+      [&] { system::wait(env.view<std::int32_t>(kSigBuf, c.wshape), c.woff, expected, static_cast<WaitCmp>(c.mode)); });
   return verdict(a, valid, "wait");
 }
 
@@ -196,7 +213,9 @@ void rma_kernel(ByteView pre, ByteView a, ByteView b, ByteView sig, ByteView pos
   Arena env(pre, a, b, sig, post, RankLog(counters, log));
   arena_cases(
       env, rma_name(op), op, p, part, start, end, [op](Rng& r, int n) { return draw_rma(op, r, n); },
-      [op](Arena& e, const OpCase& c) { return with_dtype(c.dtype, [&]<class T>() { return exec_rma<T>(op, e, c); }); });
+      [op](Arena& e, const OpCase& c) {
+        return with_dtype(c.dtype, [&]<class T>() { return exec_rma<T>(op, e, c); });
+      });
 }
 
 class RmaFuzz : public ::testing::TestWithParam<std::tuple<int, int>> {};
@@ -217,7 +236,8 @@ TEST_P(RmaFuzz, RightResultOrNamedError) {
       });
 }
 
-INSTANTIATE_TEST_SUITE_P(Ops, RmaFuzz, ::testing::Combine(::testing::Range(int{kPut}, int{kRmaEnd}), ::testing::Range(1, kMaxP + 1)),
+INSTANTIATE_TEST_SUITE_P(Ops, RmaFuzz,
+                         ::testing::Combine(::testing::Range(int{kPut}, int{kRmaEnd}), ::testing::Range(1, kMaxP + 1)),
                          [](const auto& info) {
                            std::string name = rma_name(std::get<0>(info.param));
                            const auto colon = name.rfind(':');

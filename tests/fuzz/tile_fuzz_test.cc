@@ -10,13 +10,14 @@ enum TileOp : int { kLoad, kStore, kRead, kWrite, kRemoteLoad, kRemoteStore, kTi
 constexpr const char* kTileOpNames[kTileOps] = {"tile::load",  "tile::store",       "tile::read",
                                                 "tile::write", "tile::remote_load", "tile::remote_store"};
 
-bool peer_ok(int peer, int p) { return peer >= 0 && peer < p; }
+bool peer_ok(int peer, int p) {
+  return peer >= 0 && peer < p;
+}
 
 /// The inner two extents of a store, small and non-negative.
 Dims inner_of(const Dims& extent) {
   Dims in{1, 1};
-  for (int k = 0; k < 2 && k < extent.size(); ++k)
-    in[1 - k] = std::clamp<Index>(extent[extent.size() - 1 - k], 0, 9);
+  for (int k = 0; k < 2 && k < extent.size(); ++k) in[1 - k] = std::clamp<Index>(extent[extent.size() - 1 - k], 0, 9);
   return in;
 }
 
@@ -73,7 +74,8 @@ std::string check_tile(const Tile<T>& t, const OpCase& c, const Area& src, const
   std::vector<std::byte> want(static_cast<std::size_t>(c.tshape.numel()) * sizeof(T), std::byte{0});
   model_copy<T>(Area{want.data(), c.tshape}, zeros(c.tshape.size()), src, offsets, c.tvalid, false);
   const Index at = first_diff(reinterpret_cast<const std::byte*>(t.data()), want.data(), want.size());
-  return at < 0 ? std::string() : "tile element " + std::to_string(at / static_cast<Index>(sizeof(T))) + " differs from the model";
+  return at < 0 ? std::string()
+                : "tile element " + std::to_string(at / static_cast<Index>(sizeof(T))) + " differs from the model";
 }
 
 template <class T>
@@ -86,13 +88,16 @@ Verdict exec_load(Arena& env, const OpCase& c, bool remote) {
                      !tile_too_big(c.tshape, sizeof(T));
   Tile<T> t;
   const Attempt a = attempt([&] {
-    if (remote) t = tile::remote_load(env.view<T>(kA, shape), c.peer, offsets, c.tshape, c.tvalid);
-    else if (c.window) t = tile::load(env.view<T>(kB, shape), offsets, c.tshape, c.tvalid);
-    else t = tile::load(env.local<T>(shape), offsets, c.tshape, c.tvalid);
+    if (remote)
+      t = tile::remote_load(env.view<T>(kA, shape), c.peer, offsets, c.tshape, c.tvalid);
+    else if (c.window)
+      t = tile::load(env.view<T>(kB, shape), offsets, c.tshape, c.tvalid);
+    else
+      t = tile::load(env.local<T>(shape), offsets, c.tshape, c.tvalid);
   });
   Verdict v = verdict(a, valid, remote ? "tile::remote_load" : "tile::load");
   if (!v.problem.empty() || a.threw || !valid || !peer_ok(from, env.p())) return v;
-  const Area src = remote ? env.model_area(c.peer, kA, shape)
+  const Area src = remote     ? env.model_area(c.peer, kA, shape)
                    : c.window ? env.model_area(env.me(), kB, shape)
                               : env.local_model(shape);
   v.problem = check_tile(t, c, src, offsets);
@@ -105,8 +110,10 @@ Verdict exec_store(Arena& env, const OpCase& c) {
   const bool valid = c.tvalid.size() <= n && box_ok(c.lshape, c.loff, pad_leading(c.tvalid, n));
   const Tile<T> t = source_tile<T>(c);
   const Attempt a = attempt([&] {
-    if (c.window) tile::store(t, c.loff, env.view<T>(kB, c.lshape));
-    else tile::store(t, c.loff, env.local<T>(c.lshape));
+    if (c.window)
+      tile::store(t, c.loff, env.view<T>(kB, c.lshape));
+    else
+      tile::store(t, c.loff, env.local<T>(c.lshape));
   });
   if (valid) {
     const Area dst = c.window ? env.model_area(env.me(), kB, c.lshape) : env.local_model(c.lshape);
@@ -124,15 +131,20 @@ Verdict exec_element(Arena& env, const OpCase& c, bool write) {
   const T value = static_cast<T>(static_cast<float>(c.value));
   T got{};
   const Attempt a = attempt([&] {
-    if (write && c.window) tile::write(env.view<T>(kB, c.lshape), c.loff, value);
-    else if (write) tile::write(env.local<T>(c.lshape), c.loff, value);
-    else if (c.window) got = tile::read(env.view<T>(kB, c.lshape), c.loff);
-    else got = tile::read(env.local<T>(c.lshape), c.loff);
+    if (write && c.window)
+      tile::write(env.view<T>(kB, c.lshape), c.loff, value);
+    else if (write)
+      tile::write(env.local<T>(c.lshape), c.loff, value);
+    else if (c.window)
+      got = tile::read(env.view<T>(kB, c.lshape), c.loff);
+    else
+      got = tile::read(env.local<T>(c.lshape), c.loff);
   });
   Verdict v = verdict(a, valid, write ? "tile::write" : "tile::read");
   if (!valid) return v;
   std::byte* at = m.base + linear_of(c.lshape, c.loff) * static_cast<Index>(sizeof(T));
-  if (write) std::memcpy(at, &value, sizeof(T));
+  if (write)
+    std::memcpy(at, &value, sizeof(T));
   else if (v.problem.empty() && !a.threw && std::memcmp(&got, at, sizeof(T)) != 0)
     v.problem = "read returned a value that is not the element's";
   return v;
@@ -148,9 +160,8 @@ Verdict exec_remote_store(Arena& env, const OpCase& c) {
   const bool valid = peer_ok(c.peer, env.p()) && atomic_ok && n >= 2 && k >= 2 && lead_ones &&
                      box_ok(c.wshape, c.woff, pad_leading(in, n));
   const Tile<T> t = source_tile<T>(c);
-  const Attempt a = attempt([&] {
-    tile::remote_store(t, env.view<T>(kA, c.wshape), c.peer, c.woff, static_cast<AtomicType>(c.mode));
-  });
+  const Attempt a = attempt(
+      [&] { tile::remote_store(t, env.view<T>(kA, c.wshape), c.peer, c.woff, static_cast<AtomicType>(c.mode)); });
   if (valid)
     model_copy<T>(env.model_area(c.peer, kA, c.wshape), c.woff,
                   Area{const_cast<std::byte*>(reinterpret_cast<const std::byte*>(t.data())), c.tshape}, zeros(k), in,
@@ -177,7 +188,9 @@ void tile_kernel(ByteView pre, ByteView a, ByteView b, ByteView sig, ByteView po
   Arena env(pre, a, b, sig, post, RankLog(counters, log));
   arena_cases(
       env, kTileOpNames[op], op, p, part, start, end, [op](Rng& r, int n) { return draw_tile_op(op, r, n); },
-      [op](Arena& e, const OpCase& c) { return with_dtype(c.dtype, [&]<class T>() { return exec_tile_op<T>(op, e, c); }); });
+      [op](Arena& e, const OpCase& c) {
+        return with_dtype(c.dtype, [&]<class T>() { return exec_tile_op<T>(op, e, c); });
+      });
 }
 
 class TileFuzz : public ::testing::TestWithParam<std::tuple<int, int>> {};
@@ -187,14 +200,17 @@ TEST_P(TileFuzz, RightResultOrNamedError) {
   const auto [op, p] = GetParam();
   run_cases(
       kTileOpNames[op], p,
-      [&](std::int64_t start, std::int64_t end, const Logs& logs) { launch_sets(p, 20, tile_kernel, op, start, end, logs); },
+      [&](std::int64_t start, std::int64_t end, const Logs& logs) {
+        launch_sets(p, 20, tile_kernel, op, start, end, logs);
+      },
       [&](std::int64_t i) {
         Rng r = case_rng(settings().seed, op, p, i);
         return case_where(p, i) + draw_tile_op(op, r, static_cast<int>(case_domain(p, i).size())).str();
       });
 }
 
-INSTANTIATE_TEST_SUITE_P(Ops, TileFuzz, ::testing::Combine(::testing::Range(0, int{kTileOps}), ::testing::Range(1, kMaxP + 1)),
+INSTANTIATE_TEST_SUITE_P(Ops, TileFuzz,
+                         ::testing::Combine(::testing::Range(0, int{kTileOps}), ::testing::Range(1, kMaxP + 1)),
                          [](const auto& info) {
                            std::string name = kTileOpNames[std::get<0>(info.param)];
                            return name.substr(6) + "_P" + std::to_string(std::get<1>(info.param));

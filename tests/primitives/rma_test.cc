@@ -74,8 +74,8 @@ TEST_P(Rma, PutRingEveryModeSizeAndRankCount) {
               // Row `left` came from the left neighbour; with a window source, my own staging row too.
               const bool staged = mode == kWindowSource && row == r;
               const T expect = row == left ? pattern<T>(left, i) : staged ? pattern<T>(r, i) : T(static_cast<float>(0));
-              ASSERT_EQ(value(outs[k](r, row, i)), value(expect))
-                  << "P=" << p << " mode=" << mode << " n=" << kSizes[k] << " rank " << r << " row " << row << " i " << i;
+              ASSERT_EQ(value(outs[k](r, row, i)), value(expect)) << "P=" << p << " mode=" << mode << " n=" << kSizes[k]
+                                                                  << " rank " << r << " row " << row << " i " << i;
             }
         }
     }
@@ -113,8 +113,8 @@ TEST_P(Rma, GetRingFullSliceAndRegion) {
         auto l = h.alloc_window_buffer({2, n}, dtype_of<T>, "landing");
         auto s = h.alloc_window_buffer({1, p}, DType::INT32, "sig");
         for (int r = 0; r < p; ++r)
-          h.dispatch(r, get_ring<T>, h.window<T>(w, {1, n}), h.window<T>(l, {2, n}),
-                     h.window<std::int32_t>(s, {1, p}), src[r], out[r], out2[r]);
+          h.dispatch(r, get_ring<T>, h.window<T>(w, {1, n}), h.window<T>(l, {2, n}), h.window<std::int32_t>(s, {1, p}),
+                     src[r], out[r], out2[r]);
       });
       for (int r = 0; r < p; ++r) {
         const int left = (r + p - 1) % p;
@@ -202,8 +202,8 @@ TEST_P(Rma, TensorRemoteStoreLandsOnInnerDims) {
       auto w = h.alloc_window_buffer({p, 3, kCols + 4}, dtype_of<T>, "win");
       auto s = h.alloc_window_buffer({1, p}, DType::INT32, "sig");
       for (int r = 0; r < p; ++r)
-        h.dispatch(r, remote_store_3d<T>, h.window<T>(w, {p, 3, kCols + 4}), h.window<std::int32_t>(s, {1, p}),
-                   src[r], out[r]);
+        h.dispatch(r, remote_store_3d<T>, h.window<T>(w, {p, 3, kCols + 4}), h.window<std::int32_t>(s, {1, p}), src[r],
+                   out[r]);
     });
     for (int r = 0; r < p; ++r) {
       const int left = (r + p - 1) % p;

@@ -52,8 +52,7 @@ TEST_P(Signals, AtomicAddContentionWithNegativeValues) {
   auto out = HostTensor<std::int32_t>::zeros({p, 1});
   run(ranks(p), [&](Host& h) {
     auto b = h.alloc_window_buffer(sizeof(std::int32_t), "counter");
-    for (int r = 0; r < h.world_size(); ++r)
-      h.dispatch(r, add_all, h.window<std::int32_t>(b, {1}), kRounds, out[r]);
+    for (int r = 0; r < h.world_size(); ++r) h.dispatch(r, add_all, h.window<std::int32_t>(b, {1}), kRounds, out[r]);
   });
   for (int r = 0; r < p; ++r) EXPECT_EQ(out(r, 0), 2 * kRounds * p);
 }

@@ -13,7 +13,11 @@ template <class T>
 T combine(int op, T x, T y) {
   if constexpr (std::is_integral_v<T>) {
     const std::int64_t a = x, b = y;
-    const std::int64_t r = op == 0 ? a + b : op == 1 ? a - b : op == 2 ? a * b : op == 3 ? std::max(a, b) : std::min(a, b);
+    const std::int64_t r = op == 0   ? a + b
+                           : op == 1 ? a - b
+                           : op == 2 ? a * b
+                           : op == 3 ? std::max(a, b)
+                                     : std::min(a, b);
     return static_cast<T>(r);
   } else {
     using F = std::conditional_t<std::is_same_v<T, double>, double, float>;

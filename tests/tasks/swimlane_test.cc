@@ -4,8 +4,8 @@
 #include "support.hpp"
 
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 #include <unistd.h>
+#include <nlohmann/json.hpp>
 
 #include <filesystem>
 #include <fstream>
@@ -23,7 +23,8 @@ json read(const fs::path& p) {
 }
 
 // Ping-pong (two user waits), a 3-task graph and an allreduce.
-void traced_kernel(DistributedTensor<float> v, DistributedTensor<std::int32_t> sig, DistributedTensor<std::int32_t> csig) {
+void traced_kernel(DistributedTensor<float> v, DistributedTensor<std::int32_t> sig,
+                   DistributedTensor<std::int32_t> csig) {
   const int me = rank(get_comm_ctx(v));
   if (me == 0) {
     system::notify(sig, 1, {0, 0}, 1, NotifyOp::AtomicAdd);
@@ -135,7 +136,8 @@ TEST(Swimlane, OneDirectoryPerDispatchAndOneTracePerCall) {
   rt();
   rt.close();
   for (int r = 0; r < 2; ++r)
-    for (int k = 0; k < 4; ++k) EXPECT_TRUE(fs::exists(dir / fmt::format("rank{}", r) / fmt::format("d{}", k) / "swimlane.json"));
+    for (int k = 0; k < 4; ++k)
+      EXPECT_TRUE(fs::exists(dir / fmt::format("rank{}", r) / fmt::format("d{}", k) / "swimlane.json"));
   EXPECT_TRUE(fs::exists(dir / "trace_call0.json"));
   EXPECT_TRUE(fs::exists(dir / "trace_call1.json"));
   fs::remove_all(dir);

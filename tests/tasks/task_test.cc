@@ -44,12 +44,11 @@ TEST(Tasks, DependenciesOnOneOrManyThreads) {
 
 // Rank 0's waiter defers on "rank 1 delivered"; rank 1 delivers only after rank 0's independent
 // task told it to go. With one thread a blocking wait would deadlock; a deferred one does not.
-void defer_kernel(DistributedTensor<float> data, DistributedTensor<std::int32_t> sig, Tensor<float> out,
-                  int threads) {
+void defer_kernel(DistributedTensor<float> data, DistributedTensor<std::int32_t> sig, Tensor<float> out, int threads) {
   const int me = rank(get_comm_ctx(data));
   if (me == 1) {
     system::wait(sig, {0, 0}, 1, WaitCmp::Ge);  // "go" from rank 0's independent task
-    tensor::put(data, 0, out);                   // out holds rank 1's payload
+    tensor::put(data, 0, out);                  // out holds rank 1's payload
     system::notify(sig, 0, {1, 0}, 1, NotifyOp::AtomicAdd);
     return;
   }

@@ -15,17 +15,29 @@ using Win = DistributedTensor<float>;
 // ----- The traps do not compile ----------------------------------------------------------------
 
 template <class... A>
-concept HostAllToAllV = requires(Host& h, A&&... a) { h.all_to_all_v(std::forward<A>(a)...); };
+concept HostAllToAllV = requires(Host& h, A&&... a) {
+  h.all_to_all_v(std::forward<A>(a)...);
+};
 template <class... A>
-concept HostBroadcast = requires(Host& h, A&&... a) { h.broadcast(std::forward<A>(a)...); };
+concept HostBroadcast = requires(Host& h, A&&... a) {
+  h.broadcast(std::forward<A>(a)...);
+};
 template <class... A>
-concept HostReduceScatter = requires(Host& h, A&&... a) { h.reduce_scatter(std::forward<A>(a)...); };
+concept HostReduceScatter = requires(Host& h, A&&... a) {
+  h.reduce_scatter(std::forward<A>(a)...);
+};
 template <class... A>
-concept KernelBroadcast = requires(A&&... a) { tensor::broadcast(std::forward<A>(a)...); };
+concept KernelBroadcast = requires(A&&... a) {
+  tensor::broadcast(std::forward<A>(a)...);
+};
 template <class... A>
-concept KernelAllreduce = requires(A&&... a) { tensor::allreduce(std::forward<A>(a)...); };
+concept KernelAllreduce = requires(A&&... a) {
+  tensor::allreduce(std::forward<A>(a)...);
+};
 template <class... A>
-concept KernelAllgather = requires(A&&... a) { tensor::allgather(std::forward<A>(a)...); };
+concept KernelAllgather = requires(A&&... a) {
+  tensor::allgather(std::forward<A>(a)...);
+};
 
 // PyPTO's order with recv_counts forgotten: the signal would have been taken for the send counts.
 static_assert(!HostAllToAllV<Win, Win, Sig, Sig>);
@@ -61,7 +73,8 @@ static_assert(std::same_as<decltype(tensor::barrier(std::declval<const Sig&>()))
 };
 [[maybe_unused]] constexpr PutOptions kPutForms[] = {{.atomic = AtomicType::Add},
                                                      {.chunk_rows = 1, .chunk_cols = 4, .pipeline = true}};
-[[maybe_unused]] constexpr GetOptions kGetForms[] = {{.chunk_rows = 1}, {.chunk_rows = 1, .chunk_cols = 4, .pipeline = true}};
+[[maybe_unused]] constexpr GetOptions kGetForms[] = {{.chunk_rows = 1},
+                                                     {.chunk_rows = 1, .chunk_cols = 4, .pipeline = true}};
 
 constexpr Index kSize = 4;
 
@@ -141,7 +154,12 @@ TEST(CallShape, AllToAllVChecksCoreNum) {
 void persistent_step(Host& h, HostTensor<float>& x) {
   const Win v = h.window<float>(h.alloc_window_buffer(kSize * sizeof(float), "v"), {1, kSize});
   for (int r = 0; r < h.world_size(); ++r)
-    h.dispatch(r, [](Win w, Tensor<float> o) { o.at({0}) = tile::read(w, {0, 0}); }, v, x[r]);
+    h.dispatch(
+        r,
+        [](Win w, Tensor<float> o) {
+          o.at({0}) = tile::read(w, {0, 0});
+        },
+        v, x[r]);
 }
 
 TEST(CallShape, WorkerOptionsForms) {

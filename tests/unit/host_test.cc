@@ -13,7 +13,11 @@ void nop_scalar(int) {}
 TEST(Config, ValidatesDeviceIds) {
   expect_usage_error([] { run(DistributedConfig{}, [](Host&) {}); }, "device_ids is empty");
   expect_usage_error([] { run(DistributedConfig{.device_ids = {0, -1}}, [](Host&) {}); }, "device id -1 is negative");
-  expect_usage_error([] { run(DistributedConfig{.device_ids = {3, 1, 3}}, [](Host&) {}); }, "device id 3 appears twice");
+  expect_usage_error(
+      [] {
+        run(DistributedConfig{.device_ids = {3, 1, 3}}, [](Host&) {});
+      },
+      "device id 3 appears twice");
   expect_usage_error([] { run(DistributedConfig{.device_ids = {0}, .wait_timeout = -1}, [](Host&) {}); },
                      "wait_timeout");
 }
@@ -40,8 +44,7 @@ TEST_P(EnvironmentIsValidated, BeforeAnyRankStarts) {
   ScopedEnv bad(b.name, b.value);
   bool dispatched = false;
   // No DistributedConfig field: heap_bytes and wait_timeout 0 defer to the environment.
-  expect_usage_error([&] { run(DistributedConfig{.device_ids = {0}}, [&](Host&) { dispatched = true; }); },
-                     b.message);
+  expect_usage_error([&] { run(DistributedConfig{.device_ids = {0}}, [&](Host&) { dispatched = true; }); }, b.message);
   EXPECT_FALSE(dispatched) << "the orchestrator ran despite " << b.name << "='" << b.value << "'";
 }
 
@@ -88,7 +91,9 @@ TEST(HostValidation, ViewLargerThanBufferNamesTheBytesBug) {
 TEST(HostValidation, AllocShapeForm) {
   expect_usage_error([] { run(ranks(1), [](Host& h) { h.alloc_window_buffer(Dims{}, DType::FP32); }); },
                      "shape is empty");
-  expect_usage_error([] { run(ranks(1), [](Host& h) { h.alloc_window_buffer({2, -1}, DType::FP32); }); },
+  expect_usage_error([] { run(ranks(1), [](Host& h) {
+                            h.alloc_window_buffer({2, -1}, DType::FP32);
+                          }); },
                      "negative extent");
   expect_usage_error(
       [] {
@@ -101,7 +106,8 @@ TEST(HostValidation, AllocShapeForm) {
 }
 
 TEST(HostValidation, DispatchRankOutOfRange) {
-  expect_usage_error([] { run(ranks(2), [](Host& h) { h.dispatch(2, nop_scalar, 0); }); }, "rank 2 out of range [0, 2)");
+  expect_usage_error([] { run(ranks(2), [](Host& h) { h.dispatch(2, nop_scalar, 0); }); },
+                     "rank 2 out of range [0, 2)");
   expect_usage_error([] { run(ranks(2), [](Host& h) { h.dispatch(-1, nop_scalar, 0); }); }, "rank -1 out of range");
 }
 

@@ -122,8 +122,8 @@ TEST(HugePages, InfoLineSaysWhatWasAsked) {
     line = heaps_info_line();
   }
   if (const int refused = kernel_refuses_huge_pages()) {
-    EXPECT_EQ(line, "heaps: 2 x 67108864 bytes, 4 KiB pages (madvise MADV_HUGEPAGE: " + std::string(std::strerror(refused)) +
-                        ")");
+    EXPECT_EQ(line, "heaps: 2 x 67108864 bytes, 4 KiB pages (madvise MADV_HUGEPAGE: " +
+                        std::string(std::strerror(refused)) + ")");
   } else {
     bool named = false;  // the kernel's mode, whichever it is
     for (const char* mode : {"always", "within_size", "advise", "never", "deny", "force", "unknown"})

@@ -19,7 +19,9 @@ void counter(Host& h, HostTensor<std::int32_t>& out) {
   auto w = h.window<std::int32_t>(h.alloc_window_buffer({1, 16}, DType::INT32, "count"), {1, 16});
   for (int r = 0; r < h.world_size(); ++r) h.dispatch(r, count_kernel, w, out[r]);
 }
-void other_counter(Host& h, HostTensor<std::int32_t>& out) { counter(h, out); }
+void other_counter(Host& h, HostTensor<std::int32_t>& out) {
+  counter(h, out);
+}
 
 std::vector<std::int32_t> counts(auto& rt, auto program, int calls) {
   auto out = HostTensor<std::int32_t>::zeros({2, 1});
@@ -46,9 +48,8 @@ TEST(Persistent, ResetByDefaultAndFreshWithoutPersistent) {
   EXPECT_EQ(counts(reset, counter, 3), (std::vector<std::int32_t>{1, 1, 1}));
   DistributedWorker fresh(ranks(2), counter);
   EXPECT_EQ(counts(fresh, counter, 3), (std::vector<std::int32_t>{1, 1, 1}));
-  expect_usage_error(
-      [] { DistributedWorker rt(ranks(2), WorkerOptions{.reset_persistent_windows = true}, counter); },
-      "requires persistent = true");
+  expect_usage_error([] { DistributedWorker rt(ranks(2), WorkerOptions{.reset_persistent_windows = true}, counter); },
+                     "requires persistent = true");
 }
 
 void sized(Host& h, HostTensor<std::int32_t>& out, std::int64_t n, bool extra, bool count) {
@@ -68,8 +69,12 @@ TEST(Persistent, ChangedSpecificationIsAnError) {
   rt.run(sized, out, 256, false, true);  // the original specification still works
 }
 
-void stage_kernel(DistributedTensor<float> v, Tensor<float> in) { tensor::put(v, rank(get_comm_ctx(v)), in); }
-void read_kernel(DistributedTensor<float> v, Tensor<float> out) { tensor::get(out, rank(get_comm_ctx(v)), v); }
+void stage_kernel(DistributedTensor<float> v, Tensor<float> in) {
+  tensor::put(v, rank(get_comm_ctx(v)), in);
+}
+void read_kernel(DistributedTensor<float> v, Tensor<float> out) {
+  tensor::get(out, rank(get_comm_ctx(v)), v);
+}
 // Host builtin allreduce on pld's own signal, in a loop, in every call of a non-reset worker.
 void builtin_loop(Host& h, HostTensor<float>& in, HostTensor<float>& out) {
   auto v = h.window<float>(h.alloc_window_buffer({4}, DType::FP32, "v"), {4});
@@ -101,8 +106,7 @@ void counter_or_die(Host& h, HostTensor<std::int32_t>& out, HostTensor<std::int3
 }
 
 TEST(Persistent, RecoveryClearsPersistentWindows) {
-  DistributedWorker rt(ranks(2), WorkerOptions{.persistent = true, .reset_persistent_windows = false},
-                       counter_or_die);
+  DistributedWorker rt(ranks(2), WorkerOptions{.persistent = true, .reset_persistent_windows = false}, counter_or_die);
   auto out = HostTensor<std::int32_t>::zeros({2, 1});
   auto flags = HostTensor<std::int32_t>::zeros({2, 1});
   rt.run(counter_or_die, out, flags);
@@ -117,8 +121,12 @@ TEST(Persistent, RecoveryClearsPersistentWindows) {
 
 // ----- Host callbacks ------------------------------------------------------------------------
 
-void write_rank(Tensor<float> x, int r) { x(0) = static_cast<float>(r + 1); }
-void scale_by(Tensor<float> x, Tensor<float> total) { x(0) *= total(0); }
+void write_rank(Tensor<float> x, int r) {
+  x(0) = static_cast<float>(r + 1);
+}
+void scale_by(Tensor<float> x, Tensor<float> total) {
+  x(0) *= total(0);
+}
 
 // Ranks write x[r]; the host sums them into total; the ranks then scale by total.
 void with_callback(Host& h, HostTensor<float>& x, HostTensor<float>& total, int& calls) {

@@ -20,7 +20,9 @@ void add_on(Host& h, DeviceTensor<T>& x, HostTensor<std::int32_t>& pid, T delta)
   h.dispatch(x.worker_id(), add_kernel<T>, x, pid[x.worker_id()], delta);
 }
 
-void pid_kernel(Tensor<std::int32_t> pid) { pid(0) = getpid(); }
+void pid_kernel(Tensor<std::int32_t> pid) {
+  pid(0) = getpid();
+}
 void pids_program(Host& h, HostTensor<std::int32_t>& pids) {
   for (int r = 0; r < h.world_size(); ++r) h.dispatch(r, pid_kernel, pids[r]);
 }
@@ -93,8 +95,12 @@ TEST(ResidentStacked, ShardsOnTheirRanks) {
   expect_usage_error([&] { (void)rt.alloc_stacked_tensor<float>({3, 3}, six); }, "host buffer has 24 bytes");
 }
 
-void touch_kernel(Tensor<float> x) { x(0) += 1; }
-void touch_on(Host& h, DeviceTensor<float>& x, int rank) { h.dispatch(rank, touch_kernel, x); }
+void touch_kernel(Tensor<float> x) {
+  x(0) += 1;
+}
+void touch_on(Host& h, DeviceTensor<float>& x, int rank) {
+  h.dispatch(rank, touch_kernel, x);
+}
 
 TEST(ResidentErrors, EveryMisuseIsNamed) {
   DistributedWorker rt(ranks(2), touch_on);
@@ -102,7 +108,8 @@ TEST(ResidentErrors, EveryMisuseIsNamed) {
   rt.run(touch_on, x, 1);
   expect_usage_error([&] { rt.run(touch_on, x, 0); }, "lives in rank 1's process");
   std::vector<float> three(3);
-  expect_usage_error([&] { rt.copy_from(std::span<float>(three), x); }, "host buffer has 12 bytes but the tensor needs 16");
+  expect_usage_error([&] { rt.copy_from(std::span<float>(three), x); },
+                     "host buffer has 12 bytes but the tensor needs 16");
   expect_usage_error([&] { rt.copy_to(x, std::span<const float>(three)); }, "host buffer has 12 bytes");
   expect_usage_error([&] { (void)rt.alloc_tensor<float>({4}, 2); }, "worker_id 2 is out of range [0, 2)");
   expect_usage_error([&] { (void)rt.alloc_tensor<float>({4}, 0, std::span<const float>(three)); }, "(init)");
@@ -127,8 +134,12 @@ TEST(ResidentErrors, EveryMisuseIsNamed) {
   expect_usage_error([&] { (void)rt.alloc_tensor<float>({4}, 0); }, "called after close()");
 }
 
-void die_kernel() { kill(getpid(), SIGKILL); }
-void die_on(Host& h, int rank) { h.dispatch(rank, die_kernel); }
+void die_kernel() {
+  kill(getpid(), SIGKILL);
+}
+void die_on(Host& h, int rank) {
+  h.dispatch(rank, die_kernel);
+}
 
 TEST(ResidentErrors, LostWithItsRankProcess) {
   DistributedWorker rt(ranks(2), die_on, touch_on);

@@ -14,7 +14,9 @@
 namespace pld::test {
 namespace {
 
-void record_pid(Tensor<std::int32_t> pids) { pids(0) = getpid(); }
+void record_pid(Tensor<std::int32_t> pids) {
+  pids(0) = getpid();
+}
 
 void sum_kernel(DistributedTensor<float> v, DistributedTensor<std::int32_t> sig, Tensor<float> in, Tensor<float> out) {
   const int me = rank(get_comm_ctx(v));
@@ -27,8 +29,8 @@ void sum_kernel(DistributedTensor<float> v, DistributedTensor<std::int32_t> sig,
 void sum_program(Host& h, HostTensor<float>& in, HostTensor<float>& out, HostTensor<std::int32_t>& pids) {
   const Index n = in.shape()[1];
   auto v = h.window<float>(h.alloc_window_buffer({n}, DType::FP32, "v"), {n});
-  auto s = h.window<std::int32_t>(h.alloc_window_buffer({h.world_size(), 16}, DType::INT32, "sig"),
-                                  {h.world_size(), 16});
+  auto s =
+      h.window<std::int32_t>(h.alloc_window_buffer({h.world_size(), 16}, DType::INT32, "sig"), {h.world_size(), 16});
   for (int r = 0; r < h.world_size(); ++r) {
     h.dispatch(r, sum_kernel, v, s, in[r], out[r]);
     h.dispatch(r, record_pid, pids[r]);
@@ -171,11 +173,16 @@ TEST(Worker, BadOptions) {
   expect_usage_error(
       [] { DistributedWorker rt(ranks(2), WorkerOptions{.startup_timeout = std::nan("")}, scale_program); },
       "startup_timeout");
-  expect_usage_error([] { DistributedWorker rt(DistributedConfig{.device_ids = {1, 1}}, scale_program); },
-                     "appears twice");
+  expect_usage_error(
+      [] {
+        DistributedWorker rt(DistributedConfig{.device_ids = {1, 1}}, scale_program);
+      },
+      "appears twice");
 }
 
-void deadlock_kernel(DistributedTensor<std::int32_t> sig) { system::wait(sig, {0}, 1, WaitCmp::Ge); }
+void deadlock_kernel(DistributedTensor<std::int32_t> sig) {
+  system::wait(sig, {0}, 1, WaitCmp::Ge);
+}
 void deadlock_program(Host& h) {
   auto s = h.window<std::int32_t>(h.alloc_window_buffer({1}, DType::INT32, "never"), {1});
   for (int r = 0; r < h.world_size(); ++r) h.dispatch(r, deadlock_kernel, s);

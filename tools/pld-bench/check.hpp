@@ -25,18 +25,25 @@ namespace pldbench {
 
 template <class T>
 T from_int(std::int64_t v) {
-  if constexpr (std::is_same_v<T, pld::fp16> || std::is_same_v<T, pld::bf16>) return T(static_cast<float>(v));
-  else return static_cast<T>(v);  // integers: modulo 2^bits (C++20), as pld's reductions wrap
+  if constexpr (std::is_same_v<T, pld::fp16> || std::is_same_v<T, pld::bf16>)
+    return T(static_cast<float>(v));
+  else
+    return static_cast<T>(v);  // integers: modulo 2^bits (C++20), as pld's reductions wrap
 }
 
 /// Largest integer every partial result must stay under to be exact in T.
 template <class T>
 std::int64_t exact_limit() {
-  if constexpr (std::is_same_v<T, pld::fp16>) return 2048;
-  else if constexpr (std::is_same_v<T, pld::bf16>) return 256;
-  else if constexpr (std::is_same_v<T, float>) return 1ll << 24;
-  else if constexpr (std::is_same_v<T, double>) return 1ll << 53;
-  else return 1ll << 62;
+  if constexpr (std::is_same_v<T, pld::fp16>)
+    return 2048;
+  else if constexpr (std::is_same_v<T, pld::bf16>)
+    return 256;
+  else if constexpr (std::is_same_v<T, float>)
+    return 1ll << 24;
+  else if constexpr (std::is_same_v<T, double>)
+    return 1ll << 53;
+  else
+    return 1ll << 62;
 }
 
 enum class PatternKind { Reduce, Copy };
@@ -57,9 +64,12 @@ class Pattern {
     for (int r = 0; r < nranks; ++r)
       for (std::int64_t i = 0; i < period_; ++i) {
         std::int64_t v;
-        if (kind == PatternKind::Copy) v = (7 * r + 3 * i + 1) % 251;
-        else if (op == pld::ReduceOp::Prod) v = i % (nranks + 1) == r ? 2 : 1;
-        else v = (3 * r + 5 * i + 1) % period_;
+        if (kind == PatternKind::Copy)
+          v = (7 * r + 3 * i + 1) % 251;
+        else if (op == pld::ReduceOp::Prod)
+          v = i % (nranks + 1) == r ? 2 : 1;
+        else
+          v = (3 * r + 5 * i + 1) % period_;
         raw_[at(r, i)] = v;
         input_[at(r, i)] = from_int<T>(v);
       }

@@ -25,7 +25,9 @@ void print_progress(const Args& a) {
   std::fflush(stderr);
 }
 
-void stamp_kernel(pld::Tensor<double> out, int field) { out.data()[field] = now_ns(); }
+void stamp_kernel(pld::Tensor<double> out, int field) {
+  out.data()[field] = now_ns();
+}
 
 void progress_kernel(pld::DistributedTensor<std::int32_t> sig, Args a) {
   if (pld::rank(pld::get_comm_ctx(sig)) == 0) print_progress(a);

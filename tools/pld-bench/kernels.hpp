@@ -40,8 +40,8 @@ struct Args {
   std::int64_t lat_warmup = 0, lat_iters = 0;  // p2p: notify->wait ping-pong (0 = skip)
 };
 
-void pin_rank(bool pin, int rank);             // kernels.cpp
-void print_progress(const Args& a);             // kernels.cpp
+void pin_rank(bool pin, int rank);   // kernels.cpp
+void print_progress(const Args& a);  // kernels.cpp
 
 template <class T>
 T* local_of(const pld::DistributedTensor<T>& w) {
@@ -74,9 +74,7 @@ struct AllreduceCase {
   const Args& a;
   Pattern<T> pat{PatternKind::Reduce, a.redop, o.n};
   void stage(bool) { pat.stage(local_of(o.data), o.me, 0, o.data.numel()); }
-  void run() {
-    pld::tensor::allreduce(o.data, o.sig, {.op = a.redop, .mode = a.mode, .core_num = a.core_num});
-  }
+  void run() { pld::tensor::allreduce(o.data, o.sig, {.op = a.redop, .mode = a.mode, .core_num = a.core_num}); }
   std::int64_t verify() { return count_wrong(local_of(o.data), pat.golden_period(), 0, o.data.numel()); }
 };
 
@@ -110,7 +108,8 @@ struct AllgatherCase {
   void run() { pld::tensor::allgather(o.aux, o.data, o.sig, {.core_num = a.core_num}); }
   std::int64_t verify() {
     std::int64_t wrong = 0;
-    for (int s = 0; s < o.n; ++s) wrong += count_wrong(local_of(o.data) + s * o.cols(), input_period(pat, s), 0, o.cols());
+    for (int s = 0; s < o.n; ++s)
+      wrong += count_wrong(local_of(o.data) + s * o.cols(), input_period(pat, s), 0, o.cols());
     return wrong;
   }
 };
@@ -145,8 +144,10 @@ struct AllToAllCase {
     if (for_check) poison(o.data);
   }
   void run() {
-    if constexpr (kV) pld::tensor::all_to_all_v(o.aux, o.data, o.sig, o.counts, o.recv_counts);
-    else pld::tensor::all_to_all(o.aux, o.data, o.sig, {.core_num = a.core_num});
+    if constexpr (kV)
+      pld::tensor::all_to_all_v(o.aux, o.data, o.sig, o.counts, o.recv_counts);
+    else
+      pld::tensor::all_to_all(o.aux, o.data, o.sig, {.core_num = a.core_num});
   }
   std::int64_t verify() {
     std::int64_t wrong = 0;
@@ -185,13 +186,34 @@ struct BarrierCase {
 
 template <Coll C, class T>
 struct CaseOf;
-template <class T> struct CaseOf<Coll::Barrier, T> { using type = BarrierCase<T>; };
-template <class T> struct CaseOf<Coll::Allreduce, T> { using type = AllreduceCase<T>; };
-template <class T> struct CaseOf<Coll::Broadcast, T> { using type = BroadcastCase<T>; };
-template <class T> struct CaseOf<Coll::Allgather, T> { using type = AllgatherCase<T>; };
-template <class T> struct CaseOf<Coll::ReduceScatter, T> { using type = ReduceScatterCase<T>; };
-template <class T> struct CaseOf<Coll::AllToAll, T> { using type = AllToAllCase<T, false>; };
-template <class T> struct CaseOf<Coll::AllToAllV, T> { using type = AllToAllCase<T, true>; };
+template <class T>
+struct CaseOf<Coll::Barrier, T> {
+  using type = BarrierCase<T>;
+};
+template <class T>
+struct CaseOf<Coll::Allreduce, T> {
+  using type = AllreduceCase<T>;
+};
+template <class T>
+struct CaseOf<Coll::Broadcast, T> {
+  using type = BroadcastCase<T>;
+};
+template <class T>
+struct CaseOf<Coll::Allgather, T> {
+  using type = AllgatherCase<T>;
+};
+template <class T>
+struct CaseOf<Coll::ReduceScatter, T> {
+  using type = ReduceScatterCase<T>;
+};
+template <class T>
+struct CaseOf<Coll::AllToAll, T> {
+  using type = AllToAllCase<T, false>;
+};
+template <class T>
+struct CaseOf<Coll::AllToAllV, T> {
+  using type = AllToAllCase<T, true>;
+};
 
 // ----- kernels ----------------------------------------------------------------------------------
 

@@ -2,8 +2,8 @@
 
 #include <pld/host.hpp>
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <CLI/CLI.hpp>
 
 #include <algorithm>
 #include <cctype>
@@ -16,12 +16,19 @@ namespace pldbench {
 namespace {
 
 const std::vector<std::pair<std::string, Coll>> kColls = {
-    {"barrier", Coll::Barrier},       {"allreduce", Coll::Allreduce},   {"broadcast", Coll::Broadcast},
-    {"allgather", Coll::Allgather},   {"reduce_scatter", Coll::ReduceScatter},
-    {"all_to_all", Coll::AllToAll},   {"all_to_all_v", Coll::AllToAllV}, {"p2p", Coll::P2P},
+    {"barrier", Coll::Barrier},
+    {"allreduce", Coll::Allreduce},
+    {"broadcast", Coll::Broadcast},
+    {"allgather", Coll::Allgather},
+    {"reduce_scatter", Coll::ReduceScatter},
+    {"all_to_all", Coll::AllToAll},
+    {"all_to_all_v", Coll::AllToAllV},
+    {"p2p", Coll::P2P},
 };
-const std::vector<std::pair<std::string, pld::ReduceOp>> kRedops = {
-    {"sum", pld::ReduceOp::Sum}, {"prod", pld::ReduceOp::Prod}, {"max", pld::ReduceOp::Max}, {"min", pld::ReduceOp::Min}};
+const std::vector<std::pair<std::string, pld::ReduceOp>> kRedops = {{"sum", pld::ReduceOp::Sum},
+                                                                    {"prod", pld::ReduceOp::Prod},
+                                                                    {"max", pld::ReduceOp::Max},
+                                                                    {"min", pld::ReduceOp::Min}};
 const std::vector<std::pair<std::string, pld::AllreduceMode>> kModes = {{"auto", pld::AllreduceMode::Auto},
                                                                         {"mesh", pld::AllreduceMode::Mesh},
                                                                         {"ring", pld::AllreduceMode::Ring},
@@ -73,12 +80,16 @@ std::vector<V> parse_list(const std::string& flag, const std::string& text,
 std::uint64_t parse_size(const std::string& flag, const std::string& text) {
   char* end = nullptr;
   const unsigned long long v = std::strtoull(text.c_str(), &end, 10);
-  if (end == text.c_str()) throw CLI::ValidationError(flag, fmt::format("'{}' is not a size (e.g. 8, 64K, 1M, 2G)", text));
+  if (end == text.c_str())
+    throw CLI::ValidationError(flag, fmt::format("'{}' is not a size (e.g. 8, 64K, 1M, 2G)", text));
   std::uint64_t mult = 1;
   const std::string suffix = lower(end);
-  if (suffix == "k" || suffix == "kb" || suffix == "kib") mult = 1ull << 10;
-  else if (suffix == "m" || suffix == "mb" || suffix == "mib") mult = 1ull << 20;
-  else if (suffix == "g" || suffix == "gb" || suffix == "gib") mult = 1ull << 30;
+  if (suffix == "k" || suffix == "kb" || suffix == "kib")
+    mult = 1ull << 10;
+  else if (suffix == "m" || suffix == "mb" || suffix == "mib")
+    mult = 1ull << 20;
+  else if (suffix == "g" || suffix == "gb" || suffix == "gib")
+    mult = 1ull << 30;
   else if (!suffix.empty() && suffix != "b")
     throw CLI::ValidationError(flag, fmt::format("'{}' has an unknown suffix (use K, M or G)", text));
   return static_cast<std::uint64_t>(v) * mult;
@@ -91,7 +102,9 @@ const char* coll_name(Coll c) {
     if (v == c) return name.c_str();
   return "?";
 }
-const char* path_name(Path p) { return p == Path::Composite ? "composite" : p == Path::Builtin ? "builtin" : "both"; }
+const char* path_name(Path p) {
+  return p == Path::Composite ? "composite" : p == Path::Builtin ? "builtin" : "both";
+}
 const char* redop_name(pld::ReduceOp op) {
   for (const auto& [name, v] : kRedops)
     if (v == op) return name.c_str();
@@ -138,8 +151,9 @@ Options parse_options(int argc, char** argv) {
   app.add_option("-w,--warmup_iters", o.warmup, "warm-up iterations per size (not timed); -1 = auto (iters / 10, >= 5)")
       ->check(CLI::Range(-1ll, 1ll << 40))
       ->capture_default_str();
-  app.add_option("-c,--check", o.check, "check results after timing (1) or not (0); data are small integers, exact "
-                                        "in every dtype")
+  app.add_option("-c,--check", o.check,
+                 "check results after timing (1) or not (0); data are small integers, exact "
+                 "in every dtype")
       ->check(CLI::Range(0, 1))
       ->capture_default_str();
   app.add_option("-o,--redop", redop,
@@ -150,7 +164,9 @@ Options parse_options(int argc, char** argv) {
                  "element type(s): fp32, fp16, bf16, int32, int16, int8, int64, fp64, uint8, all (aliases float, "
                  "half, bfloat16, double)")
       ->capture_default_str();
-  app.add_option("-r,--root", o.root, "broadcast root (domain-local rank)")->check(CLI::NonNegativeNumber)->capture_default_str();
+  app.add_option("-r,--root", o.root, "broadcast root (domain-local rank)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
   app.add_option("--mode", mode, "allreduce schedule(s): auto, mesh, ring, twoshot, all")->capture_default_str();
   app.add_option("--path", path,
                  "composite (pld::tensor::* in one looping kernel), builtin (pld::Host methods: one dispatch per "
@@ -175,13 +191,12 @@ Options parse_options(int argc, char** argv) {
     o.dtypes = parse_list("--dtype", dtype, kDtypes, kPldDtypes);
     o.redops = parse_list("--redop", redop, kRedops);
     o.modes = parse_list("--mode", mode, kModes);
-    const auto paths = parse_list<Path>("--path", path, {{"composite", Path::Composite}, {"builtin", Path::Builtin},
-                                                         {"both", Path::Both}});
+    const auto paths = parse_list<Path>(
+        "--path", path, {{"composite", Path::Composite}, {"builtin", Path::Builtin}, {"both", Path::Both}});
     if (paths.size() != 1) throw CLI::ValidationError("--path", "takes one of composite, builtin, both");
     o.path = paths.front();
-    const auto prog = parse_list<Progress>("--progress", progress, {{"auto", Progress::Auto},
-                                                                    {"always", Progress::Always},
-                                                                    {"never", Progress::Never}});
+    const auto prog = parse_list<Progress>(
+        "--progress", progress, {{"auto", Progress::Auto}, {"always", Progress::Always}, {"never", Progress::Never}});
     if (prog.size() != 1) throw CLI::ValidationError("--progress", "takes one of auto, always, never");
     o.progress = prog.front();
     o.min_bytes = parse_size("--minbytes", min_b);
@@ -196,8 +211,7 @@ Options parse_options(int argc, char** argv) {
     if (o.root >= o.nranks)
       throw CLI::ValidationError("--root", fmt::format("{} is not a rank of {} ranks", o.root, o.nranks));
     const bool p2p = std::find(o.colls.begin(), o.colls.end(), Coll::P2P) != o.colls.end();
-    if (p2p && o.nranks < 2)
-      throw CLI::ValidationError("--op", "p2p needs at least 2 ranks (-g 2)");
+    if (p2p && o.nranks < 2) throw CLI::ValidationError("--op", "p2p needs at least 2 ranks (-g 2)");
   } catch (const CLI::ParseError& e) {
     std::exit(app.exit(e));
   }

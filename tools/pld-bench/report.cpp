@@ -4,8 +4,8 @@
 
 #include <pld/pld.hpp>
 
-#include <nlohmann/json.hpp>
 #include <unistd.h>
+#include <nlohmann/json.hpp>
 
 #include <fstream>
 #include <stdexcept>
@@ -21,8 +21,12 @@ std::string setting(std::string_view name) {
   return "?";
 }
 
-const char* type_of(const Point& p) { return p.coll == Coll::Barrier ? "none" : pld::dtype_name(p.dtype); }
-const char* redop_of(const Point& p) { return reduces(p.coll) ? redop_name(p.redop) : "none"; }
+const char* type_of(const Point& p) {
+  return p.coll == Coll::Barrier ? "none" : pld::dtype_name(p.dtype);
+}
+const char* redop_of(const Point& p) {
+  return reduces(p.coll) ? redop_name(p.redop) : "none";
+}
 
 std::string table_title(const Table& t) {
   std::string s = coll_name(t.coll);
@@ -33,9 +37,12 @@ std::string table_title(const Table& t) {
 // nccl-tests' time format: more digits for small times.
 std::string fmt_time(double us) {
   char buf[32];
-  if (us < 1e4) std::snprintf(buf, sizeof buf, "%8.2f", us);
-  else if (us < 1e6) std::snprintf(buf, sizeof buf, "%8.1f", us);
-  else std::snprintf(buf, sizeof buf, "%8.0f", us);
+  if (us < 1e4)
+    std::snprintf(buf, sizeof buf, "%8.2f", us);
+  else if (us < 1e6)
+    std::snprintf(buf, sizeof buf, "%8.1f", us);
+  else
+    std::snprintf(buf, sizeof buf, "%8.0f", us);
   return buf;
 }
 
@@ -44,16 +51,18 @@ std::string fmt_time(double us) {
 double algbw(const Point& p, const Measure& m) {
   return m.time_us > 0 ? static_cast<double>(p.bytes) / (m.time_us * 1e3) : 0.0;
 }
-double busbw(const Point& p, const Measure& m, int nranks) { return algbw(p, m) * busbw_factor(p.coll, nranks); }
+double busbw(const Point& p, const Measure& m, int nranks) {
+  return algbw(p, m) * busbw_factor(p.coll, nranks);
+}
 
 void print_header(std::FILE* out, const Options& o, const Plan& plan) {
   const char* env = std::getenv("PLD_BACKEND");
   const bool mpi = pld::has_mpi_backend() && pld::launcher_world_size() > 0 && !(env && std::string(env) == "shm");
   std::fprintf(out, "# pld-bench %s | %d ranks, %s backend, %ld online CPUs | path %s\n", pld::version(), o.nranks,
-               mpi ? "mpi" : "shm",
-               sysconf(_SC_NPROCESSORS_ONLN), path_name(o.path));
-  std::fprintf(out, "# minBytes %llu maxBytes %llu step: %llu(%s) warmup iters: %s iters: %s validation: %d core_num: %d "
-                    "pin: %d\n",
+               mpi ? "mpi" : "shm", sysconf(_SC_NPROCESSORS_ONLN), path_name(o.path));
+  std::fprintf(out,
+               "# minBytes %llu maxBytes %llu step: %llu(%s) warmup iters: %s iters: %s validation: %d core_num: %d "
+               "pin: %d\n",
                static_cast<unsigned long long>(o.min_bytes), static_cast<unsigned long long>(o.max_bytes),
                static_cast<unsigned long long>(o.step_bytes ? o.step_bytes : o.step_factor),
                o.step_bytes ? "bytes" : "factor", o.warmup >= 0 ? std::to_string(o.warmup).c_str() : "auto",
@@ -65,11 +74,13 @@ void print_header(std::FILE* out, const Options& o, const Plan& plan) {
                setting("PLD_ALLREDUCE_MESH_MAX").c_str(), setting("PLD_REPRODUCIBLE").c_str(),
                setting("PLD_COLL_RMA").c_str());
   if (o.path != Path::Builtin)
-    std::fprintf(out, "# composite: pld::tensor::* looping inside ONE dispatch per row; time = max over ranks of the "
-                      "timed loop / iters (steady_clock, after a barrier, warm-up excluded)\n");
+    std::fprintf(out,
+                 "# composite: pld::tensor::* looping inside ONE dispatch per row; time = max over ranks of the "
+                 "timed loop / iters (steady_clock, after a barrier, warm-up excluded)\n");
   if (o.path != Path::Composite)
-    std::fprintf(out, "# builtin:   pld::Host methods, each iteration ONE dispatch per rank; time = max over ranks of "
-                      "the timed dispatches / iters, so it INCLUDES the dispatch overhead\n");
+    std::fprintf(out,
+                 "# builtin:   pld::Host methods, each iteration ONE dispatch per rank; time = max over ranks of "
+                 "the timed dispatches / iters, so it INCLUDES the dispatch overhead\n");
 }
 
 void print_table(std::FILE* out, const Options& o, const TableResult& t) {
@@ -150,10 +161,17 @@ void write_json(const std::string& path, const Options& o, const Plan& plan, con
   j["online_cpus"] = sysconf(_SC_NPROCESSORS_ONLN);
   j["path"] = path_name(o.path);
   j["heap_bytes"] = plan.heap_bytes;
-  j["options"] = {{"minbytes", o.min_bytes}, {"maxbytes", o.max_bytes},  {"stepfactor", o.step_factor},
-                  {"stepbytes", o.step_bytes}, {"iters", o.iters},       {"warmup_iters", o.warmup},
-                  {"check", o.check},          {"core_num", o.core_num}, {"pin", o.pin},
-                  {"root", o.root},            {"budget_bytes", o.budget_bytes}};
+  j["options"] = {{"minbytes", o.min_bytes},
+                  {"maxbytes", o.max_bytes},
+                  {"stepfactor", o.step_factor},
+                  {"stepbytes", o.step_bytes},
+                  {"iters", o.iters},
+                  {"warmup_iters", o.warmup},
+                  {"check", o.check},
+                  {"core_num", o.core_num},
+                  {"pin", o.pin},
+                  {"root", o.root},
+                  {"budget_bytes", o.budget_bytes}};
   json settings = json::object();
   for (const auto& s : pld::describe_settings()) settings[s.name] = s.value.empty() ? s.default_value : s.value;
   j["settings"] = settings;
@@ -173,12 +191,8 @@ void write_json(const std::string& path, const Options& o, const Plan& plan, con
       for (int g = 0; g < kGroups; ++g) {
         const Measure& m = row.group[g];
         if (!m.valid) continue;
-        jr[t.group_names[g]] = {{"time_us", m.time_us},
-                                {"algbw", algbw(p, m)},
-                                {"busbw", busbw(p, m, o.nranks)},
-                                {"wrong", m.wrong},
-                                {"iters", m.iters.iters},
-                                {"warmup", m.iters.warmup}};
+        jr[t.group_names[g]] = {{"time_us", m.time_us}, {"algbw", algbw(p, m)},   {"busbw", busbw(p, m, o.nranks)},
+                                {"wrong", m.wrong},     {"iters", m.iters.iters}, {"warmup", m.iters.warmup}};
       }
       rows.push_back(jr);
     }

@@ -52,13 +52,20 @@ void host_builtin(pld::Host& h, const pld::DistributedTensor<T>& data, const pld
                   const pld::DistributedTensor<std::int32_t>& counts,
                   const pld::DistributedTensor<std::int32_t>& recv_counts,
                   const pld::DistributedTensor<std::int32_t>& sig, const Args& a) {
-  if constexpr (C == Coll::Barrier) h.barrier(sig);
-  else if constexpr (C == Coll::Allreduce) h.allreduce(data, sig, {.op = a.redop, .mode = a.mode, .core_num = a.core_num});
-  else if constexpr (C == Coll::Broadcast) h.broadcast(data, sig, {.root = a.root, .core_num = a.core_num});
-  else if constexpr (C == Coll::Allgather) h.allgather(aux, data, sig, {.core_num = a.core_num});
-  else if constexpr (C == Coll::ReduceScatter) h.reduce_scatter(data, sig, {.op = a.redop, .core_num = a.core_num});
-  else if constexpr (C == Coll::AllToAll) h.all_to_all(aux, data, sig, {.core_num = a.core_num});
-  else if constexpr (C == Coll::AllToAllV) h.all_to_all_v(aux, data, sig, {.send_counts = counts, .recv_counts = recv_counts});
+  if constexpr (C == Coll::Barrier)
+    h.barrier(sig);
+  else if constexpr (C == Coll::Allreduce)
+    h.allreduce(data, sig, {.op = a.redop, .mode = a.mode, .core_num = a.core_num});
+  else if constexpr (C == Coll::Broadcast)
+    h.broadcast(data, sig, {.root = a.root, .core_num = a.core_num});
+  else if constexpr (C == Coll::Allgather)
+    h.allgather(aux, data, sig, {.core_num = a.core_num});
+  else if constexpr (C == Coll::ReduceScatter)
+    h.reduce_scatter(data, sig, {.op = a.redop, .core_num = a.core_num});
+  else if constexpr (C == Coll::AllToAll)
+    h.all_to_all(aux, data, sig, {.core_num = a.core_num});
+  else if constexpr (C == Coll::AllToAllV)
+    h.all_to_all_v(aux, data, sig, {.send_counts = counts, .recv_counts = recv_counts});
 }
 
 int progress_mode(const Options& o, const Plan& plan) {
@@ -154,7 +161,8 @@ void collect(const Options& o, const Plan& plan, pld::HostTensor<double>& res, c
       } else {
         if (composite) row.group[0] = measured(p.composite, field_max(kTime0), field_sum(kWrong0), o.check);
         if (builtin) {
-          const double loop_ns = max_over_ranks([&](int r) { return res(p.index, r, kStamp1) - res(p.index, r, kStamp0); });
+          const double loop_ns =
+              max_over_ranks([&](int r) { return res(p.index, r, kStamp1) - res(p.index, r, kStamp0); });
           row.group[1] = measured(p.builtin, loop_ns, field_sum(kWrong1), o.check);
         }
       }
@@ -231,10 +239,11 @@ Results run_plan(const Options& o, const Plan& plan) {
 
         visit_dtype(p.dtype, [&](auto tag) {
           using T = decltype(tag);
-          const pld::Dims shape = row_blocked(p.coll) ? pld::Dims{n, p.cols} : pld::Dims{std::max<pld::Index>(p.count, 1)};
-          const pld::Dims aux_shape = p.coll == Coll::Allgather                                  ? pld::Dims{p.cols}
+          const pld::Dims shape =
+              row_blocked(p.coll) ? pld::Dims{n, p.cols} : pld::Dims{std::max<pld::Index>(p.count, 1)};
+          const pld::Dims aux_shape = p.coll == Coll::Allgather                               ? pld::Dims{p.cols}
                                       : p.coll == Coll::AllToAll || p.coll == Coll::AllToAllV ? pld::Dims{n, p.cols}
-                                                                                               : pld::Dims{1};
+                                                                                              : pld::Dims{1};
           const auto data = h.window<T>(w.data, shape);
           const auto aux = h.window<T>(w.aux, aux_shape);
           visit_coll(p.coll, [&](auto ctag) {
@@ -253,10 +262,12 @@ Results run_plan(const Options& o, const Plan& plan) {
               b.check = 0;
               for (int r = 0; r < n; ++r)
                 h.dispatch(r, stage_kernel<C, T>, data, aux, counts, recv_counts, sig, res[p.index][r], b);
-              for (std::int64_t i = 0; i < p.builtin.warmup; ++i) host_builtin<C, T>(h, data, aux, counts, recv_counts, sig, a);
+              for (std::int64_t i = 0; i < p.builtin.warmup; ++i)
+                host_builtin<C, T>(h, data, aux, counts, recv_counts, sig, a);
               h.barrier(sig);
               for (int r = 0; r < n; ++r) h.dispatch(r, stamp_kernel, res[p.index][r], kStamp0);
-              for (std::int64_t i = 0; i < p.builtin.iters; ++i) host_builtin<C, T>(h, data, aux, counts, recv_counts, sig, a);
+              for (std::int64_t i = 0; i < p.builtin.iters; ++i)
+                host_builtin<C, T>(h, data, aux, counts, recv_counts, sig, a);
               for (int r = 0; r < n; ++r) h.dispatch(r, stamp_kernel, res[p.index][r], kStamp1);
               if (o.check) {
                 b.check = 1;
@@ -267,8 +278,10 @@ Results run_plan(const Options& o, const Plan& plan) {
               b.progress = progress;
               b.check = o.check;
               for (int r = 0; r < n; ++r) {
-                if (o.check) h.dispatch(r, verify_kernel<C, T>, data, aux, counts, recv_counts, sig, res[p.index][r], b);
-                else if (progress) h.dispatch(r, progress_kernel, sig, b);
+                if (o.check)
+                  h.dispatch(r, verify_kernel<C, T>, data, aux, counts, recv_counts, sig, res[p.index][r], b);
+                else if (progress)
+                  h.dispatch(r, progress_kernel, sig, b);
               }
             }
           });

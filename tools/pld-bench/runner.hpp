@@ -17,7 +17,7 @@ inline constexpr int kGroups = 3;
 /// One column group of a row.
 struct Measure {
   bool valid = false;
-  double time_us = 0;  // per iteration: max over ranks of loop time / iterations
+  double time_us = 0;       // per iteration: max over ranks of loop time / iterations
   std::int64_t wrong = -1;  // -1: not checked
   Iters iters;
 };

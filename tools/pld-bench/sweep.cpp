@@ -8,7 +8,9 @@ namespace {
 
 constexpr std::uint64_t kPage = 4096;
 
-std::uint64_t round_up(std::uint64_t v, std::uint64_t to) { return (v + to - 1) / to * to; }
+std::uint64_t round_up(std::uint64_t v, std::uint64_t to) {
+  return (v + to - 1) / to * to;
+}
 
 std::vector<std::uint64_t> sizes(const Options& o) {
   std::vector<std::uint64_t> out;
@@ -52,7 +54,9 @@ double busbw_factor(Coll c, int n) {
   return 0.0;
 }
 
-bool reduces(Coll c) { return c == Coll::Allreduce || c == Coll::ReduceScatter; }
+bool reduces(Coll c) {
+  return c == Coll::Allreduce || c == Coll::ReduceScatter;
+}
 
 bool row_blocked(Coll c) {
   return c == Coll::Allgather || c == Coll::ReduceScatter || c == Coll::AllToAll || c == Coll::AllToAllV;

@@ -42,9 +42,9 @@ struct Table {
 struct Plan {
   std::vector<Table> tables;
   int npoints = 0;
-  std::uint64_t heap_bytes = 0;   // DistributedConfig::heap_bytes: from the largest size
-  std::uint64_t data_bytes = 0;   // the largest target operand
-  std::uint64_t aux_bytes = 0;    // the largest second operand (allgather local, all_to_all input, p2p)
+  std::uint64_t heap_bytes = 0;  // DistributedConfig::heap_bytes: from the largest size
+  std::uint64_t data_bytes = 0;  // the largest target operand
+  std::uint64_t aux_bytes = 0;   // the largest second operand (allgather local, all_to_all input, p2p)
 };
 
 Plan make_plan(const Options& o);

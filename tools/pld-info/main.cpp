@@ -24,8 +24,8 @@ int main(int argc, char** argv) {
   }
   std::printf("pld %s\n", pld::version());
   if (!print_env) {
-    std::printf("backends: shm%s\n",
-                pld::has_mpi_backend() ? ", mpi (Open MPI; chosen under mpirun)" : " (mpi not built: Open MPI was not found)");
+    std::printf("backends: shm%s\n", pld::has_mpi_backend() ? ", mpi (Open MPI; chosen under mpirun)"
+                                                            : " (mpi not built: Open MPI was not found)");
     std::printf("shm heaps: %s\n", pld::heap_pages().c_str());
     std::printf("(--print-env lists the environment variables)\n");
     return 0;
@@ -34,7 +34,7 @@ int main(int argc, char** argv) {
   for (const auto& s : pld::describe_settings()) width = std::max(width, static_cast<int>(s.name.size()));
   for (const auto& s : pld::describe_settings())
     std::printf("%-*s %-8s default=%-6s current=%-8s %s\n", width, s.name.c_str(), s.type.c_str(),
-                s.default_value.empty() ? "\"\"" : s.default_value.c_str(), s.value.empty() ? "(unset)" : s.value.c_str(),
-                s.description.c_str());
+                s.default_value.empty() ? "\"\"" : s.default_value.c_str(),
+                s.value.empty() ? "(unset)" : s.value.c_str(), s.description.c_str());
   return 0;
 }

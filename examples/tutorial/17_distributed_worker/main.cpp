@@ -50,9 +50,9 @@ void train_step(pld::Host& h, pld::StackedDeviceTensor<float>& w, pld::HostTenso
   // On the host, between the all-reduce and the update: peek at the reduced gradient through a
   // one-element HostTensor that a tiny dispatch fills.
   pld::HostTensor<float> first({1});
-  h.dispatch(0, [](pld::DistributedTensor<float> g, pld::Tensor<float> out) {
-    out(0) = pld::tile::read(g, {0});
-  }, grad, first.view());
+  h.dispatch(
+      0, [](pld::DistributedTensor<float> g, pld::Tensor<float> out) { out(0) = pld::tile::read(g, {0}); }, grad,
+      first.view());
   h.callback([&trace, first] { trace.push_back(first(0)); });
   for (int r = 0; r < h.world_size(); ++r) h.dispatch(w[r].worker_id(), apply, grad, w[r]);
 }
@@ -80,7 +80,8 @@ int main(int argc, char** argv) {
     // =========================================================================================
     for (int s = 0; s < STEPS / 2; ++s) rt(w, xs[static_cast<std::size_t>(s)], trace);
     std::vector<pld::RunHandle> inflight;
-    for (int s = STEPS / 2; s < STEPS; ++s) inflight.push_back(rt.submit(train_step, w, xs[static_cast<std::size_t>(s)], trace));
+    for (int s = STEPS / 2; s < STEPS; ++s)
+      inflight.push_back(rt.submit(train_step, w, xs[static_cast<std::size_t>(s)], trace));
     for (auto& handle : inflight) handle.result();
 
     pld::HostTensor<float> w_final({n, SIZE});

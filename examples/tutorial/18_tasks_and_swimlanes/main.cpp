@@ -20,10 +20,10 @@
 
 #include <pld/pld.hpp>
 
+#include <unistd.h>
 #include <filesystem>
 #include <fstream>
 #include <string>
-#include <unistd.h>
 #include <vector>
 
 constexpr pld::Index SIZE = 256;
@@ -35,7 +35,7 @@ void ring_kernel(pld::Tensor<float> x, pld::Tensor<float> out, pld::DistributedT
                  pld::DistributedTensor<int32_t> arrived) {
   const pld::CommCtx ctx = pld::get_comm_ctx(inbox);
   const int me = pld::rank(ctx), n = pld::nranks(ctx);
-  const int right = (me + 1) % n;  // my block goes right; my left neighbour's arrives here
+  const int right = (me + 1) % n;    // my block goes right; my left neighbour's arrives here
   std::vector<float> scratch(SIZE);  // the "local" task's result
   const pld::Tensor<float> twice(scratch.data(), {SIZE});
 
@@ -48,10 +48,12 @@ void ring_kernel(pld::Tensor<float> x, pld::Tensor<float> out, pld::DistributedT
   auto local = g.add("local", [&] {
     for (pld::Index i = 0; i < SIZE; ++i) twice(i) = 2 * x(i);
   });
-  g.add("combine", [&] {
-    const auto from_left = pld::tile::load(inbox, {0}, {SIZE});
-    pld::tile::store(pld::tile::add(pld::tile::load(twice, {0}, {SIZE}), from_left), {0}, out);
-  }, {await, local});
+  g.add("combine",
+        [&] {
+          const auto from_left = pld::tile::load(inbox, {0}, {SIZE});
+          pld::tile::store(pld::tile::add(pld::tile::load(twice, {0}, {SIZE}), from_left), {0}, out);
+        },
+        {await, local});
   g.run();
 }
 
@@ -72,9 +74,9 @@ int main(int argc, char** argv) {
     // Under mpirun every process writes its rank's files into the same directory (named after
     // mpirun's pid, their common parent) and rank 0 merges the trace.
     const bool spmd = pld::launcher_world_size() > 0;
-    const std::string dir = (std::filesystem::temp_directory_path() /
-                             ("pld-step18-" + std::to_string(spmd ? getppid() : getpid())))
-                                .string();
+    const std::string dir =
+        (std::filesystem::temp_directory_path() / ("pld-step18-" + std::to_string(spmd ? getppid() : getpid())))
+            .string();
     config.swimlane = true;
     config.dfx_dir = dir;
     auto x = tutorial::small_integers({n, SIZE}, 18);

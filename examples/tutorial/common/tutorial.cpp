@@ -1,8 +1,8 @@
 // The command line every tutorial step shares (tutorial.hpp).
 #include "tutorial.hpp"
 
-#include <CLI/CLI.hpp>
 #include <fmt/ranges.h>
+#include <CLI/CLI.hpp>
 
 #include <cstdio>
 #include <cstdlib>
@@ -35,7 +35,8 @@ pld::DistributedConfig parse_devices(int argc, char** argv, const std::string& n
     std::exit(2);
   }
   if (const int p = pld::launcher_world_size(); p > 0 && p != config.world_size()) {
-    std::fprintf(stderr, "%s: -d lists %d devices but mpirun started %d processes (one rank each); omit -d under mpirun\n",
+    std::fprintf(stderr,
+                 "%s: -d lists %d devices but mpirun started %d processes (one rank each); omit -d under mpirun\n",
                  name.c_str(), config.world_size(), p);
     std::exit(2);
   }

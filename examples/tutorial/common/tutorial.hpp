@@ -33,9 +33,9 @@ class App;  // <CLI/CLI.hpp>, for a step with options of its own
 namespace tutorial {
 
 /// Parses `-d 0,1[,...]` (device ids, one rank per id; default `0,1`, or `0..P-1` under
-/// `mpirun -n P`, where each MPI process is one rank) into a pld config, as PyPTO's examples do. `--help` prints the usage and exits 0; a bad command line (not a number,
-/// a negative or duplicate id) prints why and exits 2. The world size is `config.world_size()`.
-/// A step with options of its own adds them in `more_options`:
+/// `mpirun -n P`, where each MPI process is one rank) into a pld config, as PyPTO's examples do. `--help` prints the
+/// usage and exits 0; a bad command line (not a number, a negative or duplicate id) prints why and exits 2. The world
+/// size is `config.world_size()`. A step with options of its own adds them in `more_options`:
 ///   bool use_builtin = false;
 ///   parse_devices(argc, argv, "04_barrier", "...",
 ///                 [&](CLI::App& app) { app.add_flag("--use-builtin", use_builtin, "..."); });

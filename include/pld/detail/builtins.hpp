@@ -9,7 +9,9 @@
 
 namespace pld::detail {
 
-inline void builtin_barrier(DistributedTensor<std::int32_t> signal) { tensor::barrier(signal); }
+inline void builtin_barrier(DistributedTensor<std::int32_t> signal) {
+  tensor::barrier(signal);
+}
 
 template <class T>
 void builtin_allreduce(DistributedTensor<T> target, DistributedTensor<std::int32_t> signal, AllreduceOptions options) {

@@ -102,8 +102,10 @@ struct ArgCodec<Tensor<T>> {
   }
   /// A resident tensor reaches the kernel as a Tensor of the rank's own memory (no copy).
   static void encode(ArgWriter& w, const DeviceTensor<T>& t, int) {
-    if (!t.allocation()) throw_usage("Host::dispatch: a default-constructed DeviceTensor; allocate it with "
-                                     "DistributedWorker::alloc_tensor");
+    if (!t.allocation())
+      throw_usage(
+          "Host::dispatch: a default-constructed DeviceTensor; allocate it with "
+          "DistributedWorker::alloc_tensor");
     check_device_live("Host::dispatch", *t.allocation());
     w.note_device(t.allocation());
     w.value(t.allocation()->id | kDeviceBlockBit);
@@ -149,8 +151,7 @@ void trampoline(void (*fn)(), ArgReader& reader) {
 /// converted to `P` first.
 template <class P, class A>
 void encode_one(ArgWriter& w, A&& arg, int index) {
-  if constexpr (requires { ArgCodec<P>::encode(w, std::as_const(arg), index); } &&
-                !std::is_convertible_v<A, P>)
+  if constexpr (requires { ArgCodec<P>::encode(w, std::as_const(arg), index); } && !std::is_convertible_v<A, P>)
     ArgCodec<P>::encode(w, std::as_const(arg), index);
   else
     ArgCodec<P>::encode(w, static_cast<P>(std::forward<A>(arg)), index);

@@ -12,7 +12,7 @@ class HostSession;   // host-side state of one orchestrator call (src/host)
 
 /// Address-free identity of a window buffer: which domain, which buffer, where in the window.
 struct WindowRef {
-  std::uint32_t call = 0;    // the orchestrator call that allocated it (windows live for one call)
+  std::uint32_t call = 0;  // the orchestrator call that allocated it (windows live for one call)
   std::uint32_t domain = 0;
   std::uint32_t buffer = 0;
   std::uint64_t offset = 0;  // byte offset of the buffer in every member's window

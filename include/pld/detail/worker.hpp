@@ -41,8 +41,8 @@ class PLD_API WorkerCore {
   // Resident tensors: executed by the rank processes in order with the calls submitted before.
   std::shared_ptr<DeviceAllocation> device_alloc(const char* api, int rank, std::uint64_t bytes, const void* init);
   void device_free(const char* api, const std::shared_ptr<DeviceAllocation>& a);
-  void device_write(const char* api, const std::shared_ptr<DeviceAllocation>& a, std::uint64_t offset,
-                    const void* src, std::uint64_t bytes);
+  void device_write(const char* api, const std::shared_ptr<DeviceAllocation>& a, std::uint64_t offset, const void* src,
+                    std::uint64_t bytes);
   void device_read(const char* api, const std::shared_ptr<DeviceAllocation>& a, std::uint64_t offset, void* dst,
                    std::uint64_t bytes);
   /// Throws unless `a` is a live allocation of this worker.

@@ -93,8 +93,8 @@ MpiBackend::MpiBackend() {
   set_mpi_environment();
   progress_setting_ = setting_string(Setting::MpiProgress);
   if (progress_setting_ != "auto" && progress_setting_ != "passive" && progress_setting_ != "poll")
-    throw UsageError(fmt::format("PLD_MPI_PROGRESS='{}' is not a progress mode; use auto, passive or poll",
-                                 progress_setting_));
+    throw UsageError(
+        fmt::format("PLD_MPI_PROGRESS='{}' is not a progress mode; use auto, passive or poll", progress_setting_));
   const int provided = init_mpi();
   MPI_Comm_dup(MPI_COMM_WORLD, &comm_);
   MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN);
@@ -154,13 +154,12 @@ void MpiBackend::describe(int thread_level) {
   MPI_Get_library_version(lib, &liblen);
   std::string version(lib, static_cast<std::size_t>(liblen));
   if (const auto cut = version.find(','); cut != std::string::npos) version = version.substr(0, cut);
-  description_ = fmt::format("{}; {} ranks on {} node(s); osc {}; thread level {}; passive-target progress: {}{}",
-                             version, size_, nodes, osc_, thread_level_name(thread_level),
-                             passive_progress_ ? "yes" : "no (every wait drives progress)",
-                             progress_setting_ == "auto"
-                                 ? ""
-                                 : fmt::format(" (PLD_MPI_PROGRESS={}; measured: {})", progress_setting_,
-                                               measured_progress_ ? "yes" : "no"));
+  description_ = fmt::format(
+      "{}; {} ranks on {} node(s); osc {}; thread level {}; passive-target progress: {}{}", version, size_, nodes, osc_,
+      thread_level_name(thread_level), passive_progress_ ? "yes" : "no (every wait drives progress)",
+      progress_setting_ == "auto"
+          ? ""
+          : fmt::format(" (PLD_MPI_PROGRESS={}; measured: {})", progress_setting_, measured_progress_ ? "yes" : "no"));
 }
 
 // Does an accumulate reach a target that makes no MPI call? In each phase the senders notify a

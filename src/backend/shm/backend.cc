@@ -24,10 +24,11 @@ ShmBackend::ShmBackend(int world_size, std::uint64_t heap_bytes, bool huge_pages
       try {
         bases_.push_back(map_memfd(fmt::format("pld-window-rank{}", r).c_str(), heap_bytes));
       } catch (const Error& e) {
-        throw Error(fmt::format("pld: cannot map the window heap of rank {} of {} ({} bytes per rank, {} mapped so "
-                                "far): {}; lower DistributedConfig::heap_bytes or PLD_HEAP_BYTES (every process maps "
-                                "every rank's heap)",
-                                r, world_size, heap_bytes, r, e.what()));
+        throw Error(
+            fmt::format("pld: cannot map the window heap of rank {} of {} ({} bytes per rank, {} mapped so "
+                        "far): {}; lower DistributedConfig::heap_bytes or PLD_HEAP_BYTES (every process maps "
+                        "every rank's heap)",
+                        r, world_size, heap_bytes, r, e.what()));
       }
       if (huge_pages && !refused) refused = advise_huge_pages(bases_.back(), heap_bytes);
     }
@@ -36,9 +37,10 @@ ShmBackend::ShmBackend(int world_size, std::uint64_t heap_bytes, bool huge_pages
       if (huge_pages && refused)
         pages = fmt::format("4 KiB pages (madvise MADV_HUGEPAGE: {})", std::strerror(refused));
       else if (huge_pages)
-        pages = fmt::format("2 MiB pages requested (kernel shmem THP mode: {}; advise, within_size, always and force "
-                            "grant them)",
-                            shmem_thp_mode());
+        pages = fmt::format(
+            "2 MiB pages requested (kernel shmem THP mode: {}; advise, within_size, always and force "
+            "grant them)",
+            shmem_thp_mode());
       log(LogLevel::Info, LogSys::Init, "heaps: {} x {} bytes, {}", world_size, heap_bytes, pages);
     }
   } catch (...) {
@@ -47,7 +49,9 @@ ShmBackend::ShmBackend(int world_size, std::uint64_t heap_bytes, bool huge_pages
   }
 }
 
-ShmBackend::~ShmBackend() { release(); }
+ShmBackend::~ShmBackend() {
+  release();
+}
 
 void ShmBackend::release() {
   for (std::byte* base : bases_) munmap(base, heap_bytes_);

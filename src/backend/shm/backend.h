@@ -19,7 +19,7 @@ enum class RankState : std::uint32_t { Idle = 0, Running = 1, Waiting = 2, Exite
 /// One rank's published state. Written by the rank, read by the host for reports.
 struct alignas(64) RankSlot {
   std::atomic<std::uint32_t> state{0};
-  std::atomic<std::int32_t> sleepers{0};  // threads of the rank asleep on a futex
+  std::atomic<std::int32_t> sleepers{0};   // threads of the rank asleep on a futex
   std::atomic<std::uint64_t> dispatch{0};  // sequence number of the dispatch being run
   // The wait in progress (meaningful while state == Waiting).
   std::uint32_t wait_domain = 0;

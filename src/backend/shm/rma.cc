@@ -1,7 +1,6 @@
 // One-sided data movement of the shm backend: a peer's window is ordinary shared memory, so put
-// and get are copies (streaming stores for large ones); atomic add is a per-element atomic read-modify-write (lock xadd for
-// integers, a compare-and-swap loop for floating point), correct under contention from every
-// rank at once.
+// and get are copies (streaming stores for large ones); atomic add is a per-element atomic read-modify-write (lock xadd
+// for integers, a compare-and-swap loop for floating point), correct under contention from every rank at once.
 #include "backend/shm/backend.h"
 #include "core/copy.h"
 
@@ -10,8 +9,8 @@
 #include <fmt/format.h>
 
 #include <atomic>
-#include <cstdint>
 #include <bit>
+#include <cstdint>
 #include <cstring>
 
 namespace pld::detail {
@@ -64,8 +63,8 @@ void ShmBackend::atomic_add(int rank, std::uint64_t offset, const void* src, std
     case DType::INT16: return add_integers<std::int16_t>(dst, src, count);
     case DType::INT8: return add_integers<std::int8_t>(dst, src, count);
     default:
-      throw UsageError(fmt::format("atomic add: dtype {} is not supported (internal: validated above)",
-                                   dtype_name(dtype)));
+      throw UsageError(
+          fmt::format("atomic add: dtype {} is not supported (internal: validated above)", dtype_name(dtype)));
   }
 }
 

@@ -140,6 +140,8 @@ void ShmBackend::abort_waits() {
   }
 }
 
-void ShmBackend::clear_abort() { control_->abort.store(0, std::memory_order_seq_cst); }
+void ShmBackend::clear_abort() {
+  control_->abort.store(0, std::memory_order_seq_cst);
+}
 
 }  // namespace pld::detail

@@ -24,15 +24,14 @@ std::byte* map_memfd(const char* label, std::uint64_t bytes) {
   if (ftruncate(fd, static_cast<off_t>(bytes)) != 0) {
     const int e = errno;
     close(fd);
-    throw Error(fmt::format("pld: cannot size {} to {} bytes: {}; lower PLD_HEAP_BYTES", label, bytes,
-                            std::strerror(e)));
+    throw Error(
+        fmt::format("pld: cannot size {} to {} bytes: {}; lower PLD_HEAP_BYTES", label, bytes, std::strerror(e)));
   }
   void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, fd, 0);
   if (p == MAP_FAILED) {
     const int e = errno;
     close(fd);
-    throw Error(fmt::format("pld: cannot map {} ({} bytes): {}; lower PLD_HEAP_BYTES", label, bytes,
-                            std::strerror(e)));
+    throw Error(fmt::format("pld: cannot map {} ({} bytes): {}; lower PLD_HEAP_BYTES", label, bytes, std::strerror(e)));
   }
   close(fd);
   return static_cast<std::byte*>(p);

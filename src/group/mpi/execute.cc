@@ -109,8 +109,8 @@ void MpiGroup::run_until(const HostSession& session, Replay& replay, std::size_t
     const DispatchRecord& d = dispatches[next];
     if (d.rank != me || failure.rank >= 0) continue;
     if (be.aborting()) {
-      failure = Failure{me, true, RankFailure::KernelError, static_cast<std::int64_t>(next),
-                        "skipped: the job is aborting"};
+      failure =
+          Failure{me, true, RankFailure::KernelError, static_cast<std::int64_t>(next), "skipped: the job is aborting"};
       continue;
     }
     if (trace::config().enabled)

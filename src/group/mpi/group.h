@@ -63,7 +63,7 @@ class MpiGroup final : public ProcessGroup {
     Failure failure;
     std::uint64_t kernel_ns = 0;
     std::size_t next = 0;
-    std::uint64_t mine = 0;  // dispatches of this rank in this call (swimlane directories d{k})
+    std::uint64_t mine = 0;    // dispatches of this rank in this call (swimlane directories d{k})
     HostSync* host = nullptr;  // PLD_MPI_HOST_SYNC=merge: what this rank's dispatches wrote
   };
 

@@ -7,8 +7,8 @@
 
 #include <sched.h>
 
-#include <chrono>
 #include <immintrin.h>
+#include <chrono>
 
 namespace pld::detail {
 

@@ -248,8 +248,8 @@ void ShmGroup::run_callbacks(const HostSession& session, Call& call) {
     }
     ++call.next_callback;
   }
-  gate_ = call.next_callback < callbacks.size() ? static_cast<std::int64_t>(callbacks[call.next_callback].position)
-                                                : -1;
+  gate_ =
+      call.next_callback < callbacks.size() ? static_cast<std::int64_t>(callbacks[call.next_callback].position) : -1;
 }
 
 void ShmGroup::enforce_abort_deadline(Call& call) {

@@ -53,8 +53,8 @@ inline std::vector<std::byte> message(MessageType type) {
 /// The message of a resident-tensor operation (DeviceAlloc..DeviceRead); its staging
 /// descriptor travels with it.
 inline std::vector<std::byte> device_message(const DeviceOp& op) {
-  static constexpr MessageType kTypes[] = {MessageType::DeviceAlloc, MessageType::DeviceFree,
-                                           MessageType::DeviceWrite, MessageType::DeviceRead};
+  static constexpr MessageType kTypes[] = {MessageType::DeviceAlloc, MessageType::DeviceFree, MessageType::DeviceWrite,
+                                           MessageType::DeviceRead};
   std::vector<std::byte> m = message(kTypes[static_cast<std::uint32_t>(op.kind)]);
   put_value(m, op.id);
   if (op.kind == DeviceOp::Kind::Alloc) put_value(m, op.bytes);
@@ -68,8 +68,8 @@ inline std::vector<std::byte> device_message(const DeviceOp& op) {
 /// The operation of a resident-tensor message of `type`, from the body after its type.
 inline DeviceOp device_op_of(MessageType type, const std::byte* p, int staging_fd) {
   DeviceOp op;
-  op.kind = type == MessageType::DeviceAlloc  ? DeviceOp::Kind::Alloc
-            : type == MessageType::DeviceFree ? DeviceOp::Kind::Free
+  op.kind = type == MessageType::DeviceAlloc   ? DeviceOp::Kind::Alloc
+            : type == MessageType::DeviceFree  ? DeviceOp::Kind::Free
             : type == MessageType::DeviceWrite ? DeviceOp::Kind::Write
                                                : DeviceOp::Kind::Read;
   op.id = take_value<std::uint32_t>(p);

@@ -1,6 +1,6 @@
 // The shm group's rank process: receives messages from the host over its socket
-// (group/shm/protocol.h) and runs its dispatches in program order. It never returns: it _exit()s when told to shut down or when the host goes away (the socket
-// closes, and PR_SET_PDEATHSIG kills it if the host dies first).
+// (group/shm/protocol.h) and runs its dispatches in program order. It never returns: it _exit()s when told to shut down
+// or when the host goes away (the socket closes, and PR_SET_PDEATHSIG kills it if the host dies first).
 #include "backend/shm/backend.h"
 #include "core/block.h"
 #include "core/log.h"

@@ -26,10 +26,14 @@ std::vector<RankSnapshot> hang_snapshot(ShmBackend& backend, const std::vector<s
     const RankSlot& slot = c.slots[r];
     s.who = who[r];
     const auto state = static_cast<RankState>(slot.state.load(std::memory_order_acquire));
-    if (!alive[r]) s.state = RankSnapshot::State::NotRunning;
-    else if (state == RankState::Waiting) s.state = RankSnapshot::State::Waiting;
-    else if (state == RankState::Running) s.state = RankSnapshot::State::Running;
-    else s.state = RankSnapshot::State::Idle;
+    if (!alive[r])
+      s.state = RankSnapshot::State::NotRunning;
+    else if (state == RankState::Waiting)
+      s.state = RankSnapshot::State::Waiting;
+    else if (state == RankState::Running)
+      s.state = RankSnapshot::State::Running;
+    else
+      s.state = RankSnapshot::State::Idle;
     if (s.state == RankSnapshot::State::Waiting) {
       s.domain = slot.wait_domain;
       s.buffer = slot.wait_buffer;
