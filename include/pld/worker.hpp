@@ -188,15 +188,15 @@ requires(sizeof...(Programs) >= 1 && (detail::Program<Programs> && ...)) class D
   StackedDeviceTensor<T> alloc_stacked_tensor(const Dims& full_shape, std::type_identity_t<std::span<const T>> host,
                                               std::vector<int> worker_ids = {}) {
     const char* api = "DistributedWorker::alloc_stacked_tensor";
-    detail::check_shape(op, full_shape, sizeof(T));
+    detail::check_shape(api, full_shape, sizeof(T));
     if (full_shape.size() < 1 || full_shape[0] < 1)
-      detail::throw_usage(std::string(op) + ": shape " + full_shape.str() +
+      detail::throw_usage(std::string(api) + ": shape " + full_shape.str() +
                           " needs a leading batch dimension B >= 1 (at least one shard)");
     const Index batch = full_shape[0];
     if (host.size() != static_cast<std::size_t>(full_shape.numel()))
-      detail::WorkerCore::size_mismatch(op, host.size_bytes(),
+      detail::WorkerCore::size_mismatch(api, host.size_bytes(),
                                         static_cast<std::uint64_t>(full_shape.numel()) * sizeof(T));
-    worker_ids = stacked_ids(op, batch, std::move(worker_ids));
+    worker_ids = stacked_ids(api, batch, std::move(worker_ids));
     const Dims shard = full_shape.drop_front();
     const auto n = static_cast<std::size_t>(shard.numel());
     std::vector<DeviceTensor<T>> shards;

@@ -131,7 +131,7 @@ void transfer(const Transfer& t) {
     const DomainState& d = *t.window.state;
     const int world_peer = d.members[static_cast<std::size_t>(t.peer)];
     const std::size_t bytes = static_cast<std::size_t>(t.local.shape.numel()) * dtype_size(t.local.dtype);
-    if (debug_checks()) debug_check_view(t.op, t.window);
+    if (debug_checks()) debug_check_view(t.api, t.window);
     if (to_peer)
       d.backend->put(world_peer, t.window.ref.offset, t.local.data, bytes);
     else
@@ -140,18 +140,18 @@ void transfer(const Transfer& t) {
                          t.window.ref.buffer, t.window.ref.offset, nullptr);
     return;
   }
-  const DomainState& d = bound_state(t.op, t.window);
-  check_peer(t.op, d, t.peer);
+  const DomainState& d = bound_state(t.api, t.window);
+  check_peer(t.api, d, t.peer);
   if (to_peer)
-    check_dtype(t.op, t.local.dtype, t.window.dtype);
+    check_dtype(t.api, t.local.dtype, t.window.dtype);
   else
-    check_dtype(t.op, t.window.dtype, t.local.dtype);
-  check_atomic(t.op, t.atomic, t.window.dtype);
-  check_chunks(t.op, t.chunk_rows, t.chunk_cols, t.pipeline);
-  const Region r = region_of(t.op, to_peer ? "dst" : "src", to_peer ? "src" : "dst", t.window.shape, t.local.shape,
+    check_dtype(t.api, t.window.dtype, t.local.dtype);
+  check_atomic(t.api, t.atomic, t.window.dtype);
+  check_chunks(t.api, t.chunk_rows, t.chunk_cols, t.pipeline);
+  const Region r = region_of(t.api, to_peer ? "dst" : "src", to_peer ? "src" : "dst", t.window.shape, t.local.shape,
                              t.window_offsets, t.local_offsets, t.shape);
   const int world_peer = d.members[static_cast<std::size_t>(t.peer)];
-  record(t.op, kind, t.atomic, d, world_peer, t.window,
+  record(t.api, kind, t.atomic, d, world_peer, t.window,
          r.shape.numel() * static_cast<Index>(dtype_size(t.window.dtype)), &r.window_offsets);
   move_boxes(d, world_peer, t.dir, t.atomic, t.window, Box{t.window.shape, r.window_offsets, r.shape}, t.local.data,
              Box{t.local.shape, r.local_offsets, r.shape}, t.chunk_rows, t.chunk_cols);
@@ -173,17 +173,17 @@ void get(const LocalDesc& dst, int peer, const WindowDesc& src, const Dims* dst_
 
 void check_remote_load(const LocalDesc& tile, const WindowDesc& src, int peer, const Dims& offsets) {
   const char* api = "tile::remote_load";
-  const DomainState& d = bound_state(op, src);
-  check_peer(op, d, peer);
-  check_dtype(op, src.dtype, tile.dtype);
+  const DomainState& d = bound_state(api, src);
+  check_peer(api, d, peer);
+  check_dtype(api, src.dtype, tile.dtype);
   if (src.shape.size() == 0)
     throw UsageError("tile::remote_load: the source window view has rank 0; give it at least one dimension");
   if (tile.shape.size() != src.shape.size())
     throw UsageError(
         fmt::format("{}: shape {} has rank {} but the window has rank {} (shape {}); give one extent per "
                     "dimension",
-                    op, tile.shape.str(), tile.shape.size(), src.shape.size(), src.shape.str()));
-  check_box(op, "window", "box", src.shape, offsets, tile.valid, "reads past the end: pass a smaller valid_shape");
+                    api, tile.shape.str(), tile.shape.size(), src.shape.size(), src.shape.str()));
+  check_box(api, "window", "box", src.shape, offsets, tile.valid, "reads past the end: pass a smaller valid_shape");
 }
 
 void remote_load(LocalDesc& tile, const WindowDesc& src, int peer, const Dims& offsets) {
