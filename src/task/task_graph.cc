@@ -120,6 +120,8 @@ struct detail::TaskGraphImpl {
   /// Polls the deferred conditions (mutex released) until a waiter completes, new tasks are ready,
   /// the deadline passes or the job aborts.
   void poll(std::unique_lock<std::mutex>& lock);
+  std::exception_ptr overdue(const std::vector<int>& watch) const;
+  void trace_conditions(const Task& task) const;
 };
 
 TaskGraph::TaskGraph(int threads, std::string name) : impl_(std::make_unique<TaskGraphImpl>()) {
@@ -162,6 +164,40 @@ TaskId TaskGraph::add(std::string name, std::function<void()> body, const std::v
   return TaskId{id};
 }
 
+// The timeout of the first watched task past its deadline, naming every unmet condition; or none.
+std::exception_ptr TaskGraphImpl::overdue(const std::vector<int>& watch) const {
+  const auto now = Clock::now();
+  for (int t : watch) {
+    const Task& task = tasks[static_cast<std::size_t>(t)];
+    if (now < task.deadline) continue;
+    std::string what;
+    for (const Condition& c : task.conditions)
+      if (!c.holds())
+        what += fmt::format("; {} >= {} (the cell holds {})", c.where, c.expected,
+                            std::atomic_ref<const std::int32_t>(*c.cell).load());
+    return std::make_exception_ptr(WaitTimeoutError(
+        fmt::format("defer_wait in task '{}' of TaskGraph('{}'): conditions still unmet at the deadline{}", task.name,
+                    name, what)));
+  }
+  return nullptr;
+}
+
+// Swimlanes: each condition of a completed deferred task as a wait, from deferral to completion.
+void TaskGraphImpl::trace_conditions(const Task& task) const {
+  for (const Condition& c : task.conditions)
+    detail::trace::record(detail::trace::Event{detail::trace::Kind::Wait,
+                                               task.end,
+                                               task.finish,
+                                               task.thread,
+                                               c.buffer,
+                                               -1,
+                                               c.offset,
+                                               c.expected,
+                                               std::atomic_ref<const std::int32_t>(*c.cell).load(),
+                                               static_cast<int>(WaitCmp::Ge),
+                                               {}});
+}
+
 void TaskGraphImpl::poll(std::unique_lock<std::mutex>& lock) {
   poller = true;
   std::vector<int> watch = deferred;
@@ -188,21 +224,7 @@ void TaskGraphImpl::poll(std::unique_lock<std::mutex>& lock) {
           AbortedError(fmt::format("defer_wait in TaskGraph('{}'): released because another rank failed", name)));
       break;
     }
-    const auto now = Clock::now();
-    for (int t : watch) {
-      const Task& task = tasks[static_cast<std::size_t>(t)];
-      if (now < task.deadline) continue;
-      std::string what;
-      for (const Condition& c : task.conditions)
-        if (!c.holds())
-          what += fmt::format("; {} >= {} (the cell holds {})", c.where, c.expected,
-                              std::atomic_ref<const std::int32_t>(*c.cell).load());
-      failure = std::make_exception_ptr(WaitTimeoutError(
-          fmt::format("defer_wait in task '{}' of TaskGraph('{}'): conditions still unmet at the deadline{}", task.name,
-                      name, what)));
-      break;
-    }
-    if (failure) break;
+    if ((failure = overdue(watch))) break;
     {
       std::lock_guard l(mutex);
       if (ready.size() > ready_before || error) break;  // other work to do, or the graph failed
@@ -226,21 +248,7 @@ void TaskGraphImpl::poll(std::unique_lock<std::mutex>& lock) {
       if (tasks[static_cast<std::size_t>(t)].state != State::Deferred) continue;
       deferred.erase(std::find(deferred.begin(), deferred.end(), t));
       complete(t);
-      if (detail::trace::on()) {  // each condition as a wait, from deferral to completion
-        const Task& task = tasks[static_cast<std::size_t>(t)];
-        for (const Condition& c : task.conditions)
-          detail::trace::record(detail::trace::Event{detail::trace::Kind::Wait,
-                                                     task.end,
-                                                     task.finish,
-                                                     task.thread,
-                                                     c.buffer,
-                                                     -1,
-                                                     c.offset,
-                                                     c.expected,
-                                                     std::atomic_ref<const std::int32_t>(*c.cell).load(),
-                                                     static_cast<int>(WaitCmp::Ge),
-                                                     {}});
-      }
+      if (detail::trace::on()) trace_conditions(tasks[static_cast<std::size_t>(t)]);
     }
   }
   cv.notify_all();
