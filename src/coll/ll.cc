@@ -303,8 +303,9 @@ void ll_all_to_all_v(const char* api, const DomainState& d, const std::byte* inp
   const std::size_t block_bytes = static_cast<std::size_t>(max_recv) * row_bytes;
   auto deliver = [&](int source, std::int32_t rows, const std::byte* data) {
     std::memcpy(own_at(d, recv_counts, 4 * static_cast<std::uint64_t>(source)), &rows, 4);
-    std::memcpy(own_at(d, target, static_cast<std::uint64_t>(source) * block_bytes), data,
-                static_cast<std::size_t>(rows) * row_bytes);
+    const std::size_t bytes = static_cast<std::size_t>(rows) * row_bytes;
+    if (bytes > 0)  // an empty block may come from a null input
+      std::memcpy(own_at(d, target, static_cast<std::uint64_t>(source) * block_bytes), data, bytes);
   };
   // Each message: the row count, then the rows of the block (zero-padded to MAX_RECV rows).
   LLCall call(api, d, signal, 4 + block_bytes);
