@@ -134,9 +134,12 @@ bool ll_barrier_fits(const DomainState& d, const WindowDesc& signal) {
 
 void ll_barrier(const char* api, const DomainState& d, const WindowDesc& signal) {
   const int n = d.nranks(), me = d.rank;
-  const std::uint32_t epoch = ++coll_state(d).ll_barrier_epochs[signal.ref.buffer];
+  CollDomainState& state = coll_state(d);
+  const std::uint32_t epoch = ++state.ll_barrier_epochs[signal.ref.buffer];
   const int parity = static_cast<int>(epoch & 1);
-  const std::uint64_t flags = channel_of(d, signal) + ll_flags_offset(static_cast<std::uint64_t>(n));
+  const std::uint64_t flags = d.buffers[static_cast<std::size_t>(state.ll_staging)].offset +
+                              signal.ref.buffer * ll_channel_bytes(static_cast<std::uint64_t>(n)) +
+                              ll_flags_offset(static_cast<std::uint64_t>(n));
   auto flag = [&](int source) {
     return flags +
            (static_cast<std::uint64_t>(parity) * static_cast<std::uint64_t>(n) + static_cast<std::uint64_t>(source)) *
@@ -147,9 +150,15 @@ void ll_barrier(const char* api, const DomainState& d, const WindowDesc& signal)
     d.backend->notify(d.members[static_cast<std::size_t>(p)], flag(me), static_cast<std::int32_t>(epoch),
                       NotifyOp::Set);
   }
+  // A flag already raised is taken with one acquire load (the LL barrier is direct-only, so the
+  // own heap is memory); the backend's wait runs only for a peer still on its way.
+  std::byte* heap = d.windows_in[static_cast<std::size_t>(me)];
   for (int k = 1; k < n; ++k) {
     const int s = (me + n - k) % n;  // the peer that raised my flag first is me - 1
-    await_flag(api, d, signal, flag(s), epoch, parity, s);
+    const std::uint64_t at = flag(s);
+    if (std::atomic_ref<std::int32_t>(*reinterpret_cast<std::int32_t*>(heap + at)).load(std::memory_order_acquire) !=
+        static_cast<std::int32_t>(epoch))
+      await_flag(api, d, signal, at, epoch, parity, s);
   }
 }
 
