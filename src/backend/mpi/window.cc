@@ -82,7 +82,16 @@ MpiWindow* MpiBackend::window(std::uint64_t owner, const std::vector<int>& membe
   if (comm_it->second == MPI_COMM_NULL) return nullptr;
 
   auto& slot = windows_[{owner, members, ordinal}];
-  if (!slot) slot.reset(new MpiWindow(*this, comm_it->second, members));
+  if (!slot) {
+    slot.reset(new MpiWindow(*this, comm_it->second, members));
+    // The window's name in messages: the same key on every member, hashed (FNV-1a).
+    std::uint64_t id = 1469598103934665603ull;
+    auto mix = [&id](std::uint64_t v) { id = (id ^ v) * 1099511628211ull; };
+    mix(owner);
+    mix(static_cast<std::uint64_t>(ordinal));
+    for (int m : members) mix(static_cast<std::uint64_t>(m));
+    register_window(*slot, id);
+  }
   MpiWindow& w = *slot;
   w.last_call_ = calls_;
   if (w.win_ != MPI_WIN_NULL && lo >= w.lo_ && hi <= w.lo_ + w.bytes_) return &w;
@@ -171,13 +180,13 @@ int MpiBackend::allocate_memory(MpiWindow& w, std::uint64_t bytes, void** base) 
   // map each other's. Every member of the domain knows the same node map, so all take the same
   // branch.
   MPI_Info_set(info, "alloc_shared_noncontig", "true");
-  const bool all_here = here.size() == static_cast<std::size_t>(std::count_if(
-                                           w.target_.begin(), w.target_.end(), [](int t) { return t >= 0; }));
+  const bool all_here = here.size() == static_cast<std::size_t>(std::count_if(w.target_.begin(), w.target_.end(),
+                                                                              [](int t) { return t >= 0; }));
   if (!all_here && w.node_comm_ == MPI_COMM_NULL)
     MPI_Comm_split_type(w.comm_, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &w.node_comm_);
   MPI_Win& shared = all_here ? w.win_ : w.node_win_;
-  int rc = MPI_Win_allocate_shared(static_cast<MPI_Aint>(bytes), 1, info, all_here ? w.comm_ : w.node_comm_, base,
-                                   &shared);
+  int rc =
+      MPI_Win_allocate_shared(static_cast<MPI_Aint>(bytes), 1, info, all_here ? w.comm_ : w.node_comm_, base, &shared);
   if (rc == MPI_SUCCESS && !all_here)  // the members elsewhere reach the same memory through RMA
     rc = MPI_Win_create(*base, static_cast<MPI_Aint>(bytes), 1, info, w.comm_, &w.win_);
   MPI_Info_free(&info);
@@ -216,6 +225,7 @@ void MpiBackend::set_active(std::vector<MpiWindow*> windows) {
     log(LogLevel::Debug, LogSys::Init, "window of comm domain {{{}}} #{}: freed, unused for {} calls",
         fmt::join(members, ", "), ordinal, calls_ - w.last_call_);
     free_window(w);
+    by_id_.erase(w.id_);
     std::erase(dirty_, &w);
     dirty_windows_.store(static_cast<int>(dirty_.size()), std::memory_order_relaxed);
     it = windows_.erase(it);
@@ -241,6 +251,7 @@ void MpiBackend::release(std::uint64_t owner) {
       continue;
     }
     free_window(*it->second);
+    by_id_.erase(it->second->id_);
     std::erase(active_, it->second.get());
     std::erase(dirty_, it->second.get());
     dirty_windows_.store(static_cast<int>(dirty_.size()), std::memory_order_relaxed);
@@ -252,6 +263,8 @@ void MpiBackend::release() {
   std::lock_guard lock(mutex_);
   for (auto& [key, w] : windows_) free_window(*w);
   windows_.clear();
+  by_id_.clear();
+  if (message_comm_ != MPI_COMM_NULL) MPI_Comm_free(&message_comm_);
   active_.clear();
   dirty_.clear();
   dirty_windows_.store(0, std::memory_order_relaxed);
