@@ -1,13 +1,25 @@
 #!/usr/bin/env bash
-# Runs PROGRAM on 2 ranks in two network namespaces joined by a veth pair — two "nodes" that share
-# no memory and reach each other only over TCP, the closest to two hosts on one machine
-# (tests/mpi/netns.sh). Exit 77 (CTest: skipped) when namespaces cannot be created here
-# (no root / CAP_NET_ADMIN, no `ip`).
-#   tests/mpi/netns_run.sh PROGRAM [args...]
+# Runs PROGRAM on NODES x SLOTS ranks (default 2 x 1): NODES network namespaces joined by a bridge,
+# each with its own host name, SLOTS ranks on each — "nodes" that reach each other only over TCP,
+# the closest to several hosts on one machine (tests/mpi/netns.sh). Exit 77 (CTest: skipped) when
+# namespaces cannot be created here (no root / CAP_NET_ADMIN, no `ip`).
+#   NODES=2 SLOTS=2 tests/mpi/netns_run.sh PROGRAM [args...]
+# Transports: across nodes TCP only (btl tcp; osc/ucx with UCX_TLS=tcp,self); inside a node Open
+# MPI's shared memory (btl vader, osc sm for shared windows). UCX's shared-memory transports are
+# left out: they do not go by host name and would carry traffic between "nodes" of one machine.
+# One run at a time on the machine (a lock: the namespaces' names are global); the run is ended
+# after NETNS_TIMEOUT seconds (default 540, below CTest's 600) and the namespaces are deleted
+# however it ends.
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
 NETNS="$HERE/netns.sh"
+export NODES=${NODES:-2} SLOTS=${SLOTS:-1}
 command -v ip >/dev/null 2>&1 || { echo "netns_run: no 'ip' command (iproute2): skipped"; exit 77; }
+exec 9>"${TMPDIR:-/tmp}/pld-netns.lock"
+if ! flock -w 600 9; then
+  echo "netns_run: another run has held the namespaces for 10 minutes (${TMPDIR:-/tmp}/pld-netns.lock)" >&2
+  exit 1
+fi
 "$NETNS" teardown >/dev/null 2>&1
 if ! "$NETNS" setup >/dev/null 2>&1; then
   "$NETNS" teardown >/dev/null 2>&1
@@ -15,12 +27,15 @@ if ! "$NETNS" setup >/dev/null 2>&1; then
   exit 77
 fi
 trap '"$NETNS" teardown >/dev/null 2>&1' EXIT
+trap 'exit 143' TERM INT HUP
 # Each "node" also needs its own UTS namespace (its own host name); some sandboxes refuse that.
-if ! ip netns exec pldmpiA unshare --uts true >/dev/null 2>&1; then
+if ! ip netns exec pldmpi0 unshare --uts true >/dev/null 2>&1; then
   echo "netns_run: cannot create a UTS namespace here: skipped"
   exit 77
 fi
-# Each rank is alone on its "node": Open MPI must yield when idle (it cannot know that both share
-# two cores), and only TCP exists between them.
-MPIRUN_ARGS="--mca mpi_yield_when_idle 1 --mca btl tcp,self -x UCX_TLS=tcp,self -x PLD_WAIT_TIMEOUT=60" \
-  "$NETNS" run "$@"
+# Open MPI counts the cores of one node only, so it cannot know that all nodes share the machine's
+# cores: it must yield when idle.
+btl=tcp,self
+[ "$SLOTS" -eq 1 ] || btl=self,vader,tcp
+MPIRUN_ARGS="--mca mpi_yield_when_idle 1 --mca btl $btl -x UCX_TLS=tcp,self -x PLD_WAIT_TIMEOUT=60 ${MPIRUN_ARGS:-}" \
+  timeout -k 10 "${NETNS_TIMEOUT:-540}" "$NETNS" run "$@"
