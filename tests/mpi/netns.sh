@@ -3,8 +3,8 @@
 # 10.99.0.<i+1> on a veth into one bridge (namespace pldmpisw) and, for every process started in
 # it, its own UTS namespace with the host name nsnode<i>. Open MPI sees NODES nodes joined only by
 # TCP; the ranks of one node share its host name, so Open MPI (and pld) treat them as on-node peers
-# and reach each other through shared memory (btl vader, osc sm, UCX sm). Needs root
-# (CAP_NET_ADMIN, CAP_SYS_ADMIN). netns_run.sh wraps it for CTest and bench/mpi_compare.sh uses it.
+# and reach each other through shared memory. Needs root (CAP_NET_ADMIN, CAP_SYS_ADMIN).
+# netns_run.sh wraps it for CTest and bench/mpi_compare.sh.
 #   NODES=2 tests/mpi/netns.sh setup                      # create the namespaces and the bridge
 #   NODES=2 SLOTS=2 tests/mpi/netns.sh run PROGRAM [args...]
 #       # mpirun -n NODES*SLOTS, ranks SLOTS*i .. SLOTS*i+SLOTS-1 on node i (extra mpirun
@@ -64,11 +64,19 @@ case "${1:-}" in
     : >"$HOSTS"
     for ((i = 0; i < NODES; i++)); do echo "10.99.0.$((i + 1)) slots=$SLOTS" >>"$HOSTS"; done
     export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+    # Transports: across nodes TCP only (btl tcp; osc/ucx with UCX_TLS=tcp,self); inside a node
+    # Open MPI's shared memory (btl vader; osc sm for shared windows). UCX's shared-memory
+    # transports stay out: they do not go by host name and would carry traffic between the
+    # "nodes" of one machine. Open MPI counts the cores of one node only, so it cannot know that
+    # all nodes share the machine's cores: it must yield when idle.
+    btl=tcp,self
+    [ "$SLOTS" -eq 1 ] || btl=self,vader,tcp
     # mpirun itself runs on node 0 (it must reach the other nodes' orted over the bridge); the
     # other nodes' orted are started by netns_agent.sh.
     # shellcheck disable=SC2086
     exec ip netns exec pldmpi0 unshare --uts sh -c "hostname nsnode0; exec mpirun -n $((NODES * SLOTS)) \
       --hostfile $HOSTS --map-by slot --mca plm_rsh_agent $HERE/netns_agent.sh \
-      --mca oob_tcp_if_include 10.99.0.0/24 --mca btl_tcp_if_include 10.99.0.0/24 ${MPIRUN_ARGS:-} $*" ;;
+      --mca oob_tcp_if_include 10.99.0.0/24 --mca btl_tcp_if_include 10.99.0.0/24 \
+      --mca btl $btl -x UCX_TLS=tcp,self --mca mpi_yield_when_idle 1 ${MPIRUN_ARGS:-} $*" ;;
   *) sed -n 2,13p "$0"; exit 2 ;;
 esac

@@ -1,12 +1,10 @@
 #!/usr/bin/env bash
 # Runs PROGRAM on NODES x SLOTS ranks (default 2 x 1): NODES network namespaces joined by a bridge,
 # each with its own host name, SLOTS ranks on each — "nodes" that reach each other only over TCP,
-# the closest to several hosts on one machine (tests/mpi/netns.sh). Exit 77 (CTest: skipped) when
+# the closest to several hosts on one machine (tests/mpi/netns.sh, which also picks the
+# transports: TCP between nodes, shared memory inside one). Exit 77 (CTest: skipped) when
 # namespaces cannot be created here (no root / CAP_NET_ADMIN, no `ip`).
 #   NODES=2 SLOTS=2 tests/mpi/netns_run.sh PROGRAM [args...]
-# Transports: across nodes TCP only (btl tcp; osc/ucx with UCX_TLS=tcp,self); inside a node Open
-# MPI's shared memory (btl vader, osc sm for shared windows). UCX's shared-memory transports are
-# left out: they do not go by host name and would carry traffic between "nodes" of one machine.
 # One run at a time on the machine (a lock: the namespaces' names are global); the run is ended
 # after NETNS_TIMEOUT seconds (default 540, below CTest's 600) and the namespaces are deleted
 # however it ends.
@@ -33,9 +31,4 @@ if ! ip netns exec pldmpi0 unshare --uts true >/dev/null 2>&1; then
   echo "netns_run: cannot create a UTS namespace here: skipped"
   exit 77
 fi
-# Open MPI counts the cores of one node only, so it cannot know that all nodes share the machine's
-# cores: it must yield when idle.
-btl=tcp,self
-[ "$SLOTS" -eq 1 ] || btl=self,vader,tcp
-MPIRUN_ARGS="--mca mpi_yield_when_idle 1 --mca btl $btl -x UCX_TLS=tcp,self -x PLD_WAIT_TIMEOUT=60 ${MPIRUN_ARGS:-}" \
-  timeout -k 10 "${NETNS_TIMEOUT:-540}" "$NETNS" run "$@"
+MPIRUN_ARGS="-x PLD_WAIT_TIMEOUT=60 ${MPIRUN_ARGS:-}" timeout -k 10 "${NETNS_TIMEOUT:-540}" "$NETNS" run "$@"
