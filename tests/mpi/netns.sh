@@ -8,7 +8,7 @@
 #   NODES=2 tests/mpi/netns.sh setup                      # create the namespaces and the bridge
 #   NODES=2 SLOTS=2 tests/mpi/netns.sh run PROGRAM [args...]
 #       # mpirun -n NODES*SLOTS, ranks SLOTS*i .. SLOTS*i+SLOTS-1 on node i (extra mpirun
-#       # arguments in MPIRUN_ARGS, split at spaces)
+#       # arguments in MPIRUN_ARGS, split at spaces; not --mca btl, which run sets)
 #   tests/mpi/netns.sh teardown     # end every process left in them, delete them and their files
 # NODES defaults to 2 (at most 250), SLOTS to 1.
 set -eu
