@@ -24,11 +24,23 @@ if ! "$NETNS" setup >/dev/null 2>&1; then
   echo "netns_run: cannot create network namespaces here (needs root with CAP_NET_ADMIN): skipped"
   exit 77
 fi
-trap '"$NETNS" teardown >/dev/null 2>&1' EXIT
+run_pid=
+# On the way out: mpirun ends its job itself when asked (up to 5 s), then teardown ends what is left.
+cleanup() {
+  if [ -n "$run_pid" ] && kill -TERM "$run_pid" 2>/dev/null; then
+    for _ in 1 2 3 4 5 6 7 8 9 10; do kill -0 "$run_pid" 2>/dev/null || break; sleep 0.5; done
+  fi
+  "$NETNS" teardown >/dev/null 2>&1
+}
+trap cleanup EXIT
 trap 'exit 143' TERM INT HUP
 # Each "node" also needs its own UTS namespace (its own host name); some sandboxes refuse that.
 if ! ip netns exec pldmpi0 unshare --uts true >/dev/null 2>&1; then
   echo "netns_run: cannot create a UTS namespace here: skipped"
   exit 77
 fi
-MPIRUN_ARGS="-x PLD_WAIT_TIMEOUT=60 ${MPIRUN_ARGS:-}" timeout -k 10 "${NETNS_TIMEOUT:-540}" "$NETNS" run "$@"
+# In the background: a signal must reach the trap now, not after the run (bash defers traps while
+# a foreground child runs).
+MPIRUN_ARGS="-x PLD_WAIT_TIMEOUT=60 ${MPIRUN_ARGS:-}" timeout -k 10 "${NETNS_TIMEOUT:-540}" "$NETNS" run "$@" </dev/null &
+run_pid=$!
+wait $run_pid
