@@ -18,6 +18,7 @@
 #   bench/mpi_compare.sh                        # 3 interleaved rounds
 #   bench/mpi_compare.sh --rounds 1             # a few minutes
 #   bench/mpi_compare.sh --configs tcp,2x2 --out DIR    # default: tcp,node,2x2 and build-compare/
+#   bench/mpi_compare.sh --no-netns             # tcp on one machine even where namespaces work
 #
 # Builds pld-bench (target pld-bench; Release, own tree OUT/pld, mpi backend on) and mpi_bench
 # (mpicxx, bench/mpi/mpi_bench.cpp). PLD_MPI_SHARED and PLD_MPI_NATIVE_COLL, when set, reach every
@@ -29,11 +30,13 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 OUT="$ROOT/build-compare"
 ROUNDS=3
 CONFIGS=tcp,node,2x2
+USE_NETNS=1
 while (($#)); do
   case "$1" in
     --rounds) ROUNDS="$2"; shift ;;
     --configs) CONFIGS="$2"; shift ;;
     --out) OUT="$2"; shift ;;
+    --no-netns) USE_NETNS=0 ;;
     -h|--help) sed -n '2,26p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "mpi_compare.sh: unknown option '$1' (try --help)" >&2; exit 2 ;;
   esac
@@ -60,9 +63,9 @@ mpicxx -O3 -std=c++20 -DOMPI_SKIP_MPICXX "$ROOT/bench/mpi/mpi_bench.cpp" -o "$MP
 if [ "$(id -u)" -eq 0 ]; then export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1; fi
 NETNS_RUN="$ROOT/tests/mpi/netns_run.sh"
 NETNS=0
-if [ "$(NODES=2 SLOTS=1 "$NETNS_RUN" true >/dev/null 2>&1; echo $?)" = 0 ]; then NETNS=1; fi
+if ((USE_NETNS)) && [ "$(NODES=2 SLOTS=1 "$NETNS_RUN" true >/dev/null 2>&1; echo $?)" = 0 ]; then NETNS=1; fi
 if ((!NETNS)) && [[ ",$CONFIGS," == *,2x2,* ]]; then
-  echo "mpi_compare.sh: network namespaces cannot be created here (needs root with CAP_NET_ADMIN): no 2x2 rows" >&2
+  echo "mpi_compare.sh: no network namespaces (--no-netns, or not root with CAP_NET_ADMIN): no 2x2 rows" >&2
   CONFIGS=$(echo ",$CONFIGS," | sed 's/,2x2,/,/; s/^,//; s/,$//')
 fi
 # pass_env: mpirun -x for the backend and for the mpi backend's path settings that are set, one
