@@ -167,10 +167,16 @@ int MpiBackend::allocate_memory(MpiWindow& w, std::uint64_t bytes, void** base) 
     if (w.target_[r] >= 0 && shares_memory_with(static_cast<int>(r))) here.push_back(static_cast<int>(r));
   std::fill(w.shared_.begin(), w.shared_.end(), nullptr);
   w.all_shared_ = false;
+  const auto members =
+      static_cast<std::size_t>(std::count_if(w.target_.begin(), w.target_.end(), [](int t) { return t >= 0; }));
+  const bool all_here = here.size() == members;
   MPI_Info info;
   MPI_Info_create(&info);
   MPI_Info_set(info, "same_disp_unit", "true");
-  if (here.size() < 2) {  // nobody to share with
+  // Nobody to share with; or a domain across nodes whose other members use RMA: their
+  // accumulates and this node's CPU atomics on one cell would not be atomic with each other
+  // (messages apply every add and notify with CPU atomics, so they share).
+  if (here.size() < 2 || (!all_here && !messages_)) {
     MPI_Info_set(info, "same_size", "true");
     const int rc = MPI_Win_allocate(static_cast<MPI_Aint>(bytes), 1, info, w.comm_, base, &w.win_);
     MPI_Info_free(&info);
@@ -180,8 +186,6 @@ int MpiBackend::allocate_memory(MpiWindow& w, std::uint64_t bytes, void** base) 
   // map each other's. Every member of the domain knows the same node map, so all take the same
   // branch.
   MPI_Info_set(info, "alloc_shared_noncontig", "true");
-  const bool all_here = here.size() == static_cast<std::size_t>(std::count_if(w.target_.begin(), w.target_.end(),
-                                                                              [](int t) { return t >= 0; }));
   if (!all_here && w.node_comm_ == MPI_COMM_NULL)
     MPI_Comm_split_type(w.comm_, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &w.node_comm_);
   MPI_Win& shared = all_here ? w.win_ : w.node_win_;
