@@ -170,9 +170,11 @@ void MpiBackend::set_active(std::vector<MpiWindow*> windows) {
     std::erase(dirty_, &w);
     it = windows_.erase(it);
   }
+  open_native();  // collectives.cc
 }
 
 void MpiBackend::free_window(MpiWindow& w) {
+  w.close_native_channels();
   if (w.win_ == MPI_WIN_NULL) return;
   MPI_Win_unlock_all(w.win_);
   MPI_Win_free(&w.win_);
@@ -202,6 +204,7 @@ void MpiBackend::release() {
   for (auto& [members, comm] : comms_)
     if (comm != MPI_COMM_NULL) MPI_Comm_free(&comm);
   comms_.clear();
+  free_native_ops();
   if (control_ != MPI_WIN_NULL) {
     MPI_Win_unlock_all(control_);
     MPI_Win_free(&control_);

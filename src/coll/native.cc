@@ -1,0 +1,35 @@
+#include "coll/native.h"
+
+#include "coll/domain_state.h"
+#include "coll/tuning.h"
+
+#include <pld/error.hpp>
+
+#include <fmt/format.h>
+
+namespace pld::detail {
+
+NativeCollectives* native_for(const DomainState& d, const WindowDesc& signal) {
+  if (d.nranks() == 1) return nullptr;
+  return d.backend->native_collectives(signal.ref.buffer, coll_state(d).direct);
+}
+
+NativeCollectives* native_reduction_for(const DomainState& d, const WindowDesc& signal, DType dtype,
+                                        bool reproducible) {
+  const bool floating = dtype == DType::FP32 || dtype == DType::FP64 || dtype == DType::FP16 || dtype == DType::BF16;
+  if (floating && (reproducible || coll_tuning().reproducible)) return nullptr;
+  return native_for(d, signal);
+}
+
+void native_done(WaitStatus status, const char* api, const DomainState& d) {
+  if (status == WaitStatus::Ok) return;
+  const std::string what =
+      fmt::format("{}: waiting for every member of comm domain {} in MPI's own collective", api, d.label);
+  if (status == WaitStatus::Timeout)
+    throw WaitTimeoutError(what +
+                           " at the deadline; every rank of the domain must call the same collectives in the same "
+                           "order");
+  throw AbortedError(what + ": released because another rank failed");
+}
+
+}  // namespace pld::detail
