@@ -135,7 +135,7 @@ void coll_allreduce(const WindowDesc& target, const WindowDesc& signal, const Al
     return coll_call(CollKind::Allreduce, target, signal, options.core_num, options.op, options.mode);
   });
   if (d.nranks() == 1 || count == 0) return;
-  if (NativeCollectives* native = native_reduction_for(d, signal, target.dtype, options.reproducible))
+  if (NativeCollectives* native = native_for(d, signal))
     return native_done(native->allreduce(own_at(d, target, 0), static_cast<std::size_t>(count), target.dtype,
                                          options.op, native_site(api, signal)),
                        api, d);

@@ -1,7 +1,6 @@
 #include "coll/native.h"
 
 #include "coll/domain_state.h"
-#include "coll/tuning.h"
 
 #include <pld/error.hpp>
 
@@ -12,13 +11,6 @@ namespace pld::detail {
 NativeCollectives* native_for(const DomainState& d, const WindowDesc& signal) {
   if (d.nranks() == 1) return nullptr;
   return d.backend->native_collectives(signal.ref.buffer, coll_state(d).direct);
-}
-
-NativeCollectives* native_reduction_for(const DomainState& d, const WindowDesc& signal, DType dtype,
-                                        bool reproducible) {
-  const bool floating = dtype == DType::FP32 || dtype == DType::FP64 || dtype == DType::FP16 || dtype == DType::BF16;
-  if (floating && (reproducible || coll_tuning().reproducible)) return nullptr;
-  return native_for(d, signal);
 }
 
 void native_done(WaitStatus status, const char* api, const DomainState& d) {

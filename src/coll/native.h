@@ -2,7 +2,9 @@
 // (Backend::native_collectives: under the mpi backend MPI_Iallreduce & co. on the domain's
 // communicator, for domains whose peers pld cannot reach as memory; PLD_MPI_NATIVE_COLL). Each
 // collective makes it after its checks and collective_enter, before its LL / direct / RMA choice;
-// every member of the domain makes the same one. The engine's call leaves the signal untouched.
+// every member of the domain makes the same one. The engine's call leaves the signal untouched,
+// ignores core_num (lanes are a shared-memory notion) and reduces in pld's order (ascending
+// rank), so every mode gives the bits of TwoShot.
 #pragma once
 
 #include "backend/backend.h"
@@ -15,10 +17,6 @@ namespace pld::detail {
 /// The engine's collectives for a call on `signal` in domain `d` (more than one member), or
 /// nullptr: pld's schedules run.
 NativeCollectives* native_for(const DomainState& d, const WindowDesc& signal);
-
-/// As native_for, for a reduction of `dtype`: nullptr as well for a floating-point dtype when the
-/// call must be reproducible (MPI combines in an order of its own).
-NativeCollectives* native_reduction_for(const DomainState& d, const WindowDesc& signal, DType dtype, bool reproducible);
 
 /// What a rank in the engine's collective `api` on `signal` is in, for the deadline report.
 inline WaitSite native_site(const char* api, const WindowDesc& signal) {

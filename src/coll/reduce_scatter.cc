@@ -27,7 +27,7 @@ void coll_reduce_scatter(const WindowDesc& target, const WindowDesc& signal, Red
   if (d.nranks() == 1 || size == 0) return;
   const int n = d.nranks(), me = d.rank;
   const std::size_t esz = dtype_size(target.dtype);
-  if (NativeCollectives* native = native_reduction_for(d, signal, target.dtype, false))
+  if (NativeCollectives* native = native_for(d, signal))
     return native_done(native->reduce_scatter(own_at(d, target, 0), static_cast<std::size_t>(size), target.dtype, op,
                                               native_site(api, signal)),
                        api, d);

@@ -100,8 +100,12 @@ class MpiWindow final : public Backend, public NativeCollectives {
   using NativeStep = std::function<int(std::size_t step, MPI_Comm comm, MPI_Request* request)>;
   /// Runs `steps` nonblocking collectives on the signal's communicator one after the other, each
   /// tested with yields until it completes, the job aborts or the wait deadline passes (then the
-  /// wait is recorded for the report, and the communicator is never used again).
-  WaitStatus native_run(const WaitSite& site, std::size_t steps, const NativeStep& start);
+  /// wait is recorded for the report, and the communicator is never used again); `after(step)`
+  /// runs (outside the MPI mutex) once a step has completed.
+  WaitStatus native_run(const WaitSite& site, std::size_t steps, const NativeStep& start,
+                        const std::function<void(std::size_t)>& after = {});
+  /// A floating-point allreduce of at most kNativePiece bytes, in pld's order (collectives.cc).
+  WaitStatus canonical_allreduce(std::byte* data, std::size_t count, DType dtype, ReduceOp op, const WaitSite& site);
 
   MpiBackend& engine_;
   MPI_Comm comm_;            // the domain's communicator (owned by MpiBackend)
@@ -223,8 +227,6 @@ class MpiBackend final : public BackendProcess {
   /// still be pending on one of them on some process, so none is used again (every process
   /// learns of the failure and does this).
   void close_native();
-  /// Frees the user-defined reduction ops of fp16 / bf16 (at release, before MPI_Finalize).
-  static void free_native_ops();
 
   /// Turns a failed MPI call into a pld::Error naming it.
   void check(int rc, const char* what) const;

@@ -7,7 +7,8 @@
 // tested with yields rather than waited for (ranks may outnumber cores), watching the job's abort
 // word and the wait deadline. A collective that a deadline or an abort ended stays pending in
 // MPI: its communicator is never used again (the failed call closes every window's).
-// fp16 and bf16 have no MPI type: they reduce with user-defined ops over pld's reduce().
+// Reductions keep pld's order and rounding (canonical_allreduce), so they give the bits of pld's
+// own schedules.
 #include "backend/mpi/backend.h"
 #include "core/settings.h"
 #include "reduce/reduce.h"
@@ -31,47 +32,37 @@ namespace pld::detail {
 namespace {
 
 constexpr std::size_t kPiece = 1u << 30;  // MPI counts are int: at most 1 GiB (or 1 Gi elements) per call
+// Floating-point reductions move at most this many bytes of the vector per step (their scratch
+// holds as much), and gather the whole vector from every rank up to P x this many bytes.
+constexpr std::size_t kNativePiece = 32u << 20;
+constexpr std::size_t kGatherMax = 256u << 10;
 
-MPI_Datatype element_type(DType dtype) {
+bool floating(DType dtype) {
+  return dtype == DType::FP32 || dtype == DType::FP64 || dtype == DType::FP16 || dtype == DType::BF16;
+}
+
+// The MPI type of an integer dtype (their reductions are exact in any order).
+MPI_Datatype integer_type(DType dtype) {
   switch (dtype) {
-    case DType::FP32: return MPI_FLOAT;
-    case DType::FP64: return MPI_DOUBLE;
     case DType::INT32: return MPI_INT32_T;
     case DType::INT16: return MPI_INT16_T;
     case DType::INT8: return MPI_INT8_T;
     case DType::INT64: return MPI_INT64_T;
-    case DType::UINT8: return MPI_UINT8_T;
-    case DType::FP16:
-    case DType::BF16: return MPI_UINT16_T;  // with a user-defined op (half_op)
+    default: return MPI_UINT8_T;
   }
-  return MPI_DATATYPE_NULL;
 }
 
-// inout = in op inout in pld's arithmetic (widened to fp32, rounded once per pair).
-template <DType D, ReduceOp O>
-void half_op(void* in, void* inout, int* len, MPI_Datatype*) {
-  const void* srcs[2] = {in, inout};
-  reduce(inout, srcs, 2, static_cast<std::size_t>(*len), D, O);
-}
-
-template <DType D>
-constexpr MPI_User_function* kHalfFns[4] = {&half_op<D, ReduceOp::Sum>, &half_op<D, ReduceOp::Max>,
-                                            &half_op<D, ReduceOp::Min>, &half_op<D, ReduceOp::Prod>};
-
-MPI_Op g_half_ops[2][4] = {{MPI_OP_NULL, MPI_OP_NULL, MPI_OP_NULL, MPI_OP_NULL},
-                           {MPI_OP_NULL, MPI_OP_NULL, MPI_OP_NULL, MPI_OP_NULL}};
-
-// The MPI op of `op` on `dtype` (under the MPI mutex: the fp16 / bf16 ones are made on first use).
-MPI_Op reduce_op(DType dtype, ReduceOp op) {
-  const int o = static_cast<int>(op);
-  if (dtype == DType::FP16 || dtype == DType::BF16) {
-    const int h = dtype == DType::FP16 ? 0 : 1;
-    if (g_half_ops[h][o] == MPI_OP_NULL)
-      MPI_Op_create(h == 0 ? kHalfFns<DType::FP16>[o] : kHalfFns<DType::BF16>[o], /*commute=*/1, &g_half_ops[h][o]);
-    return g_half_ops[h][o];
-  }
+MPI_Op mpi_op(ReduceOp op) {
   constexpr MPI_Op kOps[4] = {MPI_SUM, MPI_MAX, MPI_MIN, MPI_PROD};
-  return kOps[o];
+  return kOps[static_cast<int>(op)];
+}
+
+// dst = op over the `n` rows of `rows` bytes at `scratch`, in rank order (pld's reduction order).
+void reduce_rows(std::byte* dst, const std::byte* scratch, int n, std::size_t rows, std::size_t count, DType dtype,
+                 ReduceOp op) {
+  std::vector<const void*> srcs(static_cast<std::size_t>(n));
+  for (int r = 0; r < n; ++r) srcs[static_cast<std::size_t>(r)] = scratch + static_cast<std::size_t>(r) * rows;
+  reduce(dst, srcs.data(), n, count, dtype, op);
 }
 
 // A committed type of `bytes` bytes with extent `bytes`, for blocks above INT_MAX bytes (under the
@@ -120,12 +111,6 @@ int MpiBackend::native_mode() {
   return mode;
 }
 
-void MpiBackend::free_native_ops() {
-  for (auto& ops : g_half_ops)
-    for (MPI_Op& op : ops)
-      if (op != MPI_OP_NULL) MPI_Op_free(&op);
-}
-
 bool MpiWindow::has_remote_peers() const {
   for (std::size_t r = 0; r < target_.size(); ++r)
     if (target_[r] >= 0 && heap_base(static_cast<int>(r)) == nullptr) return true;
@@ -170,7 +155,8 @@ MPI_Comm MpiWindow::native_comm(const WaitSite& site) const {
   return native_[site.buffer];
 }
 
-WaitStatus MpiWindow::native_run(const WaitSite& site, std::size_t steps, const NativeStep& start) {
+WaitStatus MpiWindow::native_run(const WaitSite& site, std::size_t steps, const NativeStep& start,
+                                 const std::function<void(std::size_t)>& after) {
   using Clock = std::chrono::steady_clock;
   MpiBackend& e = engine_;
   const MPI_Comm comm = native_comm(site);
@@ -211,6 +197,7 @@ WaitStatus MpiWindow::native_run(const WaitSite& site, std::size_t steps, const 
         nap = std::min(nap * 2, std::chrono::microseconds(200));
       }
     }
+    if (status == WaitStatus::Ok && after) after(step);
   }
   if (status != WaitStatus::Ok) {  // abandoned: record it for the report, never reuse the communicator
     std::lock_guard lock(e.mutex_);
@@ -233,14 +220,75 @@ WaitStatus MpiWindow::barrier(const WaitSite& site) {
   return native_run(site, 1, [](std::size_t, MPI_Comm comm, MPI_Request* r) { return MPI_Ibarrier(comm, r); });
 }
 
+// Integers: MPI_Iallreduce (exact in any order). Floating point: in pld's order, in pieces of at
+// most kNativePiece bytes (canonical_allreduce).
 WaitStatus MpiWindow::allreduce(void* data, std::size_t count, DType dtype, ReduceOp op, const WaitSite& site) {
-  const std::size_t esz = dtype_size(dtype), per = kPiece / esz;
-  const MPI_Datatype type = element_type(dtype);
+  const std::size_t esz = dtype_size(dtype);
+  auto* bytes = static_cast<std::byte*>(data);
+  if (floating(dtype)) {
+    const std::size_t per = kNativePiece / esz;
+    WaitStatus st = WaitStatus::Ok;
+    for (std::size_t at = 0; at < count && st == WaitStatus::Ok; at += per)
+      st = canonical_allreduce(bytes + at * esz, std::min(per, count - at), dtype, op, site);
+    return st;
+  }
+  const std::size_t per = kPiece / esz;
   return native_run(site, pieces(count, per), [&](std::size_t i, MPI_Comm comm, MPI_Request* r) {
     const int n = static_cast<int>(std::min(per, count - i * per));
-    return MPI_Iallreduce(MPI_IN_PLACE, static_cast<std::byte*>(data) + i * per * esz, n, type, reduce_op(dtype, op),
-                          comm, r);
+    return MPI_Iallreduce(MPI_IN_PLACE, bytes + i * per * esz, n, integer_type(dtype), mpi_op(op), comm, r);
   });
+}
+
+// MPI's reductions combine in an order of their own (and fp16 / bf16 have no MPI type), so
+// floating-point data moves through MPI and is reduced by pld's reduce(), every element over the
+// ranks in ascending order, accumulated in fp32 for fp16 / bf16 and rounded once: the bits of
+// pld's Mesh and TwoShot schedules. Small vectors (or P = 2, where it moves no more data) are
+// gathered whole and reduced on every rank: one exchange. Larger ones as TwoShot: rank r
+// receives segment r of every copy (MPI_Ialltoallv), reduces it, and MPI_Iallgatherv spreads the
+// segments.
+WaitStatus MpiWindow::canonical_allreduce(std::byte* data, std::size_t count, DType dtype, ReduceOp op,
+                                          const WaitSite& site) {
+  const int n = static_cast<int>(dirty_.size()), me = target_[static_cast<std::size_t>(engine_.rank_)];
+  const std::size_t esz = dtype_size(dtype), bytes = count * esz, ranks = static_cast<std::size_t>(n);
+  struct Scratch {  // kept if the call is abandoned (MPI may still use it)
+    std::unique_ptr<std::byte[]> rows;
+    std::vector<int> count, displ, mine, at;
+  };
+  auto s = std::make_unique<Scratch>();
+  WaitStatus st;
+  if (n == 2 || bytes * ranks <= kGatherMax) {
+    s->rows = std::make_unique<std::byte[]>(bytes * ranks);
+    st = native_run(
+        site, 1,
+        [&](std::size_t, MPI_Comm comm, MPI_Request* r) {
+          return MPI_Iallgather(data, static_cast<int>(bytes), MPI_BYTE, s->rows.get(), static_cast<int>(bytes),
+                                MPI_BYTE, comm, r);
+        },
+        [&](std::size_t) { reduce_rows(data, s->rows.get(), n, bytes, count, dtype, op); });
+  } else {
+    for (std::size_t r = 0; r <= ranks; ++r) s->displ.push_back(static_cast<int>(count * r / ranks * esz));
+    for (std::size_t r = 0; r < ranks; ++r) s->count.push_back(s->displ[r + 1] - s->displ[r]);
+    const int seg = s->count[static_cast<std::size_t>(me)];
+    s->mine.assign(ranks, seg);
+    for (std::size_t r = 0; r < ranks; ++r) s->at.push_back(static_cast<int>(r) * seg);
+    s->rows = std::make_unique<std::byte[]>(static_cast<std::size_t>(seg) * ranks);
+    st = native_run(
+        site, 2,
+        [&](std::size_t step, MPI_Comm comm, MPI_Request* r) {
+          if (step == 0)
+            return MPI_Ialltoallv(data, s->count.data(), s->displ.data(), MPI_BYTE, s->rows.get(), s->mine.data(),
+                                  s->at.data(), MPI_BYTE, comm, r);
+          return MPI_Iallgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, data, s->count.data(), s->displ.data(), MPI_BYTE,
+                                 comm, r);
+        },
+        [&](std::size_t step) {
+          if (step == 0)
+            reduce_rows(data + s->displ[static_cast<std::size_t>(me)], s->rows.get(), n, static_cast<std::size_t>(seg),
+                        static_cast<std::size_t>(seg) / esz, dtype, op);
+        });
+  }
+  if (st != WaitStatus::Ok) (void)s.release();
+  return st;
 }
 
 WaitStatus MpiWindow::broadcast(void* data, std::size_t bytes, int root, const WaitSite& site) {
@@ -278,35 +326,46 @@ WaitStatus MpiWindow::all_to_all(const void* input, void* target, std::size_t ro
   return st;
 }
 
-// Up to INT_MAX elements per row: one MPI_Ireduce_scatter_block into scratch, then row `me`. Longer
-// rows: each row reduced to its owner in pieces, in place there.
+// Every dtype in pld's order (see canonical_allreduce): rank r receives row r of every copy
+// (MPI_Ialltoall) and reduces them into its row r, in pieces of columns of at most kNativePiece
+// bytes over all ranks; a piece narrower than the row is sent with a type whose extent is the row.
 WaitStatus MpiWindow::reduce_scatter(void* target, std::size_t count, DType dtype, ReduceOp op, const WaitSite& site) {
-  const std::size_t esz = dtype_size(dtype), row = count * esz;
-  const MPI_Datatype type = element_type(dtype);
   const int n = static_cast<int>(dirty_.size()), me = target_[static_cast<std::size_t>(engine_.rank_)];
+  const std::size_t esz = dtype_size(dtype), row = count * esz, ranks = static_cast<std::size_t>(n);
+  const std::size_t per = std::max<std::size_t>(1, kNativePiece / ranks / esz), steps = pieces(count, per);
   auto* data = static_cast<std::byte*>(target);
-  if (count <= INT_MAX) {
-    // Heap scratch, kept if the call is abandoned (MPI may still write into it).
-    auto scratch = std::make_unique<std::byte[]>(row);
-    const WaitStatus st = native_run(site, 1, [&](std::size_t, MPI_Comm comm, MPI_Request* r) {
-      return MPI_Ireduce_scatter_block(data, scratch.get(), static_cast<int>(count), type, reduce_op(dtype, op), comm,
-                                       r);
-    });
-    if (st != WaitStatus::Ok) {
-      (void)scratch.release();
-      return st;
-    }
-    std::memcpy(data + static_cast<std::size_t>(me) * row, scratch.get(), row);
+  // Heap scratch, kept if the call is abandoned (MPI may still write into it).
+  auto scratch = std::make_unique<std::byte[]>(std::min(per, count) * esz * ranks);
+  MPI_Datatype piece = MPI_DATATYPE_NULL;
+  const WaitStatus st = native_run(
+      site, steps,
+      [&](std::size_t i, MPI_Comm comm, MPI_Request* r) {
+        const std::size_t len = std::min(per, count - i * per) * esz;
+        if (steps == 1)
+          return MPI_Ialltoall(data, static_cast<int>(row), MPI_BYTE, scratch.get(), static_cast<int>(row), MPI_BYTE,
+                               comm, r);
+        if (piece != MPI_DATATYPE_NULL) MPI_Type_free(&piece);
+        MPI_Datatype bytes;
+        MPI_Type_contiguous(static_cast<int>(len), MPI_BYTE, &bytes);
+        MPI_Type_create_resized(bytes, 0, static_cast<MPI_Aint>(row), &piece);
+        MPI_Type_commit(&piece);
+        MPI_Type_free(&bytes);
+        return MPI_Ialltoall(data + i * per * esz, 1, piece, scratch.get(), static_cast<int>(len), MPI_BYTE, comm, r);
+      },
+      [&](std::size_t i) {
+        const std::size_t len = std::min(per, count - i * per);
+        reduce_rows(data + static_cast<std::size_t>(me) * row + i * per * esz, scratch.get(), n, len * esz, len, dtype,
+                    op);
+      });
+  if (st != WaitStatus::Ok) {
+    (void)scratch.release();
     return st;
   }
-  const std::size_t per = kPiece / esz, per_row = pieces(count, per);
-  return native_run(site, static_cast<std::size_t>(n) * per_row, [&](std::size_t i, MPI_Comm comm, MPI_Request* r) {
-    const int owner = static_cast<int>(i / per_row);
-    const std::size_t at = (i % per_row) * per;
-    std::byte* p = data + static_cast<std::size_t>(owner) * row + at * esz;
-    const int len = static_cast<int>(std::min(per, count - at));
-    return MPI_Ireduce(owner == me ? MPI_IN_PLACE : p, p, len, type, reduce_op(dtype, op), owner, comm, r);
-  });
+  if (piece != MPI_DATATYPE_NULL) {
+    std::lock_guard lock(engine_.mutex_);
+    MPI_Type_free(&piece);
+  }
+  return st;
 }
 
 // The counts first (MPI_Ialltoall), then the rows (MPI_Ialltoallv), in bytes where every

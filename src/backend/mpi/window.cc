@@ -204,7 +204,6 @@ void MpiBackend::release() {
   for (auto& [members, comm] : comms_)
     if (comm != MPI_COMM_NULL) MPI_Comm_free(&comm);
   comms_.clear();
-  free_native_ops();
   if (control_ != MPI_WIN_NULL) {
     MPI_Win_unlock_all(control_);
     MPI_Win_free(&control_);
