@@ -117,10 +117,21 @@ bool MpiWindow::has_remote_peers() const {
   return false;
 }
 
+// One duplicate at a time, completed with yields: a blocking MPI_Comm_dup busy-polls (where
+// passive progress turned yield_when_idle off it would starve the ranks it waits for when ranks
+// outnumber cores), and several outstanding MPI_Comm_idup on one communicator were seen to hang
+// Open MPI 4.1 (their context-id agreements interleave differently on different ranks).
 void MpiWindow::open_native_channels() {
   native_.assign(kNativeChannels, MPI_COMM_NULL);
   native_abandoned_.assign(kNativeChannels, 0);
-  for (MPI_Comm& c : native_) engine_.check(MPI_Comm_dup(comm_, &c), "MPI_Comm_dup (engine collectives)");
+  for (MPI_Comm& c : native_) {
+    MPI_Request request;
+    engine_.check(MPI_Comm_idup(comm_, &c, &request), "MPI_Comm_idup (engine collectives)");
+    for (int done = 0; !done;) {
+      engine_.check(MPI_Test(&request, &done, MPI_STATUS_IGNORE), "MPI_Comm_idup (engine collectives)");
+      if (!done) sched_yield();
+    }
+  }
 }
 
 void MpiWindow::close_native_channels() {
@@ -131,6 +142,7 @@ void MpiWindow::close_native_channels() {
   native_abandoned_.clear();
 }
 
+// Under the mutex (set_active): the call's kernels have not started.
 void MpiBackend::open_native() {
   const int mode = native_mode();
   if (mode == 0) return;
