@@ -469,7 +469,7 @@ TEST_P(CollectivesLarge, PushCollectivesLargeRowsInt8) {
 }
 
 // Reductions of tens of MiB: more than one step of the engine's collectives under the mpi backend
-// (32 MiB per step; above 256 KiB at P > 2 in TwoShot's segments) and pld's schedules elsewhere.
+// (8 MiB per step, in TwoShot's segments above P x 1 MiB) and pld's schedules elsewhere.
 // Each rank makes its data and checks its result itself (no host tensors of this size).
 void big_reductions(DistributedTensor<float> v, DistributedTensor<float> rows, DistributedTensor<std::int32_t> sig,
                     Tensor<std::int64_t> wrong) {

@@ -34,8 +34,8 @@ namespace {
 constexpr std::size_t kPiece = 1u << 30;  // MPI counts are int: at most 1 GiB (or 1 Gi elements) per call
 // Floating-point reductions move at most this many bytes of the vector per step (their scratch
 // holds as much), and gather the whole vector from every rank up to P x this many bytes.
-constexpr std::size_t kNativePiece = 32u << 20;
-constexpr std::size_t kGatherMax = 256u << 10;
+constexpr std::size_t kNativePiece = 8u << 20;
+constexpr std::size_t kGatherMax = 1u << 20;
 
 bool floating(DType dtype) {
   return dtype == DType::FP32 || dtype == DType::FP64 || dtype == DType::FP16 || dtype == DType::BF16;
@@ -55,6 +55,28 @@ MPI_Datatype integer_type(DType dtype) {
 MPI_Op mpi_op(ReduceOp op) {
   constexpr MPI_Op kOps[4] = {MPI_SUM, MPI_MAX, MPI_MIN, MPI_PROD};
   return kOps[static_cast<int>(op)];
+}
+
+// The calling thread's scratch of at least `bytes`, reused from call to call (a fresh block would
+// cost a zero-fill or page faults every call). abandon_scratch() leaves it to a collective still
+// pending in MPI.
+struct ThreadScratch {
+  std::unique_ptr<std::byte[]> block;
+  std::size_t bytes = 0;
+};
+thread_local ThreadScratch t_scratch;
+
+std::byte* scratch(std::size_t bytes) {
+  if (t_scratch.bytes < bytes) {
+    t_scratch.block.reset(new std::byte[bytes]);
+    t_scratch.bytes = bytes;
+  }
+  return t_scratch.block.get();
+}
+
+void abandon_scratch() {
+  (void)t_scratch.block.release();
+  t_scratch.bytes = 0;
 }
 
 // dst = op over the `n` rows of `rows` bytes at `scratch`, in rank order (pld's reduction order).
@@ -254,8 +276,8 @@ WaitStatus MpiWindow::allreduce(void* data, std::size_t count, DType dtype, Redu
 // MPI's reductions combine in an order of their own (and fp16 / bf16 have no MPI type), so
 // floating-point data moves through MPI and is reduced by pld's reduce(), every element over the
 // ranks in ascending order, accumulated in fp32 for fp16 / bf16 and rounded once: the bits of
-// pld's Mesh and TwoShot schedules. Small vectors (or P = 2, where it moves no more data) are
-// gathered whole and reduced on every rank: one exchange. Larger ones as TwoShot: rank r
+// pld's Mesh and TwoShot schedules. Small vectors (P x n up to kGatherMax) are gathered whole and
+// reduced on every rank: one exchange. Larger ones as TwoShot: rank r
 // receives segment r of every copy (MPI_Ialltoallv), reduces it, and MPI_Iallgatherv spreads the
 // segments.
 WaitStatus MpiWindow::canonical_allreduce(std::byte* data, std::size_t count, DType dtype, ReduceOp op,
@@ -263,43 +285,46 @@ WaitStatus MpiWindow::canonical_allreduce(std::byte* data, std::size_t count, DT
   const int n = static_cast<int>(dirty_.size()), me = target_[static_cast<std::size_t>(engine_.rank_)];
   const std::size_t esz = dtype_size(dtype), bytes = count * esz, ranks = static_cast<std::size_t>(n);
   struct Scratch {  // kept if the call is abandoned (MPI may still use it)
-    std::unique_ptr<std::byte[]> rows;
+    std::byte* rows = nullptr;
     std::vector<int> count, displ, mine, at;
   };
   auto s = std::make_unique<Scratch>();
   WaitStatus st;
-  if (n == 2 || bytes * ranks <= kGatherMax) {
-    s->rows = std::make_unique<std::byte[]>(bytes * ranks);
+  if (bytes * ranks <= kGatherMax) {
+    s->rows = scratch(bytes * ranks);
     st = native_run(
         site, 1,
         [&](std::size_t, MPI_Comm comm, MPI_Request* r) {
-          return MPI_Iallgather(data, static_cast<int>(bytes), MPI_BYTE, s->rows.get(), static_cast<int>(bytes),
-                                MPI_BYTE, comm, r);
+          return MPI_Iallgather(data, static_cast<int>(bytes), MPI_BYTE, s->rows, static_cast<int>(bytes), MPI_BYTE,
+                                comm, r);
         },
-        [&](std::size_t) { reduce_rows(data, s->rows.get(), n, bytes, count, dtype, op); });
+        [&](std::size_t) { reduce_rows(data, s->rows, n, bytes, count, dtype, op); });
   } else {
     for (std::size_t r = 0; r <= ranks; ++r) s->displ.push_back(static_cast<int>(count * r / ranks * esz));
     for (std::size_t r = 0; r < ranks; ++r) s->count.push_back(s->displ[r + 1] - s->displ[r]);
     const int seg = s->count[static_cast<std::size_t>(me)];
     s->mine.assign(ranks, seg);
     for (std::size_t r = 0; r < ranks; ++r) s->at.push_back(static_cast<int>(r) * seg);
-    s->rows = std::make_unique<std::byte[]>(static_cast<std::size_t>(seg) * ranks);
+    s->rows = scratch(static_cast<std::size_t>(seg) * ranks);
     st = native_run(
         site, 2,
         [&](std::size_t step, MPI_Comm comm, MPI_Request* r) {
           if (step == 0)
-            return MPI_Ialltoallv(data, s->count.data(), s->displ.data(), MPI_BYTE, s->rows.get(), s->mine.data(),
+            return MPI_Ialltoallv(data, s->count.data(), s->displ.data(), MPI_BYTE, s->rows, s->mine.data(),
                                   s->at.data(), MPI_BYTE, comm, r);
           return MPI_Iallgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, data, s->count.data(), s->displ.data(), MPI_BYTE,
                                  comm, r);
         },
         [&](std::size_t step) {
           if (step == 0)
-            reduce_rows(data + s->displ[static_cast<std::size_t>(me)], s->rows.get(), n, static_cast<std::size_t>(seg),
+            reduce_rows(data + s->displ[static_cast<std::size_t>(me)], s->rows, n, static_cast<std::size_t>(seg),
                         static_cast<std::size_t>(seg) / esz, dtype, op);
         });
   }
-  if (st != WaitStatus::Ok) (void)s.release();
+  if (st != WaitStatus::Ok) {
+    (void)s.release();
+    abandon_scratch();
+  }
   return st;
 }
 
@@ -346,31 +371,29 @@ WaitStatus MpiWindow::reduce_scatter(void* target, std::size_t count, DType dtyp
   const std::size_t esz = dtype_size(dtype), row = count * esz, ranks = static_cast<std::size_t>(n);
   const std::size_t per = std::max<std::size_t>(1, kNativePiece / ranks / esz), steps = pieces(count, per);
   auto* data = static_cast<std::byte*>(target);
-  // Heap scratch, kept if the call is abandoned (MPI may still write into it).
-  auto scratch = std::make_unique<std::byte[]>(std::min(per, count) * esz * ranks);
+  std::byte* rows_in = scratch(std::min(per, count) * esz * ranks);
   MPI_Datatype piece = MPI_DATATYPE_NULL;
   const WaitStatus st = native_run(
       site, steps,
       [&](std::size_t i, MPI_Comm comm, MPI_Request* r) {
         const std::size_t len = std::min(per, count - i * per) * esz;
         if (steps == 1)
-          return MPI_Ialltoall(data, static_cast<int>(row), MPI_BYTE, scratch.get(), static_cast<int>(row), MPI_BYTE,
-                               comm, r);
+          return MPI_Ialltoall(data, static_cast<int>(row), MPI_BYTE, rows_in, static_cast<int>(row), MPI_BYTE, comm,
+                               r);
         if (piece != MPI_DATATYPE_NULL) MPI_Type_free(&piece);
         MPI_Datatype bytes;
         MPI_Type_contiguous(static_cast<int>(len), MPI_BYTE, &bytes);
         MPI_Type_create_resized(bytes, 0, static_cast<MPI_Aint>(row), &piece);
         MPI_Type_commit(&piece);
         MPI_Type_free(&bytes);
-        return MPI_Ialltoall(data + i * per * esz, 1, piece, scratch.get(), static_cast<int>(len), MPI_BYTE, comm, r);
+        return MPI_Ialltoall(data + i * per * esz, 1, piece, rows_in, static_cast<int>(len), MPI_BYTE, comm, r);
       },
       [&](std::size_t i) {
         const std::size_t len = std::min(per, count - i * per);
-        reduce_rows(data + static_cast<std::size_t>(me) * row + i * per * esz, scratch.get(), n, len * esz, len, dtype,
-                    op);
+        reduce_rows(data + static_cast<std::size_t>(me) * row + i * per * esz, rows_in, n, len * esz, len, dtype, op);
       });
   if (st != WaitStatus::Ok) {
-    (void)scratch.release();
+    abandon_scratch();
     return st;
   }
   if (piece != MPI_DATATYPE_NULL) {
