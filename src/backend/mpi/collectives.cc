@@ -215,6 +215,7 @@ WaitStatus MpiWindow::native_run(const WaitSite& site, std::size_t steps, const 
         e.check(MPI_Test(&request, &done, MPI_STATUS_IGNORE), site.what);
       }
       if (done) break;
+      if (round < e.wait_spin_) continue;  // PLD_WAIT_SPIN polls first, as a wait (0 when oversubscribed)
       if (e.aborting()) {
         status = WaitStatus::Aborted;
         break;
