@@ -3,12 +3,13 @@
 # runs `exe args...` under `mpirun -n p` on the mpi backend, as test mpi.<config>.p<p>.<name>
 # (label mpi). Without the mpi backend (PLD_HAVE_MPI off) it adds nothing, so callers set every
 # property through it, never with set_tests_properties on a test that may not exist.
-#   shm  Open MPI's defaults on one machine: osc/rdma over shared memory (btl/vader)
-#   tcp  no shared memory anywhere: btl tcp and osc/ucx over TCP — the path a second machine takes
+#   shm  Open MPI's defaults on one machine: the ranks share their windows' memory (one node)
+#   tcp  no shared memory anywhere: btl tcp and osc/ucx over TCP, and pld's windows not shared
+#        (PLD_MPI_SHARED=0) — the path between nodes
 # Open MPI refuses to run as root without the two ALLOW variables (CI containers run as root);
 # --oversubscribe lets 3 and 4 ranks share the 2 cores.
 set(PLD_MPI_CONFIG_shm "")
-set(PLD_MPI_CONFIG_tcp --mca btl tcp,self --mca osc ucx -x UCX_TLS=tcp,self)
+set(PLD_MPI_CONFIG_tcp --mca btl tcp,self --mca osc ucx -x UCX_TLS=tcp,self -x PLD_MPI_SHARED=0)
 function(pld_mpi_test)
   cmake_parse_arguments(T "" "NAME;RANKS;CONFIG;TIMEOUT"
                         "COMMAND;ENVIRONMENT;PASS_REGULAR_EXPRESSION;FAIL_REGULAR_EXPRESSION" ${ARGN})

@@ -16,6 +16,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <thread>
+#include <vector>
 
 namespace pld::detail {
 
@@ -101,6 +102,8 @@ MpiBackend::MpiBackend() {
   MPI_Comm_rank(comm_, &rank_);
   MPI_Comm_size(comm_, &size_);
   log_set_rank(rank_);
+  share_ = setting_int(Setting::MpiShared) != 0;
+  map_nodes();
   open_control_window();
   connect_peers();
   probe_progress();
@@ -108,6 +111,24 @@ MpiBackend::MpiBackend() {
   install_termination_report();
   if (rank_ == 0)
     log(passive_progress_ ? LogLevel::Info : LogLevel::Warn, LogSys::Init, "backend mpi: {}", description_);
+}
+
+// node_: which ranks share a node (MPI_Comm_split_type SHARED), as the index of each rank's node
+// in the order of the nodes' lowest ranks.
+void MpiBackend::map_nodes() {
+  MPI_Comm node;
+  check(MPI_Comm_split_type(comm_, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &node), "MPI_Comm_split_type");
+  int node_rank = 0;
+  MPI_Comm_rank(node, &node_rank);
+  int leader = node_rank == 0 ? rank_ : -1;  // the node's lowest world rank (key = rank_)
+  MPI_Bcast(&leader, 1, MPI_INT, 0, node);
+  MPI_Comm_free(&node);
+  std::vector<int> leaders(static_cast<std::size_t>(size_));
+  check(MPI_Allgather(&leader, 1, MPI_INT, leaders.data(), 1, MPI_INT, comm_), "MPI_Allgather (node map)");
+  node_.assign(leaders.size(), 0);
+  nodes_ = 0;
+  for (std::size_t r = 0; r < leaders.size(); ++r)
+    node_[r] = leaders[r] == static_cast<int>(r) ? nodes_++ : node_[static_cast<std::size_t>(leaders[r])];
 }
 
 // The control window (abort words, the progress probe's cell), locked for the process's lifetime;
@@ -139,23 +160,17 @@ void MpiBackend::connect_peers() {
   barrier();
 }
 
-// description_: the MPI library, ranks and nodes, the one-sided component, the thread level and
-// the passive-target progress in effect (collective: counts the nodes).
+// description_: the MPI library, ranks and nodes, whether windows are shared on a node, the
+// one-sided component, the thread level and the passive-target progress in effect.
 void MpiBackend::describe(int thread_level) {
-  MPI_Comm node;
-  MPI_Comm_split_type(comm_, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &node);
-  int node_rank = 0, nodes = 0;
-  MPI_Comm_rank(node, &node_rank);
-  const int leader = node_rank == 0 ? 1 : 0;
-  MPI_Allreduce(&leader, &nodes, 1, MPI_INT, MPI_SUM, comm_);
-  MPI_Comm_free(&node);
   char lib[MPI_MAX_LIBRARY_VERSION_STRING] = {};
   int liblen = 0;
   MPI_Get_library_version(lib, &liblen);
   std::string version(lib, static_cast<std::size_t>(liblen));
   if (const auto cut = version.find(','); cut != std::string::npos) version = version.substr(0, cut);
   description_ = fmt::format(
-      "{}; {} ranks on {} node(s); osc {}; thread level {}; passive-target progress: {}{}", version, size_, nodes, osc_,
+      "{}; {} ranks on {} node(s), {}; osc {}; thread level {}; passive-target progress: {}{}", version, size_, nodes_,
+      share_ ? "windows shared on each node" : "no shared windows (PLD_MPI_SHARED=0)", osc_,
       thread_level_name(thread_level), passive_progress_ ? "yes" : "no (every wait drives progress)",
       progress_setting_ == "auto"
           ? ""

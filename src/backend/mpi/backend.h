@@ -1,10 +1,13 @@
 // mpi backend: every MPI process is one rank. Each comm domain has its own MPI-3 RMA window on
 // the domain's communicator (MPI_Win_allocate, passive target, locked once), holding the data and
 // the signals of that domain at the same heap offsets as on shm: MpiWindow, the domain's Backend.
-// MpiBackend is the process's MPI state: pld's communicator, the control window (each rank's
-// abort word and the lock of the fp16/bf16 atomic add), the windows of every domain met so far
-// and the one MPI mutex. Peers are reached only through MPI_Put / MPI_Get / MPI_Accumulate:
-// heap_base(peer) is nullptr, and the collectives take their RMA path.
+// MpiBackend is the process's MPI state: pld's communicator, which node each rank is on, the
+// control window (each rank's abort word and the lock of the fp16/bf16 atomic add), the windows of
+// every domain met so far and the one MPI mutex. Members on this process's node share the
+// window's memory (MPI_Win_allocate_shared): heap_base(peer) is their address, put/get are
+// copies and notify is a CPU atomic, as on shm. Members on other nodes are reached through
+// MPI_Put / MPI_Get / MPI_Accumulate (heap_base(peer) is nullptr). A domain all on one node thus
+// runs the collectives' direct schedules; one spanning nodes their RMA path.
 // docs/design/mpi-backend.md explains every choice with the measurements behind it.
 #pragma once
 
@@ -79,6 +82,8 @@ class MpiWindow final : public Backend, public NativeCollectives {
 
   std::uint64_t lo() const { return lo_; }
   std::uint64_t bytes() const { return bytes_; }
+  /// Every member shares this process's node and memory: no operation of the window needs MPI.
+  bool all_shared() const { return all_shared_; }
 
  private:
   friend class MpiBackend;
@@ -87,6 +92,11 @@ class MpiWindow final : public Backend, public NativeCollectives {
   int target(int rank, std::uint64_t offset, std::size_t bytes) const;
   void mark_dirty(int target);
   void fp16_add(int rank, std::uint64_t offset, const void* src, std::size_t count, DType dtype);
+  /// Local address of heap offset `offset` of `rank`'s window if it shares this node's memory.
+  std::byte* shared_at(int rank, std::uint64_t offset) const {
+    std::byte* base = shared_[static_cast<std::size_t>(rank)];
+    return base ? base + (offset - lo_) : nullptr;
+  }
   /// Whether any member's heap is not load/store addressable from this process.
   bool has_remote_peers() const;
   /// The communicators of the engine's collectives, one per signal buffer id below
@@ -112,6 +122,14 @@ class MpiWindow final : public Backend, public NativeCollectives {
   std::vector<int> target_;  // world rank -> rank in comm_, or -1
   MPI_Win win_ = MPI_WIN_NULL;
   std::byte* base_ = nullptr;  // local memory of heap offset lo_
+  // Members that share this node's memory (world rank -> their heap offset lo_ here, or nullptr;
+  // this process's own entry is base_ whenever the window is shared at all), the window that
+  // maps them when the domain also has members elsewhere (win_ then is MPI_Win_create over the
+  // same memory) and the communicator of the domain's members on this node.
+  std::vector<std::byte*> shared_;
+  bool all_shared_ = false;
+  MPI_Win node_win_ = MPI_WIN_NULL;
+  MPI_Comm node_comm_ = MPI_COMM_NULL;
   std::uint64_t lo_ = 0, bytes_ = 0;
   std::vector<char> dirty_;  // per target: puts/accumulates not yet flushed to it
   int dirty_count_ = 0;
@@ -132,6 +150,12 @@ class MpiBackend final : public BackendProcess {
 
   int world_size() const { return size_; }
   int rank() const { return rank_; }
+  /// Whether world rank `rank` shares this process's node and PLD_MPI_SHARED lets pld use it.
+  bool shares_memory_with(int rank) const {
+    return share_ && node_[static_cast<std::size_t>(rank)] == node_[static_cast<std::size_t>(rank_)];
+  }
+  /// Number of nodes the job runs on.
+  int nodes() const { return nodes_; }
   MPI_Comm comm() const { return comm_; }
   /// One line: library, ranks and nodes, osc component, thread level, progress.
   const std::string& description() const { return description_; }
@@ -238,6 +262,7 @@ class MpiBackend final : public BackendProcess {
  private:
   friend class MpiWindow;
   MpiBackend();
+  void map_nodes();
   void open_control_window();
   void connect_peers();
   void probe_progress();
@@ -247,11 +272,20 @@ class MpiBackend final : public BackendProcess {
   void sync_active();
   void flush_dirty();
   void allocate(MpiWindow& w, std::uint64_t lo, std::uint64_t bytes, bool keep);
+  /// MPI_Win_allocate, or for a window with members on this node the shared allocation (and,
+  /// when it also has members elsewhere, MPI_Win_create over the same memory). Returns the MPI
+  /// error code; under mutex_.
+  int allocate_memory(MpiWindow& w, std::uint64_t bytes, void** base);
   void free_window(MpiWindow& w);
 
   mutable std::mutex mutex_;
   MPI_Comm comm_ = MPI_COMM_NULL;
   int rank_ = 0, size_ = 1;
+  std::vector<int> node_;  // world rank -> index of its node (ranks of one node share memory)
+  int nodes_ = 1;
+  bool share_ = true;                       // PLD_MPI_SHARED
+  std::atomic<int> dirty_windows_{0};       // dirty_.size(), readable without the mutex
+  std::atomic<bool> active_shared_{false};  // every window of the call is all_shared()
   MPI_Win control_ = MPI_WIN_NULL;
   std::int32_t* control_base_ = nullptr;
   std::map<std::vector<int>, MPI_Comm> comms_;                         // by member list; MPI_COMM_NULL outside it

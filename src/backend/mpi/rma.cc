@@ -1,10 +1,13 @@
-// One-sided data movement of the mpi backend, through a comm domain's window. put and get
-// complete locally before they return (the kernel may reuse its buffer at once); a put is
-// complete at its target after the putter's next notify (signal.cc flushes every target it has
-// written since, in every window). The calling rank's own window is plain memory. Atomic add is
-// MPI_Accumulate(MPI_SUM) for the types MPI has; fp16 and bf16 take the target's lock cell
-// (32-bit compare-and-swap: the 64-bit one crashes Open MPI's osc/rdma) and read, add in fp32
-// and write back under it.
+// One-sided data movement of the mpi backend, through a comm domain's window. The calling rank's
+// own window and those of members on its node (shared memory) are plain memory: copies, and
+// atomic add as on shm (backend/atomic_add.h). Other members: put and get complete locally before
+// they return (the kernel may reuse its buffer at once); a put is complete at its target after
+// the putter's next notify (signal.cc flushes every target it has written since, in every
+// window). Atomic add is MPI_Accumulate(MPI_SUM) for the types MPI has; fp16 and bf16 take the
+// target's lock cell (32-bit compare-and-swap: the 64-bit one crashes Open MPI's osc/rdma) and
+// read, add in fp32 and write back under it. In a window that also has members elsewhere every
+// atomic add goes through MPI, so that adds from both kinds of member to one cell stay atomic.
+#include "backend/atomic_add.h"
 #include "backend/mpi/backend.h"
 #include "core/copy.h"
 #include "reduce/reduce.h"
@@ -41,13 +44,17 @@ MPI_Datatype mpi_type(DType dtype) {
 void MpiWindow::mark_dirty(int t) {
   if (dirty_[static_cast<std::size_t>(t)]) return;
   dirty_[static_cast<std::size_t>(t)] = 1;
-  if (dirty_count_++ == 0) engine_.dirty_.push_back(this);
+  if (dirty_count_++ == 0) {
+    engine_.dirty_.push_back(this);
+    engine_.dirty_windows_.store(static_cast<int>(engine_.dirty_.size()), std::memory_order_relaxed);
+  }
 }
 
 void MpiWindow::put(int rank, std::uint64_t offset, const void* src, std::size_t bytes) {
   if (bytes == 0) return;
   const int t = target(rank, offset, bytes);
-  if (rank == engine_.rank_) return bulk_copy(heap_base(rank) + offset, static_cast<const std::byte*>(src), bytes);
+  if (std::byte* at = rank == engine_.rank_ ? heap_base(rank) + offset : shared_at(rank, offset))
+    return bulk_copy(at, static_cast<const std::byte*>(src), bytes);
   const MPI_Aint disp = static_cast<MPI_Aint>(offset - lo_);
   std::lock_guard lock(engine_.mutex_);
   for (std::size_t at = 0; at < bytes; at += kPiece) {
@@ -63,7 +70,8 @@ void MpiWindow::put(int rank, std::uint64_t offset, const void* src, std::size_t
 void MpiWindow::get(void* dst, int rank, std::uint64_t offset, std::size_t bytes) {
   if (bytes == 0) return;
   const int t = target(rank, offset, bytes);
-  if (rank == engine_.rank_) return bulk_copy(static_cast<std::byte*>(dst), heap_base(rank) + offset, bytes);
+  if (const std::byte* at = rank == engine_.rank_ ? heap_base(rank) + offset : shared_at(rank, offset))
+    return bulk_copy(static_cast<std::byte*>(dst), at, bytes);
   const MPI_Aint disp = static_cast<MPI_Aint>(offset - lo_);
   std::lock_guard lock(engine_.mutex_);
   for (std::size_t at = 0; at < bytes; at += kPiece) {
@@ -77,6 +85,10 @@ void MpiWindow::get(void* dst, int rank, std::uint64_t offset, std::size_t bytes
 
 void MpiWindow::atomic_add(int rank, std::uint64_t offset, const void* src, std::size_t count, DType dtype) {
   if (count == 0) return;
+  if (all_shared_) {
+    target(rank, offset, count * dtype_size(dtype));
+    return atomic_add_local(heap_base(rank) + offset, src, count, dtype);
+  }
   const MPI_Datatype type = mpi_type(dtype);
   if (type == MPI_DATATYPE_NULL) return fp16_add(rank, offset, src, count, dtype);
   const std::size_t esz = dtype_size(dtype), per = kPiece / esz;

@@ -1,4 +1,8 @@
-// Signals of the mpi backend.
+// Signals of the mpi backend. To a member on this node (shared memory) notify is what it is on
+// shm: one atomic read-modify-write on the peer's cell (a full barrier), after a flush of any
+// RMA still owed to other nodes; a wait on a cell that only such members write needs no MPI
+// either (waits still nap rather than sleep on a futex: a member on another node may write the
+// same cell through MPI). To every other member:
 //   notify = release, then one MPI_Accumulate on the int32 cell (REPLACE for Set, SUM for
 //            AtomicAdd — every update of a cell goes through the same accumulate family, so Set
 //            and AtomicAdd are atomic with each other, also when a rank notifies itself), then
@@ -68,6 +72,7 @@ void MpiBackend::flush_dirty() {
     w->dirty_count_ = 0;
   }
   dirty_.clear();
+  dirty_windows_.store(0, std::memory_order_relaxed);
 }
 
 void MpiBackend::sync_active() {
@@ -82,6 +87,15 @@ void MpiBackend::quiet() {
 
 void MpiWindow::notify(int rank, std::uint64_t offset, std::int32_t value, NotifyOp op) {
   const int t = target(rank, offset, sizeof value);
+  if (std::byte* at = shared_at(rank, offset)) {
+    if (engine_.dirty_windows_.load(std::memory_order_relaxed) > 0) engine_.quiet();
+    std::atomic_ref<std::int32_t> cell(*reinterpret_cast<std::int32_t*>(at));
+    if (op == NotifyOp::Set)
+      cell.exchange(value, std::memory_order_seq_cst);
+    else
+      cell.fetch_add(value, std::memory_order_seq_cst);
+    return;
+  }
   std::lock_guard lock(engine_.mutex_);
   engine_.sync_active();
   engine_.check(MPI_Accumulate(&value, 1, MPI_INT32_T, t, static_cast<MPI_Aint>(offset - lo_), 1, MPI_INT32_T,
@@ -174,7 +188,10 @@ WaitStatus MpiWindow::wait(std::uint64_t offset, std::int32_t expected, WaitCmp 
     std::lock_guard lock(engine_.mutex_);
     if (!engine_.ended_wait_.valid) engine_.ended_wait_ = record();
   }
-  engine_.sync_local();
+  if (engine_.active_shared_.load(std::memory_order_relaxed))
+    std::atomic_thread_fence(std::memory_order_acquire);  // no window of the call is written through MPI
+  else
+    engine_.sync_local();
   return status;
 }
 

@@ -29,6 +29,7 @@ MpiWindow::MpiWindow(MpiBackend& engine, MPI_Comm comm, const std::vector<int>& 
     : engine_(engine), comm_(comm), target_(static_cast<std::size_t>(engine.world_size()), -1) {
   for (std::size_t i = 0; i < members.size(); ++i) target_[static_cast<std::size_t>(members[i])] = static_cast<int>(i);
   dirty_.assign(members.size(), 0);
+  shared_.assign(static_cast<std::size_t>(engine.world_size()), nullptr);
   op_history = &engine.history_;
 }
 
@@ -37,9 +38,10 @@ int MpiWindow::world_size() const {
 }
 
 std::byte* MpiWindow::heap_base(int rank) const {
-  if (rank != engine_.rank()) return nullptr;
-  // base_ holds heap offset lo_; offsets below lo_ are never formed (they are not the domain's).
-  return reinterpret_cast<std::byte*>(reinterpret_cast<std::uintptr_t>(base_) - lo_);
+  std::byte* base = rank == engine_.rank() ? base_ : shared_[static_cast<std::size_t>(rank)];
+  if (!base) return nullptr;
+  // base holds heap offset lo_; offsets below lo_ are never formed (they are not the domain's).
+  return reinterpret_cast<std::byte*>(reinterpret_cast<std::uintptr_t>(base) - lo_);
 }
 
 int MpiWindow::target(int rank, std::uint64_t offset, std::size_t bytes) const {
@@ -114,18 +116,12 @@ void MpiBackend::allocate(MpiWindow& w, std::uint64_t lo, std::uint64_t bytes, b
   if (w.win_ != MPI_WIN_NULL) {
     MPI_Win_sync(w.win_);
     if (keep) kept.assign(w.base_, w.base_ + w.bytes_);
-    MPI_Win_unlock_all(w.win_);
-    MPI_Win_free(&w.win_);
+    free_window(w);
     w.base_ = nullptr;
     w.bytes_ = 0;
   }
-  MPI_Info info;
-  MPI_Info_create(&info);
-  MPI_Info_set(info, "same_size", "true");
-  MPI_Info_set(info, "same_disp_unit", "true");
   void* base = nullptr;
-  const int rc = MPI_Win_allocate(static_cast<MPI_Aint>(bytes), 1, info, w.comm_, &base, &w.win_);
-  MPI_Info_free(&info);
+  const int rc = allocate_memory(w, bytes, &base);
   // Every member learns whether all got the window, so that all fail together (none waits in
   // the barrier below for a member that threw).
   int ok = rc == MPI_SUCCESS ? 1 : 0;
@@ -136,6 +132,8 @@ void MpiBackend::allocate(MpiWindow& w, std::uint64_t lo, std::uint64_t bytes, b
   lock.lock();
   if (!ok) {  // the window exists on some members only: not freed (that is collective), forgotten
     w.win_ = MPI_WIN_NULL;
+    w.node_win_ = MPI_WIN_NULL;
+    std::fill(w.shared_.begin(), w.shared_.end(), nullptr);
     w.base_ = nullptr;
     w.bytes_ = 0;
     check(rc != MPI_SUCCESS ? rc : MPI_ERR_NO_MEM, "MPI_Win_allocate (comm domain window, on some member)");
@@ -154,9 +152,60 @@ void MpiBackend::allocate(MpiWindow& w, std::uint64_t lo, std::uint64_t bytes, b
   complete(request, 0);
 }
 
+int MpiBackend::allocate_memory(MpiWindow& w, std::uint64_t bytes, void** base) {
+  std::vector<int> here;  // the members on this node (world ranks)
+  for (std::size_t r = 0; r < w.target_.size(); ++r)
+    if (w.target_[r] >= 0 && shares_memory_with(static_cast<int>(r))) here.push_back(static_cast<int>(r));
+  std::fill(w.shared_.begin(), w.shared_.end(), nullptr);
+  w.all_shared_ = false;
+  MPI_Info info;
+  MPI_Info_create(&info);
+  MPI_Info_set(info, "same_disp_unit", "true");
+  if (here.size() < 2) {  // nobody to share with
+    MPI_Info_set(info, "same_size", "true");
+    const int rc = MPI_Win_allocate(static_cast<MPI_Aint>(bytes), 1, info, w.comm_, base, &w.win_);
+    MPI_Info_free(&info);
+    return rc;
+  }
+  // Each member's part on its own pages (first touch by its owner); the members on this node
+  // map each other's. Every member of the domain knows the same node map, so all take the same
+  // branch.
+  MPI_Info_set(info, "alloc_shared_noncontig", "true");
+  const bool all_here = here.size() == static_cast<std::size_t>(std::count_if(w.target_.begin(), w.target_.end(),
+                                                                              [](int t) { return t >= 0; }));
+  if (!all_here && w.node_comm_ == MPI_COMM_NULL)
+    MPI_Comm_split_type(w.comm_, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &w.node_comm_);
+  MPI_Win& shared = all_here ? w.win_ : w.node_win_;
+  int rc =
+      MPI_Win_allocate_shared(static_cast<MPI_Aint>(bytes), 1, info, all_here ? w.comm_ : w.node_comm_, base, &shared);
+  if (rc == MPI_SUCCESS && !all_here)  // the members elsewhere reach the same memory through RMA
+    rc = MPI_Win_create(*base, static_cast<MPI_Aint>(bytes), 1, info, w.comm_, &w.win_);
+  MPI_Info_free(&info);
+  if (rc != MPI_SUCCESS) return rc;
+  MPI_Group group, node_group;
+  MPI_Comm_group(w.comm_, &group);
+  MPI_Win_get_group(shared, &node_group);
+  for (int r : here) {
+    int in_node = 0;
+    const int t = w.target_[static_cast<std::size_t>(r)];
+    MPI_Group_translate_ranks(group, 1, &t, node_group, &in_node);
+    MPI_Aint size = 0;
+    int unit = 0;
+    void* at = nullptr;
+    MPI_Win_shared_query(shared, in_node, &size, &unit, &at);
+    w.shared_[static_cast<std::size_t>(r)] = static_cast<std::byte*>(at);
+  }
+  MPI_Group_free(&group);
+  MPI_Group_free(&node_group);
+  w.all_shared_ = all_here;
+  return MPI_SUCCESS;
+}
+
 void MpiBackend::set_active(std::vector<MpiWindow*> windows) {
   std::lock_guard lock(mutex_);
   active_ = std::move(windows);
+  active_shared_.store(std::all_of(active_.begin(), active_.end(), [](const MpiWindow* w) { return w->all_shared_; }),
+                       std::memory_order_relaxed);
   for (auto it = windows_.begin(); it != windows_.end();) {
     const auto& [owner, members, ordinal] = it->first;
     MpiWindow& w = *it->second;
@@ -168,6 +217,7 @@ void MpiBackend::set_active(std::vector<MpiWindow*> windows) {
         fmt::join(members, ", "), ordinal, calls_ - w.last_call_);
     free_window(w);
     std::erase(dirty_, &w);
+    dirty_windows_.store(static_cast<int>(dirty_.size()), std::memory_order_relaxed);
     it = windows_.erase(it);
   }
   open_native();  // collectives.cc
@@ -178,6 +228,10 @@ void MpiBackend::free_window(MpiWindow& w) {
   if (w.win_ == MPI_WIN_NULL) return;
   MPI_Win_unlock_all(w.win_);
   MPI_Win_free(&w.win_);
+  if (w.node_win_ != MPI_WIN_NULL) MPI_Win_free(&w.node_win_);
+  if (w.node_comm_ != MPI_COMM_NULL) MPI_Comm_free(&w.node_comm_);
+  std::fill(w.shared_.begin(), w.shared_.end(), nullptr);
+  w.all_shared_ = false;
 }
 
 void MpiBackend::release(std::uint64_t owner) {
@@ -191,6 +245,7 @@ void MpiBackend::release(std::uint64_t owner) {
     free_window(*it->second);
     std::erase(active_, it->second.get());
     std::erase(dirty_, it->second.get());
+    dirty_windows_.store(static_cast<int>(dirty_.size()), std::memory_order_relaxed);
     it = windows_.erase(it);
   }
 }
@@ -201,6 +256,7 @@ void MpiBackend::release() {
   windows_.clear();
   active_.clear();
   dirty_.clear();
+  dirty_windows_.store(0, std::memory_order_relaxed);
   for (auto& [members, comm] : comms_)
     if (comm != MPI_COMM_NULL) MPI_Comm_free(&comm);
   comms_.clear();
