@@ -196,41 +196,37 @@ WaitStatus MpiWindow::native_run(const WaitSite& site, std::size_t steps, const 
   const MPI_Comm comm = native_comm(site);
   const auto deadline =
       Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(e.wait_timeout_));
-  {
-    std::lock_guard lock(e.mutex_);
-    e.sync_active();  // my earlier puts are complete at their targets, my stores public
-  }
   WaitStatus status = WaitStatus::Ok;
   for (std::size_t step = 0; step < steps && status == WaitStatus::Ok; ++step) {
     MPI_Request request = MPI_REQUEST_NULL;
-    {
+    int done = 0;
+    {  // post and test once under one hold of the mutex
       std::lock_guard lock(e.mutex_);
+      if (step == 0) e.sync_active();  // my earlier puts are complete at their targets, my stores public
       e.check(start(step, comm, &request), site.what);
+      e.check(MPI_Test(&request, &done, MPI_STATUS_IGNORE), site.what);
     }
     auto nap = std::chrono::microseconds(5);
-    for (int round = 0;; ++round) {
-      int done = 0;
-      {
-        std::lock_guard lock(e.mutex_);
-        e.check(MPI_Test(&request, &done, MPI_STATUS_IGNORE), site.what);
+    for (int round = 0; !done; ++round) {
+      if (round >= e.wait_spin_) {  // PLD_WAIT_SPIN polls first, as a wait (0 when oversubscribed)
+        if (e.aborting()) {
+          status = WaitStatus::Aborted;
+          break;
+        }
+        if (Clock::now() >= deadline) {
+          status = WaitStatus::Timeout;
+          break;
+        }
+        // As MpiBackend::complete: never nap without passive progress (peers' RMA needs this loop).
+        if (round < 256 || !e.passive_progress_) {
+          sched_yield();
+        } else {
+          std::this_thread::sleep_for(nap);
+          nap = std::min(nap * 2, std::chrono::microseconds(200));
+        }
       }
-      if (done) break;
-      if (round < e.wait_spin_) continue;  // PLD_WAIT_SPIN polls first, as a wait (0 when oversubscribed)
-      if (e.aborting()) {
-        status = WaitStatus::Aborted;
-        break;
-      }
-      if (Clock::now() >= deadline) {
-        status = WaitStatus::Timeout;
-        break;
-      }
-      // As MpiBackend::complete: never nap without passive progress (peers' RMA needs this loop).
-      if (round < 256 || !e.passive_progress_) {
-        sched_yield();
-      } else {
-        std::this_thread::sleep_for(nap);
-        nap = std::min(nap * 2, std::chrono::microseconds(200));
-      }
+      std::lock_guard lock(e.mutex_);
+      e.check(MPI_Test(&request, &done, MPI_STATUS_IGNORE), site.what);
     }
     if (status == WaitStatus::Ok && after) after(step);
   }
