@@ -7,9 +7,12 @@
 //            a whole number of elements per rank; auto iterations = budget / size in [20, max]
 //   check    after timing: re-stage, run once, compare with the same small-integer goldens
 //   calls    MPI_Barrier, MPI_Allreduce (MPI_IN_PLACE by default, as pld's allreduce is in place),
-//            MPI_Bcast, MPI_Allgather, MPI_Reduce_scatter_block, MPI_Alltoall, MPI_Alltoallv
+//            MPI_Bcast, MPI_Allgather, MPI_Reduce_scatter_block, MPI_Alltoall, MPI_Alltoallv;
+//            pingpong: MPI_Send + MPI_Recv between ranks 0 and 1 (the others only join the
+//            barriers), time = half a round trip (the one-way latency pld-bench's p2p put faces)
 //
-// Built by bench/compare_mpi.sh with mpicxx (not part of the CMake build). Prints nccl-tests
+// Built by bench/compare_mpi.sh, bench/mpi_backend.sh and bench/mpi_compare.sh with mpicxx (not
+// part of the CMake build). Prints nccl-tests
 // columns; -J writes JSON in pld-bench's schema with the column group "mpi".
 #include <mpi.h>
 
@@ -28,11 +31,15 @@
 
 namespace {
 
-enum class Coll { Barrier, Allreduce, Broadcast, Allgather, ReduceScatter, AllToAll, AllToAllV };
-const std::vector<std::pair<std::string, Coll>> kColls = {
-    {"barrier", Coll::Barrier},       {"allreduce", Coll::Allreduce},          {"broadcast", Coll::Broadcast},
-    {"allgather", Coll::Allgather},   {"reduce_scatter", Coll::ReduceScatter}, {"all_to_all", Coll::AllToAll},
-    {"all_to_all_v", Coll::AllToAllV}};
+enum class Coll { Barrier, Allreduce, Broadcast, Allgather, ReduceScatter, AllToAll, AllToAllV, PingPong };
+const std::vector<std::pair<std::string, Coll>> kColls = {{"barrier", Coll::Barrier},
+                                                          {"allreduce", Coll::Allreduce},
+                                                          {"broadcast", Coll::Broadcast},
+                                                          {"allgather", Coll::Allgather},
+                                                          {"reduce_scatter", Coll::ReduceScatter},
+                                                          {"all_to_all", Coll::AllToAll},
+                                                          {"all_to_all_v", Coll::AllToAllV},
+                                                          {"pingpong", Coll::PingPong}};
 
 struct Type {
   const char* name;
@@ -156,6 +163,7 @@ class Bench {
     double loop = now_ns() - t0, max_loop = 0;
     MPI_Allreduce(&loop, &max_loop, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
     row.time_us = row.iters ? max_loop / static_cast<double>(row.iters) / 1e3 : 0;
+    if (c_ == Coll::PingPong) row.time_us /= 2;  // one way: half a round trip
     if (o_.check) {
       MPI_Barrier(MPI_COMM_WORLD);
       stage(row);
@@ -176,6 +184,7 @@ class Bench {
           store(t_, a_.data(), i, reduce_value(o_.redop, me_, n_, i, range_));
         break;
       case Coll::Broadcast:
+      case Coll::PingPong:
         for (std::int64_t i = 0; i < row.count; ++i) store(t_, a_.data(), i, copy_value(me_, i));
         break;
       case Coll::Allgather:
@@ -214,6 +223,15 @@ class Bench {
         MPI_Alltoallv(a_.data(), counts_.data(), displs_.data(), t_.mpi, b_.data(), counts_.data(), displs_.data(),
                       t_.mpi, MPI_COMM_WORLD);
         break;
+      case Coll::PingPong:
+        if (me_ == 0) {
+          MPI_Send(a_.data(), count, t_.mpi, 1, 0, MPI_COMM_WORLD);
+          MPI_Recv(b_.data(), count, t_.mpi, 1, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        } else if (me_ == 1) {
+          MPI_Recv(b_.data(), count, t_.mpi, 0, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+          MPI_Send(a_.data(), count, t_.mpi, 0, 0, MPI_COMM_WORLD);
+        }
+        break;
     }
   }
 
@@ -249,6 +267,10 @@ class Bench {
           for (std::int64_t i = 0; i < cols; ++i)
             wrong += !equal(t_, b_.data(), s * cols + i, copy_value(s, me_ * cols + i));
         break;
+      case Coll::PingPong:  // each of ranks 0 and 1 holds the other's data
+        if (me_ < 2)
+          for (std::int64_t i = 0; i < row.count; ++i) wrong += !equal(t_, b_.data(), i, copy_value(1 - me_, i));
+        break;
     }
     return wrong;
   }
@@ -267,7 +289,7 @@ bool row_blocked(Coll c) {
 }
 double busbw_factor(Coll c, int n) {
   if (c == Coll::Allreduce) return 2.0 * (n - 1) / n;
-  if (c == Coll::Broadcast) return 1.0;
+  if (c == Coll::Broadcast || c == Coll::PingPong) return 1.0;
   if (c == Coll::Barrier) return 0.0;
   return static_cast<double>(n - 1) / n;
 }
@@ -282,7 +304,8 @@ int main(int argc, char** argv) {
 
   Options o;
   CLI::App app{"mpi_bench: Open MPI baseline for pld-bench (same sizes, data and timing)"};
-  app.add_option("--op", o.op, "barrier, allreduce, broadcast, allgather, reduce_scatter, all_to_all, all_to_all_v");
+  app.add_option("--op", o.op,
+                 "barrier, allreduce, broadcast, allgather, reduce_scatter, all_to_all, all_to_all_v, pingpong");
   app.add_option("-b,--minbytes", o.min_b);
   app.add_option("-e,--maxbytes", o.max_b);
   app.add_option("-f,--stepfactor", o.step_factor);
@@ -311,6 +334,10 @@ int main(int argc, char** argv) {
   }
   const Coll c = coll_it->second;
   const Type& t = *type_it;
+  if (c == Coll::PingPong && n < 2) {
+    if (me == 0) std::fprintf(stderr, "mpi_bench: --op pingpong needs 2 or more ranks, mpirun started %d\n", n);
+    MPI_Abort(MPI_COMM_WORLD, 2);
+  }
 
   std::vector<Row> rows;
   if (c == Coll::Barrier) {
@@ -346,8 +373,10 @@ int main(int argc, char** argv) {
   for (const Row& r : rows) wrong_total += std::max<std::int64_t>(r.wrong, 0);
   if (me == 0) {
     const bool red = c == Coll::Allreduce || c == Coll::ReduceScatter;
-    std::printf("# mpi_bench | %d ranks | %s%s\n#\n# %s\n", n, o.op.c_str(),
-                c == Coll::Allreduce ? (o.out_of_place ? " (out of place)" : " (MPI_IN_PLACE)") : "", o.op.c_str());
+    const char* form = c == Coll::Allreduce  ? (o.out_of_place ? " (out of place)" : " (MPI_IN_PLACE)")
+                       : c == Coll::PingPong ? " (rank 0 <-> rank 1, time = half a round trip)"
+                                             : "";
+    std::printf("# mpi_bench | %d ranks | %s%s\n#\n# %s\n", n, o.op.c_str(), form, o.op.c_str());
     std::printf("#       size         count      type   redop    root      time   algbw   busbw #wrong\n");
     std::printf("#        (B)    (elements)                                (us)  (GB/s)  (GB/s)       \n");
     nlohmann::json jrows = nlohmann::json::array();

@@ -1,13 +1,12 @@
 #!/bin/sh
-# plm_rsh_agent for two network namespaces on one machine (netns.sh): mpirun calls
+# plm_rsh_agent for the network namespaces of netns.sh: mpirun calls
 #   netns_agent.sh [options] <host> <orted command...>
-# and we start the command in the namespace named after the host, in its own UTS namespace with
-# its own hostname, so that Open MPI sees two nodes.
+# and the command starts in node i's namespace (host 10.99.0.<i+1>: pldmpi<i>), in its own UTS
+# namespace with the host name nsnode<i>, so that Open MPI sees one node per namespace.
 while [ $# -gt 0 ]; do case "$1" in -*) shift ;; *) break ;; esac; done
 host=$1; shift
 case "$host" in
-  10.99.0.1) ns=pldmpiA; name=pldnodeA ;;
-  10.99.0.2) ns=pldmpiB; name=pldnodeB ;;
-  *) echo "netns_agent: unknown host $host" >&2; exit 1 ;;
+  10.99.0.*) i=$((${host#10.99.0.} - 1)) ;;
+  *) echo "netns_agent: unknown host '$host' (netns.sh's nodes are 10.99.0.1 ...)" >&2; exit 1 ;;
 esac
-exec ip netns exec "$ns" unshare --uts sh -c "hostname $name; $*"
+exec ip netns exec "pldmpi$i" unshare --uts sh -c "hostname nsnode$i; $*"

@@ -107,6 +107,7 @@ MpiBackend::MpiBackend() {
   open_control_window();
   connect_peers();
   probe_progress();
+  open_messages();
   describe(provided);
   install_termination_report();
   if (rank_ == 0)
@@ -169,9 +170,10 @@ void MpiBackend::describe(int thread_level) {
   std::string version(lib, static_cast<std::size_t>(liblen));
   if (const auto cut = version.find(','); cut != std::string::npos) version = version.substr(0, cut);
   description_ = fmt::format(
-      "{}; {} ranks on {} node(s), {}; osc {}; thread level {}; passive-target progress: {}{}", version, size_, nodes_,
-      share_ ? "windows shared on each node" : "no shared windows (PLD_MPI_SHARED=0)", osc_,
-      thread_level_name(thread_level), passive_progress_ ? "yes" : "no (every wait drives progress)",
+      "{}; {} ranks on {} node(s), {}; other nodes through {}; osc {}; thread level {}; passive-target progress: {}{}",
+      version, size_, nodes_, share_ ? "windows shared on each node" : "no shared windows (PLD_MPI_SHARED=0)",
+      messages_ ? "messages" : "RMA", osc_, thread_level_name(thread_level),
+      passive_progress_ ? "yes" : "no (every wait drives progress)",
       progress_setting_ == "auto"
           ? ""
           : fmt::format(" (PLD_MPI_PROGRESS={}; measured: {})", progress_setting_, measured_progress_ ? "yes" : "no"));

@@ -29,6 +29,8 @@
 namespace pld::detail {
 
 class MpiBackend;
+struct MessageHeader;                    // messages.cc
+enum class MessageKind : std::uint32_t;  // messages.cc
 
 /// The wait a rank was in when the call's first wait deadline or abort ended it, for the
 /// wait-for report at a deadline (the shm host reads every rank's live wait from its control
@@ -87,6 +89,8 @@ class MpiWindow final : public Backend, public NativeCollectives {
 
  private:
   friend class MpiBackend;
+  struct MessageHeader;                    // messages.cc
+  enum class MessageKind : std::uint32_t;  // messages.cc
   MpiWindow(MpiBackend& engine, MPI_Comm comm, const std::vector<int>& members);
   /// Rank of world rank `rank` in the window's group (throws for a non-member: a bug).
   int target(int rank, std::uint64_t offset, std::size_t bytes) const;
@@ -118,6 +122,7 @@ class MpiWindow final : public Backend, public NativeCollectives {
   WaitStatus canonical_allreduce(std::byte* data, std::size_t count, DType dtype, ReduceOp op, const WaitSite& site);
 
   MpiBackend& engine_;
+  std::uint64_t id_ = 0;     // the same on every member: names the window in messages
   MPI_Comm comm_;            // the domain's communicator (owned by MpiBackend)
   std::vector<int> target_;  // world rank -> rank in comm_, or -1
   MPI_Win win_ = MPI_WIN_NULL;
@@ -156,6 +161,8 @@ class MpiBackend final : public BackendProcess {
   }
   /// Number of nodes the job runs on.
   int nodes() const { return nodes_; }
+  /// Whether members on other nodes are reached by messages (messages.cc) rather than RMA.
+  bool messages() const { return messages_; }
   MPI_Comm comm() const { return comm_; }
   /// One line: library, ranks and nodes, osc component, thread level, progress.
   const std::string& description() const { return description_; }
@@ -184,7 +191,7 @@ class MpiBackend final : public BackendProcess {
   /// Frees every window, the communicators and the control window (collective; at exit).
   void release();
 
-  /// Every put and accumulate of this process is complete at its target.
+  /// Every put, accumulate and message of this process is complete at its target.
   void quiet();
   /// Makes this process's stores into its own windows visible to RMA, and RMA updates to its loads.
   void sync_local();
@@ -263,6 +270,29 @@ class MpiBackend final : public BackendProcess {
   friend class MpiWindow;
   MpiBackend();
   void map_nodes();
+  // messages.cc: members on other nodes through two-sided messages.
+  struct Send {
+    MPI_Request request = MPI_REQUEST_NULL;
+    std::vector<std::byte> buffer;
+  };
+  void open_messages();
+  void register_window(MpiWindow& w, std::uint64_t id);
+  void message_put(int rank, std::uint64_t window, std::uint64_t offset, const void* src, std::size_t bytes);
+  void message_add(int rank, std::uint64_t window, std::uint64_t offset, const void* src, std::size_t count,
+                   DType dtype);
+  void message_notify(int rank, std::uint64_t window, std::uint64_t offset, std::int32_t value, NotifyOp op);
+  void message_get(void* dst, int rank, std::uint64_t window, std::uint64_t offset, std::size_t bytes);
+  void send_data(int rank, std::uint64_t window, MessageKind kind, std::int32_t value, std::uint64_t offset,
+                 const void* src, std::size_t bytes);
+  void post(int rank, const void* header, std::size_t header_bytes, const void* payload, std::size_t payload_bytes);
+  void mark_written(int rank);
+  bool fence_locked(int skip);
+  void serve();
+  void reap_sends();
+  void apply(int source, const MessageHeader& h, const std::byte* payload);
+  std::byte* message_target(const MessageHeader& h, int source);
+  template <class Done>
+  bool drive(Done&& done);
   void open_control_window();
   void connect_peers();
   void probe_progress();
@@ -286,6 +316,17 @@ class MpiBackend final : public BackendProcess {
   bool share_ = true;                       // PLD_MPI_SHARED
   std::atomic<int> dirty_windows_{0};       // dirty_.size(), readable without the mutex
   std::atomic<bool> active_shared_{false};  // every window of the call is all_shared()
+  // messages.cc
+  std::string transport_setting_;  // PLD_MPI_TRANSPORT: auto, rma or messages
+  bool messages_ = false;
+  MPI_Comm message_comm_ = MPI_COMM_NULL;
+  std::vector<char> written_;          // per world rank: sent to since its last fence
+  std::vector<char> acked_;            // per world rank: its last fence is answered
+  std::atomic<int> written_count_{0};  // targets written since their last fence
+  std::map<std::uint64_t, MpiWindow*> by_id_;
+  std::vector<Send> sends_;  // outstanding sends and their buffers
+  std::vector<std::byte> inbox_;
+  int reply_tag_ = 2;
   MPI_Win control_ = MPI_WIN_NULL;
   std::int32_t* control_base_ = nullptr;
   std::map<std::vector<int>, MPI_Comm> comms_;                         // by member list; MPI_COMM_NULL outside it

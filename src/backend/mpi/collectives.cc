@@ -202,9 +202,13 @@ WaitStatus MpiWindow::native_run(const WaitSite& site, std::size_t steps, const 
     int done = 0;
     {  // post and test once under one hold of the mutex
       std::lock_guard lock(e.mutex_);
-      if (step == 0) e.sync_active();  // my earlier puts are complete at their targets, my stores public
+      if (step == 0) {  // my earlier puts are complete at their targets (applied there), my stores public
+        e.sync_active();
+        if (e.messages_) e.fence_locked(-1);
+      }
       e.check(start(step, comm, &request), site.what);
       e.check(MPI_Test(&request, &done, MPI_STATUS_IGNORE), site.what);
+      if (e.messages_) e.serve();  // peers may wait on this rank's messages before they get here
     }
     auto nap = std::chrono::microseconds(5);
     for (int round = 0; !done; ++round) {
@@ -227,6 +231,7 @@ WaitStatus MpiWindow::native_run(const WaitSite& site, std::size_t steps, const 
       }
       std::lock_guard lock(e.mutex_);
       e.check(MPI_Test(&request, &done, MPI_STATUS_IGNORE), site.what);
+      if (e.messages_) e.serve();
     }
     if (status == WaitStatus::Ok && after) after(step);
   }

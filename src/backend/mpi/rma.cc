@@ -55,6 +55,7 @@ void MpiWindow::put(int rank, std::uint64_t offset, const void* src, std::size_t
   const int t = target(rank, offset, bytes);
   if (std::byte* at = rank == engine_.rank_ ? heap_base(rank) + offset : shared_at(rank, offset))
     return bulk_copy(at, static_cast<const std::byte*>(src), bytes);
+  if (engine_.messages_) return engine_.message_put(rank, id_, offset, src, bytes);
   const MPI_Aint disp = static_cast<MPI_Aint>(offset - lo_);
   std::lock_guard lock(engine_.mutex_);
   for (std::size_t at = 0; at < bytes; at += kPiece) {
@@ -72,6 +73,7 @@ void MpiWindow::get(void* dst, int rank, std::uint64_t offset, std::size_t bytes
   const int t = target(rank, offset, bytes);
   if (const std::byte* at = rank == engine_.rank_ ? heap_base(rank) + offset : shared_at(rank, offset))
     return bulk_copy(static_cast<std::byte*>(dst), at, bytes);
+  if (engine_.messages_) return engine_.message_get(dst, rank, id_, offset, bytes);
   const MPI_Aint disp = static_cast<MPI_Aint>(offset - lo_);
   std::lock_guard lock(engine_.mutex_);
   for (std::size_t at = 0; at < bytes; at += kPiece) {
@@ -85,9 +87,11 @@ void MpiWindow::get(void* dst, int rank, std::uint64_t offset, std::size_t bytes
 
 void MpiWindow::atomic_add(int rank, std::uint64_t offset, const void* src, std::size_t count, DType dtype) {
   if (count == 0) return;
-  if (all_shared_) {
+  if (all_shared_ || engine_.messages_) {  // every add to a cell is a CPU atomic (at its owner, for messages)
     target(rank, offset, count * dtype_size(dtype));
-    return atomic_add_local(heap_base(rank) + offset, src, count, dtype);
+    if (std::byte* at = rank == engine_.rank_ ? heap_base(rank) + offset : shared_at(rank, offset))
+      return atomic_add_local(at, src, count, dtype);
+    return engine_.message_add(rank, id_, offset, src, count, dtype);
   }
   const MPI_Datatype type = mpi_type(dtype);
   if (type == MPI_DATATYPE_NULL) return fp16_add(rank, offset, src, count, dtype);

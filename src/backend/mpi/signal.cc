@@ -83,12 +83,17 @@ void MpiBackend::sync_active() {
 void MpiBackend::quiet() {
   std::lock_guard lock(mutex_);
   sync_active();
+  if (messages_) fence_locked(-1);  // false: the call is failing anyway (another rank failed)
 }
 
 void MpiWindow::notify(int rank, std::uint64_t offset, std::int32_t value, NotifyOp op) {
   const int t = target(rank, offset, sizeof value);
-  if (std::byte* at = shared_at(rank, offset)) {
-    if (engine_.dirty_windows_.load(std::memory_order_relaxed) > 0) engine_.quiet();
+  std::byte* at = shared_at(rank, offset);
+  if (!at && engine_.messages_ && rank == engine_.rank_) at = heap_base(rank) + offset;
+  if (at) {
+    if (engine_.dirty_windows_.load(std::memory_order_relaxed) > 0 ||
+        engine_.written_count_.load(std::memory_order_relaxed) > 0)
+      engine_.quiet();
     std::atomic_ref<std::int32_t> cell(*reinterpret_cast<std::int32_t*>(at));
     if (op == NotifyOp::Set)
       cell.exchange(value, std::memory_order_seq_cst);
@@ -96,6 +101,7 @@ void MpiWindow::notify(int rank, std::uint64_t offset, std::int32_t value, Notif
       cell.fetch_add(value, std::memory_order_seq_cst);
     return;
   }
+  if (engine_.messages_) return engine_.message_notify(rank, id_, offset, value, op);
   std::lock_guard lock(engine_.mutex_);
   engine_.sync_active();
   engine_.check(MPI_Accumulate(&value, 1, MPI_INT32_T, t, static_cast<MPI_Aint>(offset - lo_), 1, MPI_INT32_T,
@@ -107,6 +113,7 @@ void MpiWindow::notify(int rank, std::uint64_t offset, std::int32_t value, Notif
 void MpiBackend::progress() {
   std::unique_lock lock(mutex_, std::try_to_lock);
   if (!lock.owns_lock()) return;  // a thread inside MPI is making progress anyway
+  if (messages_) return serve();
   int flag = 0;
   MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, comm_, &flag, MPI_STATUS_IGNORE);
 }
@@ -205,8 +212,15 @@ bool MpiBackend::complete(MPI_Request& request, double limit) {
     {
       std::lock_guard lock(mutex_);
       MPI_Test(&request, &done, MPI_STATUS_IGNORE);
+      if (messages_) serve();  // a peer may be waiting on this rank's messages to get here
     }
-    if (done) return true;
+    if (done) {
+      if (messages_) {  // messages sent before a peer's part of the collective are here now too
+        std::lock_guard lock(mutex_);
+        serve();
+      }
+      return true;
+    }
     if (limit > 0 && Clock::now() > deadline) return false;
     // The peers usually need the core only briefly; without passive progress their RMA to this
     // rank also needs this loop's MPI_Test, so it never naps then (see wait).

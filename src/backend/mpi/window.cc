@@ -82,7 +82,16 @@ MpiWindow* MpiBackend::window(std::uint64_t owner, const std::vector<int>& membe
   if (comm_it->second == MPI_COMM_NULL) return nullptr;
 
   auto& slot = windows_[{owner, members, ordinal}];
-  if (!slot) slot.reset(new MpiWindow(*this, comm_it->second, members));
+  if (!slot) {
+    slot.reset(new MpiWindow(*this, comm_it->second, members));
+    // The window's name in messages: the same key on every member, hashed (FNV-1a).
+    std::uint64_t id = 1469598103934665603ull;
+    auto mix = [&id](std::uint64_t v) { id = (id ^ v) * 1099511628211ull; };
+    mix(owner);
+    mix(static_cast<std::uint64_t>(ordinal));
+    for (int m : members) mix(static_cast<std::uint64_t>(m));
+    register_window(*slot, id);
+  }
   MpiWindow& w = *slot;
   w.last_call_ = calls_;
   if (w.win_ != MPI_WIN_NULL && lo >= w.lo_ && hi <= w.lo_ + w.bytes_) return &w;
@@ -216,6 +225,7 @@ void MpiBackend::set_active(std::vector<MpiWindow*> windows) {
     log(LogLevel::Debug, LogSys::Init, "window of comm domain {{{}}} #{}: freed, unused for {} calls",
         fmt::join(members, ", "), ordinal, calls_ - w.last_call_);
     free_window(w);
+    by_id_.erase(w.id_);
     std::erase(dirty_, &w);
     dirty_windows_.store(static_cast<int>(dirty_.size()), std::memory_order_relaxed);
     it = windows_.erase(it);
@@ -243,6 +253,7 @@ void MpiBackend::release(std::uint64_t owner) {
       continue;
     }
     free_window(*it->second);
+    by_id_.erase(it->second->id_);
     std::erase(active_, it->second.get());
     std::erase(dirty_, it->second.get());
     dirty_windows_.store(static_cast<int>(dirty_.size()), std::memory_order_relaxed);
@@ -254,6 +265,8 @@ void MpiBackend::release() {
   std::lock_guard lock(mutex_);
   for (auto& [key, w] : windows_) free_window(*w);
   windows_.clear();
+  by_id_.clear();
+  if (message_comm_ != MPI_COMM_NULL) MPI_Comm_free(&message_comm_);
   active_.clear();
   dirty_.clear();
   dirty_windows_.store(0, std::memory_order_relaxed);

@@ -1,0 +1,306 @@
+// Messages: the mpi backend's path to members on other nodes where one-sided MPI needs the
+// target's progress anyway (osc/ucx over TCP: no passive-target progress). Each put, atomic add
+// and notify is one two-sided message on pld's message communicator, applied by the target when
+// it next drives progress (in every wait, collective and fence); a get is a request answered by
+// a reply straight into the caller's buffer. MPI delivers the messages of one sender to one
+// target in order (non-overtaking), so a notify is seen after the puts before it without any
+// round trip: put + notify cost one message each way instead of two flushes (round trips) per
+// notify. Round trips remain only where the contract needs them: a fence of the targets written
+// since the last one, before a notify to another target (release covers every target) and at
+// the end of a dispatch (quiet). The target applies atomics with CPU atomics, so they are atomic
+// with those of members on its node. docs/design/mpi-backend.md §4.9 has the measurements.
+#include "backend/atomic_add.h"
+#include "backend/mpi/backend.h"
+#include "core/settings.h"
+
+#include <pld/error.hpp>
+
+#include <fmt/format.h>
+
+#include <sched.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <climits>
+#include <cstring>
+
+namespace pld::detail {
+
+namespace {
+
+constexpr int kMessageTag = 1;              // every message; replies to gets use their own tags
+constexpr int kFirstReplyTag = 2;           // reply tags cycle through [2, 32767] (MPI_TAG_UB >= 32767)
+constexpr std::size_t kInlineBytes = 8192;  // payloads up to this travel inside the message
+constexpr std::size_t kPiece = 1u << 30;    // MPI counts are int: at most 1 GiB per message
+constexpr std::size_t kMaxSends = 4096;     // outstanding sends before a sender drives progress
+
+}  // namespace
+
+enum class MessageKind : std::uint32_t { Put = 1, Add, Notify, Get, Fence, FenceAck };
+
+struct MessageHeader {
+  MessageKind kind;
+  std::int32_t value;     // notify: the value; add: the dtype; get: the reply tag
+  std::uint64_t window;   // MpiWindow::id()
+  std::uint64_t offset;   // heap offset
+  std::uint64_t bytes;    // payload (put, add) or requested (get) bytes
+  std::uint32_t op;       // notify: NotifyOp
+  std::uint32_t inlined;  // the payload follows the header in the same message
+};
+
+namespace {
+using Kind = MessageKind;
+using Header = MessageHeader;
+}  // namespace
+
+void MpiBackend::open_messages() {
+  transport_setting_ = setting_string(Setting::MpiTransport);
+  if (transport_setting_ != "auto" && transport_setting_ != "rma" && transport_setting_ != "messages")
+    throw UsageError(
+        fmt::format("PLD_MPI_TRANSPORT='{}' is not a transport; use auto, rma or messages", transport_setting_));
+  messages_ = transport_setting_ == "messages" || (transport_setting_ == "auto" && !passive_progress_);
+  check(MPI_Comm_dup(comm_, &message_comm_), "MPI_Comm_dup (message communicator)");
+  MPI_Comm_set_errhandler(message_comm_, MPI_ERRORS_RETURN);
+  written_.assign(static_cast<std::size_t>(size_), 0);
+  acked_.assign(static_cast<std::size_t>(size_), 1);
+}
+
+void MpiBackend::register_window(MpiWindow& w, std::uint64_t id) {
+  w.id_ = id;
+  by_id_[id] = &w;
+}
+
+// Under the mutex: completed sends give their buffers back; past kMaxSends the caller waits.
+void MpiBackend::reap_sends() {
+  std::erase_if(sends_, [](Send& s) {
+    int done = 0;
+    MPI_Test(&s.request, &done, MPI_STATUS_IGNORE);
+    return done != 0;
+  });
+}
+
+// Under the mutex: serves incoming messages until done() (the caller's own requests), yielding
+// the core between rounds. Returns false when the job aborts first (another rank failed); fails
+// at the wait deadline.
+template <class Done>
+bool MpiBackend::drive(Done&& done) {
+  using Clock = std::chrono::steady_clock;
+  const auto deadline =
+      Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(wait_timeout_));
+  for (int round = 0;; ++round) {
+    serve();
+    if (done()) return true;
+    if (round % 64 == 63) {
+      if (aborting()) return false;
+      if (Clock::now() > deadline)
+        throw WaitTimeoutError(fmt::format(
+            "pld: rank {} waited {} s for a peer to take its messages (PLD_WAIT_TIMEOUT); the peer makes no "
+            "pld call (a wait, a collective or the end of its dispatch)",
+            rank_, wait_timeout_));
+    }
+    mutex_.unlock();
+    sched_yield();
+    mutex_.lock();
+  }
+}
+
+namespace {
+
+// The job aborts while a kernel's operation waits for a peer.
+[[noreturn]] void released(const char* what) {
+  throw AbortedError(fmt::format("pld: {} released because another rank failed", what));
+}
+
+}  // namespace
+
+void MpiBackend::post(int rank, const void* header, std::size_t header_bytes, const void* payload,
+                      std::size_t payload_bytes) {
+  Send& s = sends_.emplace_back();
+  s.buffer.resize(header_bytes + payload_bytes);
+  std::memcpy(s.buffer.data(), header, header_bytes);
+  if (payload_bytes) std::memcpy(s.buffer.data() + header_bytes, payload, payload_bytes);
+  check(MPI_Isend(s.buffer.data(), static_cast<int>(s.buffer.size()), MPI_BYTE, rank, kMessageTag, message_comm_,
+                  &s.request),
+        "MPI_Isend (message)");
+  if (sends_.size() > kMaxSends) reap_sends();
+}
+
+// Sends one put or add: the header with the payload inline, or the header and then the payload
+// straight from `src` (complete locally before returning, serving incoming messages meanwhile).
+void MpiBackend::send_data(int rank, std::uint64_t window, MessageKind kind, std::int32_t value, std::uint64_t offset,
+                           const void* src, std::size_t bytes) {
+  mark_written(rank);
+  const bool inlined = bytes <= kInlineBytes;
+  const Header h{kind, value, window, offset, bytes, 0, inlined ? 1u : 0u};
+  if (inlined) return post(rank, &h, sizeof h, src, bytes);
+  post(rank, &h, sizeof h, nullptr, 0);
+  std::vector<MPI_Request> pieces;
+  for (std::size_t at = 0; at < bytes; at += kPiece) {
+    MPI_Request& r = pieces.emplace_back();
+    check(MPI_Isend(static_cast<const std::byte*>(src) + at, static_cast<int>(std::min(kPiece, bytes - at)), MPI_BYTE,
+                    rank, kMessageTag, message_comm_, &r),
+          "MPI_Isend (message payload)");
+  }
+  const bool sent = drive([&] {
+    int done = 0;
+    MPI_Testall(static_cast<int>(pieces.size()), pieces.data(), &done, MPI_STATUSES_IGNORE);
+    return done != 0;
+  });
+  if (!sent) released(kind == Kind::Put ? "put" : "atomic add");
+}
+
+void MpiBackend::message_put(int rank, std::uint64_t window, std::uint64_t offset, const void* src, std::size_t bytes) {
+  std::lock_guard lock(mutex_);
+  send_data(rank, window, Kind::Put, 0, offset, src, bytes);
+}
+
+void MpiBackend::message_add(int rank, std::uint64_t window, std::uint64_t offset, const void* src, std::size_t count,
+                             DType dtype) {
+  std::lock_guard lock(mutex_);
+  send_data(rank, window, Kind::Add, static_cast<std::int32_t>(dtype), offset, src, count * dtype_size(dtype));
+}
+
+void MpiBackend::message_notify(int rank, std::uint64_t window, std::uint64_t offset, std::int32_t value, NotifyOp op) {
+  std::lock_guard lock(mutex_);
+  sync_active();
+  if (!fence_locked(rank)) released("notify");  // release: what went to other targets is there first
+  mark_written(rank);
+  const Header h{Kind::Notify, value, window, offset, sizeof value, static_cast<std::uint32_t>(op), 1};
+  post(rank, &h, sizeof h, nullptr, 0);
+}
+
+void MpiBackend::message_get(void* dst, int rank, std::uint64_t window, std::uint64_t offset, std::size_t bytes) {
+  std::lock_guard lock(mutex_);
+  std::vector<MPI_Request> pieces;
+  const int tag = reply_tag_;
+  reply_tag_ = reply_tag_ >= 32767 ? kFirstReplyTag : reply_tag_ + 1;
+  for (std::size_t at = 0; at < bytes; at += kPiece) {
+    MPI_Request& r = pieces.emplace_back();
+    check(MPI_Irecv(static_cast<std::byte*>(dst) + at, static_cast<int>(std::min(kPiece, bytes - at)), MPI_BYTE, rank,
+                    tag, message_comm_, &r),
+          "MPI_Irecv (get reply)");
+  }
+  const Header h{Kind::Get, tag, window, offset, bytes, 0, 0};
+  post(rank, &h, sizeof h, nullptr, 0);
+  const bool got = drive([&] {
+    int done = 0;
+    MPI_Testall(static_cast<int>(pieces.size()), pieces.data(), &done, MPI_STATUSES_IGNORE);
+    return done != 0;
+  });
+  if (!got) {
+    for (MPI_Request& r : pieces) {
+      MPI_Cancel(&r);
+      MPI_Request_free(&r);
+    }
+    released("get");
+  }
+}
+
+void MpiBackend::mark_written(int rank) {
+  if (written_[static_cast<std::size_t>(rank)]) return;
+  written_[static_cast<std::size_t>(rank)] = 1;
+  written_count_.fetch_add(1, std::memory_order_relaxed);
+}
+
+// Under the mutex: every target written since its last fence, except `skip`, has applied what
+// this rank sent it (a Fence message answered by a FenceAck). False when the job aborts first.
+bool MpiBackend::fence_locked(int skip) {
+  int asked = 0;
+  for (int r = 0; r < size_; ++r) {
+    if (r == skip || !written_[static_cast<std::size_t>(r)]) continue;
+    written_[static_cast<std::size_t>(r)] = 0;
+    written_count_.fetch_sub(1, std::memory_order_relaxed);
+    acked_[static_cast<std::size_t>(r)] = 0;
+    const Header h{Kind::Fence, 0, 0, 0, 0, 0, 0};
+    post(r, &h, sizeof h, nullptr, 0);
+    ++asked;
+  }
+  if (asked == 0) return true;
+  return drive([&] { return std::all_of(acked_.begin(), acked_.end(), [](char a) { return a != 0; }); });
+}
+
+// Under the mutex: applies every message that has arrived, in order per sender.
+void MpiBackend::serve() {
+  for (;;) {
+    int flag = 0;
+    MPI_Status st;
+    MPI_Iprobe(MPI_ANY_SOURCE, kMessageTag, message_comm_, &flag, &st);
+    if (!flag) break;
+    int n = 0;
+    MPI_Get_count(&st, MPI_BYTE, &n);
+    inbox_.resize(static_cast<std::size_t>(std::max(n, 1)));
+    MPI_Recv(inbox_.data(), n, MPI_BYTE, st.MPI_SOURCE, kMessageTag, message_comm_, MPI_STATUS_IGNORE);
+    Header h;
+    std::memcpy(&h, inbox_.data(), sizeof h);
+    apply(st.MPI_SOURCE, h, inbox_.data() + sizeof h);
+  }
+  reap_sends();
+}
+
+std::byte* MpiBackend::message_target(const Header& h, int source) {
+  const auto it = by_id_.find(h.window);
+  MpiWindow* w = it == by_id_.end() ? nullptr : it->second;
+  if (!w || !w->base_ || h.offset < w->lo_ || h.offset - w->lo_ + h.bytes > w->bytes_)
+    throw Error(
+        fmt::format("pld internal: a message from rank {} addresses heap offset {} (+{} bytes) outside "
+                    "every window of rank {}",
+                    source, h.offset, h.bytes, rank_));
+  return w->base_ + (h.offset - w->lo_);
+}
+
+void MpiBackend::apply(int source, const Header& h, const std::byte* payload) {
+  switch (h.kind) {
+    case Kind::Put:
+    case Kind::Add: {
+      std::byte* at = message_target(h, source);
+      std::vector<std::byte> staged;
+      if (!h.inlined) {  // the payload is the next message(s) of the same sender
+        std::byte* into = at;
+        if (h.kind == Kind::Add) {
+          staged.resize(h.bytes);
+          into = staged.data();
+        }
+        for (std::size_t off = 0; off < h.bytes; off += kPiece)
+          MPI_Recv(into + off, static_cast<int>(std::min<std::size_t>(kPiece, h.bytes - off)), MPI_BYTE, source,
+                   kMessageTag, message_comm_, MPI_STATUS_IGNORE);
+        payload = staged.empty() ? nullptr : staged.data();
+      }
+      if (h.kind == Kind::Put) {
+        if (h.inlined) std::memcpy(at, payload, h.bytes);
+      } else {
+        const auto dtype = static_cast<DType>(h.value);
+        atomic_add_local(at, payload, h.bytes / dtype_size(dtype), dtype);
+      }
+      return;
+    }
+    case Kind::Notify: {
+      std::atomic_ref<std::int32_t> cell(*reinterpret_cast<std::int32_t*>(message_target(h, source)));
+      if (static_cast<NotifyOp>(h.op) == NotifyOp::Set)
+        cell.exchange(h.value, std::memory_order_seq_cst);
+      else
+        cell.fetch_add(h.value, std::memory_order_seq_cst);
+      return;
+    }
+    case Kind::Get: {
+      const std::byte* at = message_target(h, source);
+      for (std::size_t off = 0; off < h.bytes; off += kPiece) {
+        Send& s = sends_.emplace_back();
+        check(MPI_Isend(at + off, static_cast<int>(std::min<std::size_t>(kPiece, h.bytes - off)), MPI_BYTE, source,
+                        h.value, message_comm_, &s.request),
+              "MPI_Isend (get reply)");
+      }
+      return;
+    }
+    case Kind::Fence: {
+      const Header ack{Kind::FenceAck, 0, 0, 0, 0, 0, 0};
+      post(source, &ack, sizeof ack, nullptr, 0);
+      return;
+    }
+    case Kind::FenceAck: acked_[static_cast<std::size_t>(source)] = 1; return;
+  }
+  throw Error(
+      fmt::format("pld internal: message of unknown kind {} from rank {}", static_cast<unsigned>(h.kind), source));
+}
+
+}  // namespace pld::detail
