@@ -47,7 +47,7 @@ class BackendProcess {
   virtual bool aborting() const { return false; }
 };
 
-/// Collectives that the backend's engine runs itself on a comm domain (mpi: MPI_Iallreduce & co.
+/// Collectives that the backend's engine runs itself on a comm domain (mpi: MPI_Ibarrier, MPI_Ialltoall & co.
 /// on the domain's communicator), for domains whose peers pld cannot reach as memory. Each call is
 /// collective over the domain's members and runs to completion; `site` names the collective and
 /// its signal (which the engine does not touch). Before the call this rank's earlier puts are

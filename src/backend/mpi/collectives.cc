@@ -1,6 +1,6 @@
-// The engine's own collectives (MPI_Ibarrier, MPI_Iallreduce, ...) for comm domains whose peers
+// The engine's own collectives (MPI_Ibarrier, MPI_Ialltoall, ...) for comm domains whose peers
 // pld cannot reach as memory: over TCP they are several times faster than pld's RMA schedules
-// (design §4.7). Each runs on a communicator of its own per signal buffer (collectives on
+// (design §4.8). Each runs on a communicator of its own per signal buffer (collectives on
 // different signals may run concurrently from different threads, and MPI matches collectives on
 // one communicator in the order each process posts them), duplicated from the domain's when a
 // call first uses the window. Every MPI call holds the process's MPI mutex, and completion is
@@ -36,26 +36,6 @@ constexpr std::size_t kPiece = 1u << 30;  // MPI counts are int: at most 1 GiB (
 // holds as much), and gather the whole vector from every rank up to P x this many bytes.
 constexpr std::size_t kNativePiece = 8u << 20;
 constexpr std::size_t kGatherMax = 1u << 20;
-
-bool floating(DType dtype) {
-  return dtype == DType::FP32 || dtype == DType::FP64 || dtype == DType::FP16 || dtype == DType::BF16;
-}
-
-// The MPI type of an integer dtype (their reductions are exact in any order).
-MPI_Datatype integer_type(DType dtype) {
-  switch (dtype) {
-    case DType::INT32: return MPI_INT32_T;
-    case DType::INT16: return MPI_INT16_T;
-    case DType::INT8: return MPI_INT8_T;
-    case DType::INT64: return MPI_INT64_T;
-    default: return MPI_UINT8_T;
-  }
-}
-
-MPI_Op mpi_op(ReduceOp op) {
-  constexpr MPI_Op kOps[4] = {MPI_SUM, MPI_MAX, MPI_MIN, MPI_PROD};
-  return kOps[static_cast<int>(op)];
-}
 
 // The calling thread's scratch of at least `bytes`, reused from call to call (a fresh block would
 // cost a zero-fill or page faults every call). abandon_scratch() leaves it to a collective still
@@ -256,32 +236,23 @@ WaitStatus MpiWindow::barrier(const WaitSite& site) {
   return native_run(site, 1, [](std::size_t, MPI_Comm comm, MPI_Request* r) { return MPI_Ibarrier(comm, r); });
 }
 
-// Integers: MPI_Iallreduce (exact in any order). Floating point: in pld's order, in pieces of at
-// most kNativePiece bytes (canonical_allreduce).
+// In pieces of at most kNativePiece bytes (canonical_allreduce).
 WaitStatus MpiWindow::allreduce(void* data, std::size_t count, DType dtype, ReduceOp op, const WaitSite& site) {
-  const std::size_t esz = dtype_size(dtype);
+  const std::size_t esz = dtype_size(dtype), per = kNativePiece / esz;
   auto* bytes = static_cast<std::byte*>(data);
-  if (floating(dtype)) {
-    const std::size_t per = kNativePiece / esz;
-    WaitStatus st = WaitStatus::Ok;
-    for (std::size_t at = 0; at < count && st == WaitStatus::Ok; at += per)
-      st = canonical_allreduce(bytes + at * esz, std::min(per, count - at), dtype, op, site);
-    return st;
-  }
-  const std::size_t per = kPiece / esz;
-  return native_run(site, pieces(count, per), [&](std::size_t i, MPI_Comm comm, MPI_Request* r) {
-    const int n = static_cast<int>(std::min(per, count - i * per));
-    return MPI_Iallreduce(MPI_IN_PLACE, bytes + i * per * esz, n, integer_type(dtype), mpi_op(op), comm, r);
-  });
+  WaitStatus st = WaitStatus::Ok;
+  for (std::size_t at = 0; at < count && st == WaitStatus::Ok; at += per)
+    st = canonical_allreduce(bytes + at * esz, std::min(per, count - at), dtype, op, site);
+  return st;
 }
 
-// MPI's reductions combine in an order of their own (and fp16 / bf16 have no MPI type), so
-// floating-point data moves through MPI and is reduced by pld's reduce(), every element over the
-// ranks in ascending order, accumulated in fp32 for fp16 / bf16 and rounded once: the bits of
-// pld's Mesh and TwoShot schedules. Small vectors (P x n up to kGatherMax) are gathered whole and
-// reduced on every rank: one exchange. Larger ones as TwoShot: rank r
-// receives segment r of every copy (MPI_Ialltoallv), reduces it, and MPI_Iallgatherv spreads the
-// segments.
+// MPI's reductions combine in an order of their own (and fp16 / bf16 have no MPI type), so the
+// data moves through MPI and is reduced by pld's reduce(), every element over the ranks in
+// ascending order, accumulated in fp32 for fp16 / bf16 and rounded once: the bits of pld's Mesh
+// and TwoShot schedules. Small vectors (P x n up to kGatherMax) are gathered whole and reduced on
+// every rank: one exchange (faster than MPI_Iallreduce too: over TCP at P = 2 an MPI_Iallgather of
+// 4 bytes took 8.7 us, MPI_Iallreduce 13 us). Larger ones as TwoShot: rank r receives segment r
+// of every copy (MPI_Ialltoallv), reduces it, and MPI_Iallgatherv spreads the segments.
 WaitStatus MpiWindow::canonical_allreduce(std::byte* data, std::size_t count, DType dtype, ReduceOp op,
                                           const WaitSite& site) {
   const int n = static_cast<int>(dirty_.size()), me = target_[static_cast<std::size_t>(engine_.rank_)];
