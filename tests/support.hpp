@@ -124,6 +124,14 @@ inline bool coll_rma() {
   return v && *v && std::strtoll(v, nullptr, 10) != 0;
 }
 
+/// Whether the collectives may run as MPI's own (the mpi backend, PLD_MPI_NATIVE_COLL not 0): a
+/// domain with a peer whose window is not load/store addressable does.
+inline bool native_collectives_allowed() {
+  if (launcher_world_size() == 0) return false;
+  const char* v = std::getenv("PLD_MPI_NATIVE_COLL");
+  return !(v && std::string(v) == "0");
+}
+
 /// A small non-negative integer pattern, exact in every dtype (int8 and bf16 included).
 template <class T>
 T pattern(std::int64_t rank, std::int64_t i) {

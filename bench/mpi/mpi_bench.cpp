@@ -32,10 +32,14 @@
 namespace {
 
 enum class Coll { Barrier, Allreduce, Broadcast, Allgather, ReduceScatter, AllToAll, AllToAllV, PingPong };
-const std::vector<std::pair<std::string, Coll>> kColls = {
-    {"barrier", Coll::Barrier},       {"allreduce", Coll::Allreduce},          {"broadcast", Coll::Broadcast},
-    {"allgather", Coll::Allgather},   {"reduce_scatter", Coll::ReduceScatter}, {"all_to_all", Coll::AllToAll},
-    {"all_to_all_v", Coll::AllToAllV}, {"pingpong", Coll::PingPong}};
+const std::vector<std::pair<std::string, Coll>> kColls = {{"barrier", Coll::Barrier},
+                                                          {"allreduce", Coll::Allreduce},
+                                                          {"broadcast", Coll::Broadcast},
+                                                          {"allgather", Coll::Allgather},
+                                                          {"reduce_scatter", Coll::ReduceScatter},
+                                                          {"all_to_all", Coll::AllToAll},
+                                                          {"all_to_all_v", Coll::AllToAllV},
+                                                          {"pingpong", Coll::PingPong}};
 
 struct Type {
   const char* name;
@@ -369,9 +373,9 @@ int main(int argc, char** argv) {
   for (const Row& r : rows) wrong_total += std::max<std::int64_t>(r.wrong, 0);
   if (me == 0) {
     const bool red = c == Coll::Allreduce || c == Coll::ReduceScatter;
-    const char* form = c == Coll::Allreduce ? (o.out_of_place ? " (out of place)" : " (MPI_IN_PLACE)")
-                       : c == Coll::PingPong  ? " (rank 0 <-> rank 1, time = half a round trip)"
-                                              : "";
+    const char* form = c == Coll::Allreduce  ? (o.out_of_place ? " (out of place)" : " (MPI_IN_PLACE)")
+                       : c == Coll::PingPong ? " (rank 0 <-> rank 1, time = half a round trip)"
+                                             : "";
     std::printf("# mpi_bench | %d ranks | %s%s\n#\n# %s\n", n, o.op.c_str(), form, o.op.c_str());
     std::printf("#       size         count      type   redop    root      time   algbw   busbw #wrong\n");
     std::printf("#        (B)    (elements)                                (us)  (GB/s)  (GB/s)       \n");

@@ -47,6 +47,38 @@ class BackendProcess {
   virtual bool aborting() const { return false; }
 };
 
+/// Collectives that the backend's engine runs itself on a comm domain (mpi: MPI_Ibarrier, MPI_Ialltoall & co.
+/// on the domain's communicator), for domains whose peers pld cannot reach as memory. Each call is
+/// collective over the domain's members and runs to completion; `site` names the collective and
+/// its signal (which the engine does not touch). Before the call this rank's earlier puts are
+/// complete at their targets; after it the result is in this rank's own window memory and every
+/// member's writes before the call are visible (as after a barrier). Pointers are this rank's own
+/// memory: its copy of a window buffer, or rank-local data. Returns Ok, or Timeout / Aborted
+/// as Backend::wait does (the collective is then abandoned on this rank).
+class NativeCollectives {
+ public:
+  virtual WaitStatus barrier(const WaitSite& site) = 0;
+  /// In place: `count` elements at `data` become op over every member's.
+  virtual WaitStatus allreduce(void* data, std::size_t count, DType dtype, ReduceOp op, const WaitSite& site) = 0;
+  /// `bytes` at `data` of member `root` (domain-local), on every member.
+  virtual WaitStatus broadcast(void* data, std::size_t bytes, int root, const WaitSite& site) = 0;
+  /// Row s of `target` ([P, row_bytes]) becomes member s's `local`.
+  virtual WaitStatus allgather(const void* local, void* target, std::size_t row_bytes, const WaitSite& site) = 0;
+  /// `target` is [P, count] on every member; row `me` becomes op over every member's row `me`,
+  /// the other rows stay as they are.
+  virtual WaitStatus reduce_scatter(void* target, std::size_t count, DType dtype, ReduceOp op,
+                                    const WaitSite& site) = 0;
+  /// Row s of `target` becomes row `me` of member s's `input` (both [P, row_bytes]).
+  virtual WaitStatus all_to_all(const void* input, void* target, std::size_t row_bytes, const WaitSite& site) = 0;
+  /// Blocks of `rows` rows of `row_bytes`: member s's send_counts[me] first rows of its block
+  /// `me` land in block s of `target`, send_counts[me] in recv_counts[s]; rows past a count stay.
+  virtual WaitStatus all_to_all_v(const void* input, void* target, std::size_t rows, std::size_t row_bytes,
+                                  const std::int32_t* send_counts, std::int32_t* recv_counts, const WaitSite& site) = 0;
+
+ protected:
+  ~NativeCollectives() = default;
+};
+
 class Backend : public BackendProcess {
  public:
   virtual const char* name() const = 0;
@@ -69,6 +101,12 @@ class Backend : public BackendProcess {
   /// the last value read.
   virtual WaitStatus wait(std::uint64_t offset, std::int32_t expected, WaitCmp cmp, const WaitSite& site,
                           std::int32_t* seen) = 0;
+
+  /// The engine's own collectives for calls on signal buffer `signal_buffer` of this domain, or
+  /// nullptr (shm, or where the engine's are not the better choice): pld's schedules run then.
+  /// `direct`: every member's window is load/store addressable here (pld's direct schedules
+  /// apply). Every member of the domain gets the same answer.
+  virtual NativeCollectives* native_collectives(std::uint32_t /*signal_buffer*/, bool /*direct*/) { return nullptr; }
 
   /// Diagnostics (src/debug), set in the rank process: this rank's operation history (read by
   /// the host's hang report) and, in debug mode (PLD_DEBUG), the shared state of the cross-rank

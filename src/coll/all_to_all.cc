@@ -5,6 +5,8 @@
 // into recv_counts[me] of rank p; the closing barrier publishes counts and rows together.
 #include "coll/checks.h"
 #include "coll/ll.h"
+#include "coll/native.h"
+#include "coll/peer.h"
 #include "coll/push.h"
 #include "debug/checks.h"
 
@@ -18,6 +20,9 @@ void coll_all_to_all(const LocalDesc& input, const WindowDesc* input_window, con
   collective_enter(d, signal, CollKind::AllToAll, target.shape.numel(),
                    [&] { return coll_call(CollKind::AllToAll, target, signal, core_num); });
   const std::size_t row_bytes = static_cast<std::size_t>(target.shape[1]) * dtype_size(target.dtype);
+  if (NativeCollectives* native = native_for(d, signal))
+    return native_done(native->all_to_all(input.data, own_at(d, target, 0), row_bytes, native_site(api, signal)), api,
+                       d);
   if (ll_rows_fit(d, signal, row_bytes)) return ll_rows(api, LLRows::AllToAll, d, input.data, target, signal);
   push_rows(api, d, target, signal, stride, core_num, Rows::PerPeer,
             [&](int p) { return input.data + static_cast<std::size_t>(p) * row_bytes; });
@@ -39,6 +44,12 @@ void coll_all_to_all_v(const LocalDesc& input, const WindowDesc* input_window, c
   check_send_counts(counts, n, max_recv);
   const std::size_t esz = dtype_size(target.dtype);
   const std::size_t block_bytes = static_cast<std::size_t>(max_recv * size) * esz;
+  if (NativeCollectives* native = native_for(d, signal))
+    return native_done(
+        native->all_to_all_v(input.data, own_at(d, target, 0), static_cast<std::size_t>(max_recv),
+                             static_cast<std::size_t>(size) * esz, counts,
+                             reinterpret_cast<std::int32_t*>(own_at(d, recv_counts, 0)), native_site(api, signal)),
+        api, d);
   if (ll_all_to_all_v_fits(d, signal, block_bytes))
     return ll_all_to_all_v(api, d, input.data, counts, target, recv_counts, signal);
   const std::uint64_t dst = static_cast<std::uint64_t>(me) * block_bytes;

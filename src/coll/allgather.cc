@@ -4,6 +4,8 @@
 // reading the row once for all peers.
 #include "coll/checks.h"
 #include "coll/ll.h"
+#include "coll/native.h"
+#include "coll/peer.h"
 #include "coll/push.h"
 #include "debug/checks.h"
 
@@ -17,6 +19,9 @@ void coll_allgather(const LocalDesc& local, const WindowDesc* local_window, cons
   collective_enter(d, signal, CollKind::Allgather, target.shape.numel(),
                    [&] { return coll_call(CollKind::Allgather, target, signal, core_num); });
   const std::size_t row_bytes = static_cast<std::size_t>(target.shape[1]) * dtype_size(target.dtype);
+  if (NativeCollectives* native = native_for(d, signal))
+    return native_done(native->allgather(local.data, own_at(d, target, 0), row_bytes, native_site(api, signal)), api,
+                       d);
   if (ll_rows_fit(d, signal, row_bytes)) return ll_rows(api, LLRows::Allgather, d, local.data, target, signal);
   push_rows(api, d, target, signal, stride, core_num, Rows::Same, [&](int) { return local.data; });
 }

@@ -19,6 +19,7 @@
 #include "coll/credit.h"
 #include "coll/lanes.h"
 #include "coll/ll.h"
+#include "coll/native.h"
 #include "coll/peer.h"
 #include "coll/tuning.h"
 #include "debug/checks.h"
@@ -134,6 +135,10 @@ void coll_allreduce(const WindowDesc& target, const WindowDesc& signal, const Al
     return coll_call(CollKind::Allreduce, target, signal, options.core_num, options.op, options.mode);
   });
   if (d.nranks() == 1 || count == 0) return;
+  if (NativeCollectives* native = native_for(d, signal))
+    return native_done(native->allreduce(own_at(d, target, 0), static_cast<std::size_t>(count), target.dtype,
+                                         options.op, native_site(api, signal)),
+                       api, d);
   const std::size_t esz = dtype_size(target.dtype);
   const std::uint64_t bytes = static_cast<std::uint64_t>(count) * esz;
   if (options.mode == AllreduceMode::Auto && options.core_num == 1 && ll_fits(d, signal, bytes))

@@ -4,6 +4,7 @@
 #include "coll/checks.h"
 #include "coll/credit.h"
 #include "coll/ll.h"
+#include "coll/native.h"
 #include "debug/checks.h"
 
 namespace pld::detail {
@@ -19,6 +20,8 @@ void coll_barrier(const WindowDesc& signal) {
     return call;
   });
   if (d.nranks() == 1) return;
+  if (NativeCollectives* native = native_for(d, signal))
+    return native_done(native->barrier(native_site(api, signal)), api, d);
   if (ll_barrier_fits(d, signal)) return ll_barrier(api, d, signal);
   CreditBarrier b(api, d, signal, 0);
   b.sync();

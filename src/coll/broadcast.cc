@@ -8,6 +8,7 @@
 #include "coll/checks.h"
 #include "coll/credit.h"
 #include "coll/ll.h"
+#include "coll/native.h"
 #include "coll/peer.h"
 #include "debug/checks.h"
 
@@ -25,6 +26,10 @@ void coll_broadcast(const WindowDesc& target, const WindowDesc& signal, int root
   });
   if (d.nranks() == 1 || count == 0) return;
   const std::size_t esz = dtype_size(target.dtype);
+  if (NativeCollectives* native = native_for(d, signal))
+    return native_done(
+        native->broadcast(own_at(d, target, 0), static_cast<std::size_t>(count) * esz, root, native_site(api, signal)),
+        api, d);
   if (ll_rows_fit(d, signal, static_cast<std::uint64_t>(count) * esz))
     return ll_broadcast(api, d, target, signal, root);
   // Every rank copies its 1/P share of the root's vector into every non-root rank, so all

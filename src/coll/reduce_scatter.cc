@@ -8,6 +8,7 @@
 #include "coll/checks.h"
 #include "coll/credit.h"
 #include "coll/ll.h"
+#include "coll/native.h"
 #include "coll/peer.h"
 #include "debug/checks.h"
 #include "reduce/reduce.h"
@@ -26,6 +27,10 @@ void coll_reduce_scatter(const WindowDesc& target, const WindowDesc& signal, Red
   if (d.nranks() == 1 || size == 0) return;
   const int n = d.nranks(), me = d.rank;
   const std::size_t esz = dtype_size(target.dtype);
+  if (NativeCollectives* native = native_for(d, signal))
+    return native_done(native->reduce_scatter(own_at(d, target, 0), static_cast<std::size_t>(size), target.dtype, op,
+                                              native_site(api, signal)),
+                       api, d);
   if (ll_rows_fit(d, signal, static_cast<std::uint64_t>(size) * esz))
     return ll_rows(api, LLRows::ReduceScatter, d, nullptr, target, signal, op);
   with_peers(api, d, [&](const auto& peers) {

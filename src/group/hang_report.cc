@@ -53,6 +53,12 @@ std::string join_ranks(const std::vector<int>& rs) {
   return out;
 }
 
+// A rank in the engine's own collective (the mpi backend's MPI_Iallreduce & co.): it waits on no
+// cell, only for every member of the domain to enter the same collective.
+bool in_engine_collective(const RankSnapshot& s) {
+  return s.offsets.size() == 0 && !s.what.empty();
+}
+
 // One expected writer of an awaited cell, and why pld thinks so.
 struct Writer {
   int rank;
@@ -66,6 +72,15 @@ struct Writer {
 std::vector<Writer> expected_writers(int a, const std::vector<RankSnapshot>& ranks, const HostSession& session) {
   const RankSnapshot& w = ranks[static_cast<std::size_t>(a)];
   std::vector<Writer> out;
+  if (in_engine_collective(w)) {  // the members not in a collective themselves
+    if (w.domain >= session.domains().size()) return out;
+    const DomainRecord& d = session.domain(w.domain);
+    for (int m : d.members)
+      if (m != a && m < static_cast<int>(ranks.size()) &&
+          ranks[static_cast<std::size_t>(m)].state != RankSnapshot::State::Waiting)
+        out.push_back({m, fmt::format("a member of comm domain {} that has not entered the collective", d.label)});
+    return out;
+  }
   if (w.writer >= 0) {
     out.push_back({w.writer, fmt::format("the {} protocol: that rank is the only one that raises this cell",
                                          w.what.empty() ? "collective" : w.what)});
@@ -185,6 +200,11 @@ std::string describe_op(const OpRecord& op, const HostSession& session) {
 }
 
 std::string describe_wait(const RankSnapshot& s, const HostSession& session) {
+  if (in_engine_collective(s))
+    return fmt::format(
+        "in {}, MPI's own collective on the domain of signal {} (which it does not use), waiting for "
+        "every member to enter it",
+        s.what, session.describe_buffer(s.domain, s.buffer));
   std::string t = fmt::format("waiting on signal {} offsets {} for value {} {}; the cell holds {}",
                               session.describe_buffer(s.domain, s.buffer), s.offsets.str(),
                               s.cmp == WaitCmp::Eq ? "==" : ">=", s.expected, s.value);
@@ -222,11 +242,15 @@ std::string describe_ranks(const std::vector<RankSnapshot>& ranks, const HostSes
       t += state_text(s.state);
     } else {
       g.cell[static_cast<std::size_t>(r)] =
-          fmt::format("{} {}", buffer_name(session, s.domain, s.buffer), s.offsets.str());
+          in_engine_collective(s) ? fmt::format("MPI's {} on {}", s.what, buffer_name(session, s.domain, s.buffer))
+                                  : fmt::format("{} {}", buffer_name(session, s.domain, s.buffer), s.offsets.str());
       t += describe_wait(s, session);
       auto& ws = g.writers[static_cast<std::size_t>(r)];
       ws = expected_writers(r, ranks, session);
-      if (ws.empty()) {
+      if (ws.empty() && in_engine_collective(s)) {
+        t += "\n      expected: every other member is in a collective too (different collectives, or a different "
+             "order?)";
+      } else if (ws.empty()) {
         t += fmt::format("\n      expected writer: unknown — no rank notified this cell in its last {} operations",
                          kOpHistory);
       }
@@ -290,7 +314,17 @@ std::string sink_verdict(const std::vector<RankSnapshot>& ranks, WaitGraph& g) {
       for (const Writer& w : g.writers[static_cast<std::size_t>(a)])
         if (w.rank == b) wrote |= w.wrote;
     const auto& bs = ranks[static_cast<std::size_t>(b)];
-    if (!wrote) {
+    const bool engine = std::all_of(waiters.begin(), waiters.end(),
+                                    [&](int a) { return in_engine_collective(ranks[static_cast<std::size_t>(a)]); });
+    if (engine) {
+      verdict += fmt::format(
+          "\nRank {} never entered the collective: rank{} {} wait{} for it in MPI's own {}, and it "
+          "is {}.",
+          b, waiters.size() > 1 ? "s" : "", join_ranks(waiters), waiters.size() > 1 ? "" : "s",
+          ranks[static_cast<std::size_t>(waiters[0])].what, state_text(bs.state));
+      if (bs.state == RankSnapshot::State::Idle)
+        verdict += " It finished its dispatches without calling it: look for a rank-dependent branch.";
+    } else if (!wrote) {
       verdict += fmt::format("\nRank {} never notified: rank{} {} wait{} for it, and it is {}.", b,
                              waiters.size() > 1 ? "s" : "", join_ranks(waiters), waiters.size() > 1 ? "" : "s",
                              state_text(bs.state));
@@ -329,7 +363,7 @@ std::string cell_verdict(const std::vector<RankSnapshot>& ranks, const WaitGraph
           "\nRank {} waits for == {} on {} but the cell already holds {}: a fast peer advanced "
           "past it; counters take WaitCmp::Ge.",
           a, s.expected, g.cell[a], s.value);
-    if (g.writers[a].empty())
+    if (g.writers[a].empty() && !in_engine_collective(s))
       verdict += fmt::format(
           "\nNo rank is known to write {} that rank {} waits on: check the peer and offsets of "
           "the notify meant for it.",

@@ -468,6 +468,54 @@ TEST_P(CollectivesLarge, PushCollectivesLargeRowsInt8) {
   push_large_rows<std::int8_t>(GetParam());
 }
 
+// Reductions of tens of MiB: more than one step of the engine's collectives under the mpi backend
+// (8 MiB per step, in TwoShot's segments above P x 1 MiB) and pld's schedules elsewhere.
+// Each rank makes its data and checks its result itself (no host tensors of this size).
+void big_reductions(DistributedTensor<float> v, DistributedTensor<float> rows, DistributedTensor<std::int32_t> sig,
+                    Tensor<std::int64_t> wrong) {
+  auto ctx = get_comm_ctx(v);
+  const int me = rank(ctx), p = nranks(ctx);
+  const Index n = v.shape()[0], m = rows.shape()[1];
+  std::vector<float> buf(static_cast<std::size_t>(std::max<Index>(n, p * m)));
+  for (Index i = 0; i < n; ++i) buf[static_cast<std::size_t>(i)] = static_cast<float>((i * 7 + me * 3) % 13);
+  tensor::put(v, me, Tensor<float>(buf.data(), {n}));
+  tensor::allreduce(v, sig);
+  tensor::get(Tensor<float>(buf.data(), {n}), me, v);
+  std::int64_t bad = 0;
+  for (Index i = 0; i < n; ++i) {
+    float expect = 0;
+    for (int r = 0; r < p; ++r) expect += static_cast<float>((i * 7 + r * 3) % 13);
+    bad += buf[static_cast<std::size_t>(i)] != expect;
+  }
+  for (Index q = 0; q < p; ++q)
+    for (Index i = 0; i < m; ++i) buf[static_cast<std::size_t>(q * m + i)] = static_cast<float>((i * 5 + q + me) % 11);
+  tensor::put(rows, me, Tensor<float>(buf.data(), {p, m}));
+  tensor::reduce_scatter(rows, sig, {.op = ReduceOp::Max});
+  tensor::get(Tensor<float>(buf.data(), {1, m}), me, rows, {0, 0}, {me, 0}, {1, m});
+  for (Index i = 0; i < m; ++i) {
+    float expect = 0;
+    for (int r = 0; r < p; ++r) expect = std::max(expect, static_cast<float>((i * 5 + me + r) % 11));
+    bad += buf[static_cast<std::size_t>(i)] != expect;
+  }
+  wrong(0) = bad;
+}
+
+TEST_P(CollectivesLarge, ReductionsOfTensOfMiB) {
+  const int p = GetParam();
+  PLD_REQUIRE_RANKS(p);
+  const Index n = 9 * (Index{1} << 20) + 3, m = 5 * (Index{1} << 20) + 7;
+  auto wrong = HostTensor<std::int64_t>::full({p, 1}, -1);
+  DistributedConfig config = ranks(p);
+  config.heap_bytes = 160ull << 20;
+  run(config, [&](Host& h) {
+    auto v = h.window<float>(h.alloc_window_buffer({n}, DType::FP32, "v"), {n});
+    auto rows = h.window<float>(h.alloc_window_buffer({p, m}, DType::FP32, "rows"), {p, m});
+    auto sig = h.window<std::int32_t>(h.alloc_window_buffer({p}, DType::INT32, "sig"), {p});
+    for (int r = 0; r < p; ++r) h.dispatch(r, big_reductions, v, rows, sig, wrong[r]);
+  });
+  for (int r = 0; r < p; ++r) EXPECT_EQ(wrong(r, 0), 0) << "P=" << p << " rank " << r;
+}
+
 INSTANTIATE_TEST_SUITE_P(P, Collectives, ::testing::ValuesIn(types_and_ranks(AllTypes{}, rank_counts())),
                          type_and_ranks_name);
 INSTANTIATE_TEST_SUITE_P(P, CollectivesLarge, ::testing::ValuesIn(rank_counts(2, 3)), rank_count_name);

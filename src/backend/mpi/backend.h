@@ -49,7 +49,7 @@ struct MpiWaitRecord {
 /// One comm domain's window: the heap offsets [lo, lo + bytes) of every member, where the
 /// domain's buffers lie. Ranks in calls are world ranks; the window translates them to ranks of
 /// the domain's communicator.
-class MpiWindow final : public Backend {
+class MpiWindow final : public Backend, public NativeCollectives {
  public:
   MpiWindow(const MpiWindow&) = delete;
   MpiWindow& operator=(const MpiWindow&) = delete;
@@ -70,6 +70,17 @@ class MpiWindow final : public Backend {
   void progress() override;
   void acquire() override;
   bool aborting() const override;
+  NativeCollectives* native_collectives(std::uint32_t signal_buffer, bool direct) override;
+
+  // The engine's collectives on the domain's communicator (collectives.cc).
+  WaitStatus barrier(const WaitSite& site) override;
+  WaitStatus allreduce(void* data, std::size_t count, DType dtype, ReduceOp op, const WaitSite& site) override;
+  WaitStatus broadcast(void* data, std::size_t bytes, int root, const WaitSite& site) override;
+  WaitStatus allgather(const void* local, void* target, std::size_t row_bytes, const WaitSite& site) override;
+  WaitStatus reduce_scatter(void* target, std::size_t count, DType dtype, ReduceOp op, const WaitSite& site) override;
+  WaitStatus all_to_all(const void* input, void* target, std::size_t row_bytes, const WaitSite& site) override;
+  WaitStatus all_to_all_v(const void* input, void* target, std::size_t rows, std::size_t row_bytes,
+                          const std::int32_t* send_counts, std::int32_t* recv_counts, const WaitSite& site) override;
 
   std::uint64_t lo() const { return lo_; }
   std::uint64_t bytes() const { return bytes_; }
@@ -90,6 +101,25 @@ class MpiWindow final : public Backend {
     std::byte* base = shared_[static_cast<std::size_t>(rank)];
     return base ? base + (offset - lo_) : nullptr;
   }
+  /// Whether any member's heap is not load/store addressable from this process.
+  bool has_remote_peers() const;
+  /// The communicators of the engine's collectives, one per signal buffer id below
+  /// kNativeChannels (collectives on different signals may run concurrently, so each needs its
+  /// own communicator: MPI matches collectives on one communicator in posting order).
+  void open_native_channels();
+  void close_native_channels();
+  MPI_Comm native_comm(const WaitSite& site) const;
+  /// One step of an engine collective: posts it with `start(step, comm, &request)` (under the MPI
+  /// mutex; returns the MPI error code).
+  using NativeStep = std::function<int(std::size_t step, MPI_Comm comm, MPI_Request* request)>;
+  /// Runs `steps` nonblocking collectives on the signal's communicator one after the other, each
+  /// tested with yields until it completes, the job aborts or the wait deadline passes (then the
+  /// wait is recorded for the report, and the communicator is never used again); `after(step)`
+  /// runs (outside the MPI mutex) once a step has completed.
+  WaitStatus native_run(const WaitSite& site, std::size_t steps, const NativeStep& start,
+                        const std::function<void(std::size_t)>& after = {});
+  /// A floating-point allreduce of at most kNativePiece bytes, in pld's order (collectives.cc).
+  WaitStatus canonical_allreduce(std::byte* data, std::size_t count, DType dtype, ReduceOp op, const WaitSite& site);
 
   MpiBackend& engine_;
   std::uint64_t id_ = 0;     // the same on every member: names the window in messages
@@ -108,8 +138,13 @@ class MpiWindow final : public Backend {
   std::uint64_t lo_ = 0, bytes_ = 0;
   std::vector<char> dirty_;  // per target: puts/accumulates not yet flushed to it
   int dirty_count_ = 0;
-  std::uint64_t last_call_ = 0;  // MpiBackend's call count when a call last used the window
+  std::uint64_t last_call_ = 0;         // MpiBackend's call count when a call last used the window
+  std::vector<MPI_Comm> native_;        // by signal buffer id (collectives.cc); empty: none
+  std::vector<char> native_abandoned_;  // a collective left pending on it (a deadline or abort)
 };
+
+/// Signal buffer ids of a domain whose collectives can take the engine's own (a communicator each).
+inline constexpr std::uint32_t kNativeChannels = 16;
 
 class MpiBackend final : public BackendProcess {
  public:
@@ -213,6 +248,17 @@ class MpiBackend final : public BackendProcess {
     text.resize(static_cast<std::size_t>(len));
     broadcast(text.data(), static_cast<int>(len), MPI_CHAR, root);
   }
+  /// PLD_MPI_NATIVE_COLL: 0 (never the engine's collectives), 1 (always, also where peers are
+  /// addressable) or -1 (auto: where some peer is not). Throws UsageError for a malformed value.
+  static int native_mode();
+  /// Opens the engine collectives' communicators of the call's windows that lack them
+  /// (collective, in set_active's window order) — again after a failed call has closed them.
+  void open_native();
+  /// Closes every window's engine-collective communicators: after a failed call a collective may
+  /// still be pending on one of them on some process, so none is used again (every process
+  /// learns of the failure and does this).
+  void close_native();
+
   /// Turns a failed MPI call into a pld::Error naming it.
   void check(int rc, const char* what) const;
 

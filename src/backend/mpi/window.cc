@@ -234,9 +234,11 @@ void MpiBackend::set_active(std::vector<MpiWindow*> windows) {
     dirty_windows_.store(static_cast<int>(dirty_.size()), std::memory_order_relaxed);
     it = windows_.erase(it);
   }
+  open_native();  // collectives.cc
 }
 
 void MpiBackend::free_window(MpiWindow& w) {
+  w.close_native_channels();
   if (w.win_ == MPI_WIN_NULL) return;
   MPI_Win_unlock_all(w.win_);
   MPI_Win_free(&w.win_);

@@ -32,6 +32,7 @@ MpiGroup::MpiGroup(const GroupOptions& options) : options_(options), backend_(&M
   if (sync != "merge" && sync != "none")
     throw UsageError(fmt::format("PLD_MPI_HOST_SYNC='{}' is not a mode; use merge or none", sync));
   merge_ = sync == "merge";
+  MpiBackend::native_mode();  // a malformed PLD_MPI_NATIVE_COLL fails here, on every process
   if (debug_checks() && backend_->rank() == 0)
     log(LogLevel::Warn, LogSys::Debug,
         "PLD_DEBUG under the mpi backend: only the per-rank checks (window views) run; "

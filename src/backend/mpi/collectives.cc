@@ -1,0 +1,426 @@
+// The engine's own collectives (MPI_Ibarrier, MPI_Ialltoall, ...) for comm domains whose peers
+// pld cannot reach as memory: over TCP they are several times faster than pld's RMA schedules
+// (design §4.8). Each runs on a communicator of its own per signal buffer (collectives on
+// different signals may run concurrently from different threads, and MPI matches collectives on
+// one communicator in the order each process posts them), duplicated from the domain's when a
+// call first uses the window. Every MPI call holds the process's MPI mutex, and completion is
+// tested with yields rather than waited for (ranks may outnumber cores), watching the job's abort
+// word and the wait deadline. A collective that a deadline or an abort ended stays pending in
+// MPI: its communicator is never used again (the failed call closes every window's).
+// Reductions keep pld's order and rounding (canonical_allreduce), so they give the bits of pld's
+// own schedules.
+#include "backend/mpi/backend.h"
+#include "core/settings.h"
+#include "reduce/reduce.h"
+
+#include <pld/error.hpp>
+
+#include <fmt/format.h>
+
+#include <sched.h>
+
+#include <algorithm>
+#include <chrono>
+#include <climits>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <thread>
+
+namespace pld::detail {
+
+namespace {
+
+constexpr std::size_t kPiece = 1u << 30;  // MPI counts are int: at most 1 GiB (or 1 Gi elements) per call
+// Floating-point reductions move at most this many bytes of the vector per step (their scratch
+// holds as much), and gather the whole vector from every rank up to P x this many bytes.
+constexpr std::size_t kNativePiece = 8u << 20;
+constexpr std::size_t kGatherMax = 1u << 20;
+
+// The calling thread's scratch of at least `bytes`, reused from call to call (a fresh block would
+// cost a zero-fill or page faults every call). abandon_scratch() leaves it to a collective still
+// pending in MPI.
+struct ThreadScratch {
+  std::unique_ptr<std::byte[]> block;
+  std::size_t bytes = 0;
+};
+thread_local ThreadScratch t_scratch;
+
+std::byte* scratch(std::size_t bytes) {
+  if (t_scratch.bytes < bytes) {
+    t_scratch.block.reset(new std::byte[bytes]);
+    t_scratch.bytes = bytes;
+  }
+  return t_scratch.block.get();
+}
+
+void abandon_scratch() {
+  (void)t_scratch.block.release();
+  t_scratch.bytes = 0;
+}
+
+// dst = op over the `n` rows of `rows` bytes at `scratch`, in rank order (pld's reduction order).
+void reduce_rows(std::byte* dst, const std::byte* scratch, int n, std::size_t rows, std::size_t count, DType dtype,
+                 ReduceOp op) {
+  std::vector<const void*> srcs(static_cast<std::size_t>(n));
+  for (int r = 0; r < n; ++r) srcs[static_cast<std::size_t>(r)] = scratch + static_cast<std::size_t>(r) * rows;
+  reduce(dst, srcs.data(), n, count, dtype, op);
+}
+
+// A committed type of `bytes` bytes with extent `bytes`, for blocks above INT_MAX bytes (under the
+// MPI mutex): 1 GiB pieces, then the rest.
+MPI_Datatype bytes_type(std::size_t bytes) {
+  MPI_Datatype piece, pieces, rest, out;
+  MPI_Type_contiguous(static_cast<int>(kPiece), MPI_BYTE, &piece);
+  MPI_Type_contiguous(static_cast<int>(bytes / kPiece), piece, &pieces);
+  MPI_Type_contiguous(static_cast<int>(bytes % kPiece), MPI_BYTE, &rest);
+  int lengths[2] = {1, 1};
+  MPI_Aint displs[2] = {0, static_cast<MPI_Aint>(bytes / kPiece * kPiece)};
+  MPI_Datatype types[2] = {pieces, rest};
+  MPI_Type_create_struct(2, lengths, displs, types, &out);
+  MPI_Type_commit(&out);
+  MPI_Type_free(&piece);
+  MPI_Type_free(&pieces);
+  MPI_Type_free(&rest);
+  return out;
+}
+
+// `count` units of `type` that hold `bytes` bytes: MPI_BYTE up to INT_MAX, else one bytes_type.
+struct Block {
+  MPI_Datatype type = MPI_BYTE;
+  int count = 0;
+};
+
+Block block_of(std::size_t bytes, std::mutex& mutex) {
+  if (bytes <= INT_MAX) return {MPI_BYTE, static_cast<int>(bytes)};
+  std::lock_guard lock(mutex);
+  return {bytes_type(bytes), 1};
+}
+
+std::size_t pieces(std::size_t n, std::size_t per) {
+  return (n + per - 1) / per;
+}
+
+}  // namespace
+
+int MpiBackend::native_mode() {
+  static const int mode = [] {
+    const std::string v = setting_string(Setting::MpiNativeColl);
+    if (v == "auto") return -1;
+    if (v == "0" || v == "1") return v == "1" ? 1 : 0;
+    throw UsageError(fmt::format("PLD_MPI_NATIVE_COLL='{}' is not a mode; use auto, 0 or 1", v));
+  }();
+  return mode;
+}
+
+bool MpiWindow::has_remote_peers() const {
+  for (std::size_t r = 0; r < target_.size(); ++r)
+    if (target_[r] >= 0 && heap_base(static_cast<int>(r)) == nullptr) return true;
+  return false;
+}
+
+// One duplicate at a time, completed with yields: a blocking MPI_Comm_dup busy-polls (where
+// passive progress turned yield_when_idle off it would starve the ranks it waits for when ranks
+// outnumber cores), and several outstanding MPI_Comm_idup on one communicator were seen to hang
+// Open MPI 4.1 (their context-id agreements interleave differently on different ranks).
+void MpiWindow::open_native_channels() {
+  native_.assign(kNativeChannels, MPI_COMM_NULL);
+  native_abandoned_.assign(kNativeChannels, 0);
+  for (MPI_Comm& c : native_) {
+    MPI_Request request;
+    engine_.check(MPI_Comm_idup(comm_, &c, &request), "MPI_Comm_idup (engine collectives)");
+    for (int done = 0; !done;) {
+      engine_.check(MPI_Test(&request, &done, MPI_STATUS_IGNORE), "MPI_Comm_idup (engine collectives)");
+      if (!done) sched_yield();
+    }
+  }
+}
+
+void MpiWindow::close_native_channels() {
+  // A communicator with a collective still pending is dropped, not freed (MPI may still refer to it).
+  for (std::size_t i = 0; i < native_.size(); ++i)
+    if (native_[i] != MPI_COMM_NULL && !native_abandoned_[i]) MPI_Comm_free(&native_[i]);
+  native_.clear();
+  native_abandoned_.clear();
+}
+
+// Under the mutex (set_active): the call's kernels have not started.
+void MpiBackend::open_native() {
+  const int mode = native_mode();
+  if (mode == 0) return;
+  for (MpiWindow* w : active_)
+    if (w->native_.empty() && w->dirty_.size() > 1 && (mode == 1 || w->has_remote_peers())) w->open_native_channels();
+}
+
+void MpiBackend::close_native() {
+  std::lock_guard lock(mutex_);
+  for (auto& [key, w] : windows_) w->close_native_channels();
+}
+
+NativeCollectives* MpiWindow::native_collectives(std::uint32_t signal_buffer, bool direct) {
+  if (signal_buffer >= native_.size() || (direct && MpiBackend::native_mode() != 1)) return nullptr;
+  return this;
+}
+
+MPI_Comm MpiWindow::native_comm(const WaitSite& site) const {
+  if (site.buffer >= native_.size())
+    throw Error(
+        fmt::format("pld internal: {} on signal buffer #{} has no engine communicator", site.what, site.buffer));
+  return native_[site.buffer];
+}
+
+WaitStatus MpiWindow::native_run(const WaitSite& site, std::size_t steps, const NativeStep& start,
+                                 const std::function<void(std::size_t)>& after) {
+  using Clock = std::chrono::steady_clock;
+  MpiBackend& e = engine_;
+  const MPI_Comm comm = native_comm(site);
+  const auto deadline =
+      Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(e.wait_timeout_));
+  WaitStatus status = WaitStatus::Ok;
+  for (std::size_t step = 0; step < steps && status == WaitStatus::Ok; ++step) {
+    MPI_Request request = MPI_REQUEST_NULL;
+    int done = 0;
+    {  // post and test once under one hold of the mutex
+      std::lock_guard lock(e.mutex_);
+      if (step == 0) {  // my earlier puts are complete at their targets (applied there), my stores public
+        e.sync_active();
+        if (e.messages_) e.fence_locked(-1);
+      }
+      e.check(start(step, comm, &request), site.what);
+      e.check(MPI_Test(&request, &done, MPI_STATUS_IGNORE), site.what);
+      if (e.messages_) e.serve();  // peers may wait on this rank's messages before they get here
+    }
+    auto nap = std::chrono::microseconds(5);
+    for (int round = 0; !done; ++round) {
+      if (round >= e.wait_spin_) {  // PLD_WAIT_SPIN polls first, as a wait (0 when oversubscribed)
+        if (e.aborting()) {
+          status = WaitStatus::Aborted;
+          break;
+        }
+        if (Clock::now() >= deadline) {
+          status = WaitStatus::Timeout;
+          break;
+        }
+        // As MpiBackend::complete: never nap without passive progress (peers' RMA needs this loop).
+        if (round < 256 || !e.passive_progress_) {
+          sched_yield();
+        } else {
+          std::this_thread::sleep_for(nap);
+          nap = std::min(nap * 2, std::chrono::microseconds(200));
+        }
+      }
+      std::lock_guard lock(e.mutex_);
+      e.check(MPI_Test(&request, &done, MPI_STATUS_IGNORE), site.what);
+      if (e.messages_ && (done || round % 8 == 7)) e.serve();  // not every poll: each is a progress call
+    }
+    if (status == WaitStatus::Ok && after) after(step);
+  }
+  if (status != WaitStatus::Ok) {  // abandoned: record it for the report, never reuse the communicator
+    std::lock_guard lock(e.mutex_);
+    native_abandoned_[site.buffer] = 1;
+    if (!e.ended_wait_.valid) {
+      MpiWaitRecord w;  // no cell: offsets stay empty
+      w.valid = true;
+      w.domain = site.domain;
+      w.buffer = site.buffer;
+      std::snprintf(w.what, sizeof w.what, "%s", site.what ? site.what : "collective");
+      e.ended_wait_ = w;
+    }
+    return status;
+  }
+  e.sync_local();  // every member's writes before the call are visible to my loads
+  return status;
+}
+
+WaitStatus MpiWindow::barrier(const WaitSite& site) {
+  return native_run(site, 1, [](std::size_t, MPI_Comm comm, MPI_Request* r) { return MPI_Ibarrier(comm, r); });
+}
+
+// In pieces of at most kNativePiece bytes (canonical_allreduce).
+WaitStatus MpiWindow::allreduce(void* data, std::size_t count, DType dtype, ReduceOp op, const WaitSite& site) {
+  const std::size_t esz = dtype_size(dtype), per = kNativePiece / esz;
+  auto* bytes = static_cast<std::byte*>(data);
+  WaitStatus st = WaitStatus::Ok;
+  for (std::size_t at = 0; at < count && st == WaitStatus::Ok; at += per)
+    st = canonical_allreduce(bytes + at * esz, std::min(per, count - at), dtype, op, site);
+  return st;
+}
+
+// MPI's reductions combine in an order of their own (and fp16 / bf16 have no MPI type), so the
+// data moves through MPI and is reduced by pld's reduce(), every element over the ranks in
+// ascending order, accumulated in fp32 for fp16 / bf16 and rounded once: the bits of pld's Mesh
+// and TwoShot schedules. Small vectors (P x n up to kGatherMax) are gathered whole and reduced on
+// every rank: one exchange (faster than MPI_Iallreduce too: over TCP at P = 2 an MPI_Iallgather of
+// 4 bytes took 8.7 us, MPI_Iallreduce 13 us). Larger ones as TwoShot: rank r receives segment r
+// of every copy (MPI_Ialltoallv), reduces it, and MPI_Iallgatherv spreads the segments.
+WaitStatus MpiWindow::canonical_allreduce(std::byte* data, std::size_t count, DType dtype, ReduceOp op,
+                                          const WaitSite& site) {
+  const int n = static_cast<int>(dirty_.size()), me = target_[static_cast<std::size_t>(engine_.rank_)];
+  const std::size_t esz = dtype_size(dtype), bytes = count * esz, ranks = static_cast<std::size_t>(n);
+  struct Scratch {  // kept if the call is abandoned (MPI may still use it)
+    std::byte* rows = nullptr;
+    std::vector<int> count, displ, mine, at;
+  };
+  auto s = std::make_unique<Scratch>();
+  WaitStatus st;
+  if (bytes * ranks <= kGatherMax) {
+    s->rows = scratch(bytes * ranks);
+    st = native_run(
+        site, 1,
+        [&](std::size_t, MPI_Comm comm, MPI_Request* r) {
+          return MPI_Iallgather(data, static_cast<int>(bytes), MPI_BYTE, s->rows, static_cast<int>(bytes), MPI_BYTE,
+                                comm, r);
+        },
+        [&](std::size_t) { reduce_rows(data, s->rows, n, bytes, count, dtype, op); });
+  } else {
+    for (std::size_t r = 0; r <= ranks; ++r) s->displ.push_back(static_cast<int>(count * r / ranks * esz));
+    for (std::size_t r = 0; r < ranks; ++r) s->count.push_back(s->displ[r + 1] - s->displ[r]);
+    const int seg = s->count[static_cast<std::size_t>(me)];
+    s->mine.assign(ranks, seg);
+    for (std::size_t r = 0; r < ranks; ++r) s->at.push_back(static_cast<int>(r) * seg);
+    s->rows = scratch(static_cast<std::size_t>(seg) * ranks);
+    st = native_run(
+        site, 2,
+        [&](std::size_t step, MPI_Comm comm, MPI_Request* r) {
+          if (step == 0)
+            return MPI_Ialltoallv(data, s->count.data(), s->displ.data(), MPI_BYTE, s->rows, s->mine.data(),
+                                  s->at.data(), MPI_BYTE, comm, r);
+          return MPI_Iallgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, data, s->count.data(), s->displ.data(), MPI_BYTE,
+                                 comm, r);
+        },
+        [&](std::size_t step) {
+          if (step == 0)
+            reduce_rows(data + s->displ[static_cast<std::size_t>(me)], s->rows, n, static_cast<std::size_t>(seg),
+                        static_cast<std::size_t>(seg) / esz, dtype, op);
+        });
+  }
+  if (st != WaitStatus::Ok) {
+    (void)s.release();
+    abandon_scratch();
+  }
+  return st;
+}
+
+WaitStatus MpiWindow::broadcast(void* data, std::size_t bytes, int root, const WaitSite& site) {
+  return native_run(site, pieces(bytes, kPiece), [&](std::size_t i, MPI_Comm comm, MPI_Request* r) {
+    const int n = static_cast<int>(std::min(kPiece, bytes - i * kPiece));
+    return MPI_Ibcast(static_cast<std::byte*>(data) + i * kPiece, n, MPI_BYTE, root, comm, r);
+  });
+}
+
+WaitStatus MpiWindow::allgather(const void* local, void* target, std::size_t row_bytes, const WaitSite& site) {
+  if (row_bytes == 0) return WaitStatus::Ok;
+  const Block b = block_of(row_bytes, engine_.mutex_);
+  const WaitStatus st = native_run(site, 1, [&](std::size_t, MPI_Comm comm, MPI_Request* r) {
+    return MPI_Iallgather(local, b.count, b.type, target, b.count, b.type, comm, r);
+  });
+  if (st == WaitStatus::Ok && b.type != MPI_BYTE) {  // an abandoned call keeps its type
+    std::lock_guard lock(engine_.mutex_);
+    MPI_Datatype t = b.type;
+    MPI_Type_free(&t);
+  }
+  return st;
+}
+
+WaitStatus MpiWindow::all_to_all(const void* input, void* target, std::size_t row_bytes, const WaitSite& site) {
+  if (row_bytes == 0) return WaitStatus::Ok;
+  const Block b = block_of(row_bytes, engine_.mutex_);
+  const WaitStatus st = native_run(site, 1, [&](std::size_t, MPI_Comm comm, MPI_Request* r) {
+    return MPI_Ialltoall(input, b.count, b.type, target, b.count, b.type, comm, r);
+  });
+  if (st == WaitStatus::Ok && b.type != MPI_BYTE) {
+    std::lock_guard lock(engine_.mutex_);
+    MPI_Datatype t = b.type;
+    MPI_Type_free(&t);
+  }
+  return st;
+}
+
+// Every dtype in pld's order (see canonical_allreduce): rank r receives row r of every copy
+// (MPI_Ialltoall) and reduces them into its row r, in pieces of columns of at most kNativePiece
+// bytes over all ranks; a piece narrower than the row is sent with a type whose extent is the row.
+WaitStatus MpiWindow::reduce_scatter(void* target, std::size_t count, DType dtype, ReduceOp op, const WaitSite& site) {
+  const int n = static_cast<int>(dirty_.size()), me = target_[static_cast<std::size_t>(engine_.rank_)];
+  const std::size_t esz = dtype_size(dtype), row = count * esz, ranks = static_cast<std::size_t>(n);
+  const std::size_t per = std::max<std::size_t>(1, kNativePiece / ranks / esz), steps = pieces(count, per);
+  auto* data = static_cast<std::byte*>(target);
+  std::byte* rows_in = scratch(std::min(per, count) * esz * ranks);
+  MPI_Datatype piece = MPI_DATATYPE_NULL;
+  const WaitStatus st = native_run(
+      site, steps,
+      [&](std::size_t i, MPI_Comm comm, MPI_Request* r) {
+        const std::size_t len = std::min(per, count - i * per) * esz;
+        if (steps == 1)
+          return MPI_Ialltoall(data, static_cast<int>(row), MPI_BYTE, rows_in, static_cast<int>(row), MPI_BYTE, comm,
+                               r);
+        if (piece != MPI_DATATYPE_NULL) MPI_Type_free(&piece);
+        MPI_Datatype bytes;
+        MPI_Type_contiguous(static_cast<int>(len), MPI_BYTE, &bytes);
+        MPI_Type_create_resized(bytes, 0, static_cast<MPI_Aint>(row), &piece);
+        MPI_Type_commit(&piece);
+        MPI_Type_free(&bytes);
+        return MPI_Ialltoall(data + i * per * esz, 1, piece, rows_in, static_cast<int>(len), MPI_BYTE, comm, r);
+      },
+      [&](std::size_t i) {
+        const std::size_t len = std::min(per, count - i * per);
+        reduce_rows(data + static_cast<std::size_t>(me) * row + i * per * esz, rows_in, n, len * esz, len, dtype, op);
+      });
+  if (st != WaitStatus::Ok) {
+    abandon_scratch();
+    return st;
+  }
+  if (piece != MPI_DATATYPE_NULL) {
+    std::lock_guard lock(engine_.mutex_);
+    MPI_Type_free(&piece);
+  }
+  return st;
+}
+
+// The counts first (MPI_Ialltoall), then the rows (MPI_Ialltoallv), in bytes where every
+// displacement fits an int, else in rows of a row type.
+WaitStatus MpiWindow::all_to_all_v(const void* input, void* target, std::size_t rows, std::size_t row_bytes,
+                                   const std::int32_t* send_counts, std::int32_t* recv_counts, const WaitSite& site) {
+  const int n = static_cast<int>(dirty_.size());
+  const std::size_t block = rows * row_bytes;
+  const bool in_bytes = block * static_cast<std::size_t>(n) <= INT_MAX;
+  if (!in_bytes && rows * static_cast<std::size_t>(n) > INT_MAX)
+    throw Error(
+        fmt::format("{}: {} rows per rank block x {} ranks exceed MPI's int displacements", site.what, rows, n));
+  struct Arrays {  // kept if the call is abandoned (MPI may still read them)
+    std::vector<int> scount, sdispl, rcount, rdispl;
+  };
+  auto a = std::make_unique<Arrays>();
+  for (auto* v : {&a->scount, &a->sdispl, &a->rcount, &a->rdispl}) v->assign(static_cast<std::size_t>(n), 0);
+  MPI_Datatype row_type = MPI_BYTE;
+  if (!in_bytes && row_bytes > 0) {
+    std::lock_guard lock(engine_.mutex_);
+    if (row_bytes <= INT_MAX) {
+      MPI_Type_contiguous(static_cast<int>(row_bytes), MPI_BYTE, &row_type);
+      MPI_Type_commit(&row_type);
+    } else {
+      row_type = bytes_type(row_bytes);
+    }
+  }
+  const std::size_t unit = in_bytes ? row_bytes : 1;  // what one count of row_type holds, in rows x unit
+  const WaitStatus st = native_run(site, 2, [&](std::size_t step, MPI_Comm comm, MPI_Request* r) {
+    if (step == 0) return MPI_Ialltoall(send_counts, 1, MPI_INT32_T, recv_counts, 1, MPI_INT32_T, comm, r);
+    for (std::size_t p = 0; p < static_cast<std::size_t>(n); ++p) {
+      a->scount[p] = static_cast<int>(static_cast<std::size_t>(send_counts[p]) * unit);
+      a->rcount[p] = static_cast<int>(static_cast<std::size_t>(recv_counts[p]) * unit);
+      a->sdispl[p] = a->rdispl[p] = static_cast<int>(p * rows * unit);
+    }
+    return MPI_Ialltoallv(input, a->scount.data(), a->sdispl.data(), row_type, target, a->rcount.data(),
+                          a->rdispl.data(), row_type, comm, r);
+  });
+  if (st != WaitStatus::Ok) {
+    (void)a.release();
+    return st;
+  }
+  if (row_type != MPI_BYTE) {
+    std::lock_guard lock(engine_.mutex_);
+    MPI_Type_free(&row_type);
+  }
+  return st;
+}
+
+}  // namespace pld::detail
