@@ -11,7 +11,7 @@
 //            pingpong: MPI_Send + MPI_Recv between ranks 0 and 1 (the others only join the
 //            barriers), time = half a round trip (the one-way latency pld-bench's p2p put faces)
 //
-// Built by bench/compare_mpi.sh, bench/mpi_backend.sh and bench/mpi_compare.sh with mpicxx (not
+// Built by bench/compare_mpi.sh and bench/mpi_compare.sh with mpicxx (not
 // part of the CMake build). Prints nccl-tests
 // columns; -J writes JSON in pld-bench's schema with the column group "mpi".
 #include <mpi.h>

@@ -1,6 +1,6 @@
 // The engine's own collectives (MPI_Ibarrier, MPI_Ialltoall, ...) for comm domains whose peers
 // pld cannot reach as memory: over TCP they are several times faster than pld's RMA schedules
-// (design §4.8). Each runs on a communicator of its own per signal buffer (collectives on
+// (design §4.9). Each runs on a communicator of its own per signal buffer (collectives on
 // different signals may run concurrently from different threads, and MPI matches collectives on
 // one communicator in the order each process posts them), duplicated from the domain's when a
 // call first uses the window. Every MPI call holds the process's MPI mutex, and completion is

@@ -8,7 +8,7 @@
 // notify. Round trips remain only where the contract needs them: a fence of the targets written
 // since the last one, before a notify to another target (release covers every target) and at
 // the end of a dispatch (quiet). The target applies atomics with CPU atomics, so they are atomic
-// with those of members on its node. docs/design/mpi-backend.md §4.9 has the measurements.
+// with those of members on its node. docs/design/mpi-backend.md §4.10 explains it.
 #include "backend/atomic_add.h"
 #include "backend/mpi/backend.h"
 #include "core/settings.h"

@@ -54,6 +54,22 @@ extern "C" void on_sigterm(int sig) {
   raise(sig);
 }
 
+// The wait as the deadline report and the SIGUSR1 snapshot show it.
+MpiWaitRecord wait_record(const WaitSite& site, WaitCmp cmp, std::int32_t expected, std::int32_t value,
+                          std::uint64_t offset) {
+  MpiWaitRecord w{.valid = true,
+                  .domain = site.domain,
+                  .buffer = site.buffer,
+                  .offsets = site.offsets ? *site.offsets : Dims{},
+                  .cmp = cmp,
+                  .expected = expected,
+                  .value = value,
+                  .offset = offset,
+                  .writer = site.writer};
+  if (site.what) std::snprintf(w.what, sizeof w.what, "%s", site.what);
+  return w;
+}
+
 }  // namespace
 
 void install_termination_report() {
@@ -128,19 +144,7 @@ WaitStatus MpiWindow::wait(std::uint64_t offset, std::int32_t expected, WaitCmp 
   auto nap = std::chrono::microseconds(10);
   WaitStatus status = WaitStatus::Ok;
   std::int32_t v = cell.load(std::memory_order_acquire);
-  auto record = [&] {
-    MpiWaitRecord w{.valid = true,
-                    .domain = site.domain,
-                    .buffer = site.buffer,
-                    .offsets = site.offsets ? *site.offsets : Dims{},
-                    .cmp = cmp,
-                    .expected = expected,
-                    .value = v,
-                    .offset = offset,
-                    .writer = site.writer};
-    if (site.what) std::snprintf(w.what, sizeof w.what, "%s", site.what);
-    return w;
-  };
+  auto record = [&] { return wait_record(site, cmp, expected, v, offset); };
   for (std::int64_t round = 0; !satisfied(v, expected, cmp); ++round) {
     if (!e.passive_progress_ || round % 64 == 63) progress();
     if (round >= e.wait_spin_) {
