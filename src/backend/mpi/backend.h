@@ -300,6 +300,8 @@ class MpiBackend final : public BackendProcess {
   bool complete(MPI_Request& request, double limit);
   /// Under the mutex: MPI_Win_sync of every active window; then every flush owed.
   void sync_active();
+  /// Under the mutex: MPI_Win_sync of every active window (a fence where no window is RMA'd).
+  void sync_windows();
   void flush_dirty();
   void allocate(MpiWindow& w, std::uint64_t lo, std::uint64_t bytes, bool keep);
   /// MPI_Win_allocate, or for a window with members on this node the shared allocation (and,

@@ -188,7 +188,6 @@ WaitStatus MpiWindow::native_run(const WaitSite& site, std::size_t steps, const 
       }
       e.check(start(step, comm, &request), site.what);
       e.check(MPI_Test(&request, &done, MPI_STATUS_IGNORE), site.what);
-      if (e.messages_) e.serve();  // peers may wait on this rank's messages before they get here
     }
     auto nap = std::chrono::microseconds(5);
     for (int round = 0; !done; ++round) {
@@ -211,7 +210,11 @@ WaitStatus MpiWindow::native_run(const WaitSite& site, std::size_t steps, const 
       }
       std::lock_guard lock(e.mutex_);
       e.check(MPI_Test(&request, &done, MPI_STATUS_IGNORE), site.what);
-      if (e.messages_ && (done || round % 8 == 7)) e.serve();  // not every poll: each is a progress call
+      // Peers may wait on this rank's messages (a fence, a get) before they get here. Not on every
+      // poll, nor at the start or the end: each serve is another progress call on the critical
+      // path, and a peer's messages before its part of the call are applied here already (it
+      // fenced them first).
+      if (e.messages_ && !done && round % 8 == 7) e.serve();
     }
     if (status == WaitStatus::Ok && after) after(step);
   }

@@ -92,8 +92,15 @@ void MpiBackend::flush_dirty() {
 }
 
 void MpiBackend::sync_active() {
-  for (MpiWindow* w : active_) MPI_Win_sync(w->win_);
+  sync_windows();
   flush_dirty();
+}
+
+// With messages no window is accessed through MPI RMA (other nodes by messages, this node by
+// loads and stores): a fence orders this rank's memory accesses.
+void MpiBackend::sync_windows() {
+  if (messages_) return std::atomic_thread_fence(std::memory_order_seq_cst);
+  for (MpiWindow* w : active_) MPI_Win_sync(w->win_);
 }
 
 void MpiBackend::quiet() {

@@ -285,7 +285,7 @@ void MpiBackend::release() {
 
 void MpiBackend::sync_local() {
   std::lock_guard lock(mutex_);
-  for (MpiWindow* w : active_) MPI_Win_sync(w->win_);
+  sync_windows();
 }
 
 }  // namespace pld::detail
