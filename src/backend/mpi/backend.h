@@ -120,6 +120,9 @@ class MpiWindow final : public Backend, public NativeCollectives {
                         const std::function<void(std::size_t)>& after = {});
   /// A floating-point allreduce of at most kNativePiece bytes, in pld's order (collectives.cc).
   WaitStatus canonical_allreduce(std::byte* data, std::size_t count, DType dtype, ReduceOp op, const WaitSite& site);
+  /// all_to_all_v of small blocks: each row count travels in front of its block, one exchange.
+  WaitStatus packed_all_to_all_v(const void* input, void* target, std::size_t rows, std::size_t row_bytes,
+                                 const std::int32_t* send_counts, std::int32_t* recv_counts, const WaitSite& site);
 
   MpiBackend& engine_;
   std::uint64_t id_ = 0;     // the same on every member: names the window in messages

@@ -36,6 +36,9 @@ constexpr std::size_t kPiece = 1u << 30;  // MPI counts are int: at most 1 GiB (
 // holds as much), and gather the whole vector from every rank up to P x this many bytes.
 constexpr std::size_t kNativePiece = 8u << 20;
 constexpr std::size_t kGatherMax = 1u << 20;
+// all_to_all_v with P x (count + block) up to this many bytes: one MPI_Ialltoall of the blocks
+// with their counts in front (padding to the largest block costs less than a second exchange).
+constexpr std::size_t kPackedMax = 64u << 10;
 
 // The calling thread's scratch of at least `bytes`, reused from call to call (a fresh block would
 // cost a zero-fill or page faults every call). abandon_scratch() leaves it to a collective still
@@ -385,6 +388,8 @@ WaitStatus MpiWindow::all_to_all_v(const void* input, void* target, std::size_t 
                                    const std::int32_t* send_counts, std::int32_t* recv_counts, const WaitSite& site) {
   const int n = static_cast<int>(dirty_.size());
   const std::size_t block = rows * row_bytes;
+  if ((block + sizeof(std::int64_t)) * static_cast<std::size_t>(n) <= kPackedMax)
+    return packed_all_to_all_v(input, target, rows, row_bytes, send_counts, recv_counts, site);
   const bool in_bytes = block * static_cast<std::size_t>(n) <= INT_MAX;
   if (!in_bytes && rows * static_cast<std::size_t>(n) > INT_MAX)
     throw Error(
@@ -422,6 +427,37 @@ WaitStatus MpiWindow::all_to_all_v(const void* input, void* target, std::size_t 
   if (row_type != MPI_BYTE) {
     std::lock_guard lock(engine_.mutex_);
     MPI_Type_free(&row_type);
+  }
+  return st;
+}
+
+WaitStatus MpiWindow::packed_all_to_all_v(const void* input, void* target, std::size_t rows, std::size_t row_bytes,
+                                          const std::int32_t* send_counts, std::int32_t* recv_counts,
+                                          const WaitSite& site) {
+  const auto n = static_cast<std::size_t>(dirty_.size());
+  const std::size_t block = rows * row_bytes, stride = sizeof(std::int64_t) + (block + 7) / 8 * 8;
+  auto send = std::make_unique<std::vector<std::byte>>(stride * n);  // kept if the call is abandoned
+  auto recv = std::make_unique<std::vector<std::byte>>(stride * n);
+  for (std::size_t p = 0; p < n; ++p) {
+    std::byte* at = send->data() + p * stride;
+    std::memcpy(at, &send_counts[p], sizeof(std::int32_t));
+    const std::size_t bytes = static_cast<std::size_t>(send_counts[p]) * row_bytes;
+    if (bytes) std::memcpy(at + sizeof(std::int64_t), static_cast<const std::byte*>(input) + p * block, bytes);
+  }
+  const WaitStatus st = native_run(site, 1, [&](std::size_t, MPI_Comm comm, MPI_Request* r) {
+    return MPI_Ialltoall(send->data(), static_cast<int>(stride), MPI_BYTE, recv->data(), static_cast<int>(stride),
+                         MPI_BYTE, comm, r);
+  });
+  if (st != WaitStatus::Ok) {
+    (void)send.release();
+    (void)recv.release();
+    return st;
+  }
+  for (std::size_t p = 0; p < n; ++p) {
+    const std::byte* at = recv->data() + p * stride;
+    std::memcpy(&recv_counts[p], at, sizeof(std::int32_t));
+    const std::size_t bytes = static_cast<std::size_t>(recv_counts[p]) * row_bytes;
+    if (bytes) std::memcpy(static_cast<std::byte*>(target) + p * block, at + sizeof(std::int64_t), bytes);
   }
   return st;
 }
