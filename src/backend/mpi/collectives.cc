@@ -36,6 +36,11 @@ constexpr std::size_t kPiece = 1u << 30;  // MPI counts are int: at most 1 GiB (
 // holds as much), and gather the whole vector from every rank up to P x this many bytes.
 constexpr std::size_t kNativePiece = 8u << 20;
 constexpr std::size_t kGatherMax = 1u << 20;
+// ...while the bytes it moves beyond TwoShot's, (P - 1) n - 2 (P - 1) n / P per rank, stay within
+// this (about what a second exchange costs over TCP: at P = 4 across two nodes a 32 KiB allreduce
+// took 102 us gathered and 141 us as TwoShot, a 64 KiB one 247 us gathered and 161 us as TwoShot;
+// at P = 2 both move the same bytes and gathering always wins).
+constexpr std::size_t kGatherExtra = 64u << 10;
 // all_to_all_v with P x (count + block) up to this many bytes: one MPI_Ialltoall of the blocks
 // with their counts in front (padding to the largest block costs less than a second exchange).
 constexpr std::size_t kPackedMax = 64u << 10;
@@ -255,7 +260,7 @@ WaitStatus MpiWindow::allreduce(void* data, std::size_t count, DType dtype, Redu
 // MPI's reductions combine in an order of their own (and fp16 / bf16 have no MPI type), so the
 // data moves through MPI and is reduced by pld's reduce(), every element over the ranks in
 // ascending order, accumulated in fp32 for fp16 / bf16 and rounded once: the bits of pld's Mesh
-// and TwoShot schedules. Small vectors (P x n up to kGatherMax) are gathered whole and reduced on
+// and TwoShot schedules. Small vectors (kGatherMax, kGatherExtra) are gathered whole and reduced on
 // every rank: one exchange (faster than MPI_Iallreduce too: over TCP at P = 2 an MPI_Iallgather of
 // 4 bytes took 8.7 us, MPI_Iallreduce 13 us). Larger ones as TwoShot: rank r receives segment r
 // of every copy (MPI_Ialltoallv), reduces it, and MPI_Iallgatherv spreads the segments.
@@ -269,7 +274,7 @@ WaitStatus MpiWindow::canonical_allreduce(std::byte* data, std::size_t count, DT
   };
   auto s = std::make_unique<Scratch>();
   WaitStatus st;
-  if (bytes * ranks <= kGatherMax) {
+  if (bytes * ranks <= kGatherMax && (ranks - 1) * bytes * (ranks - 2) <= kGatherExtra * ranks) {
     s->rows = scratch(bytes * ranks);
     st = native_run(
         site, 1,
