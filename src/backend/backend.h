@@ -107,6 +107,8 @@ class Backend : public BackendProcess {
   /// `direct`: every member's window is load/store addressable here (pld's direct schedules
   /// apply). Every member of the domain gets the same answer.
   virtual NativeCollectives* native_collectives(std::uint32_t /*signal_buffer*/, bool /*direct*/) { return nullptr; }
+  /// Whether native_collectives() may return anything: false spares every collective the call.
+  bool offers_native = false;
 
   /// Diagnostics (src/debug), set in the rank process: this rank's operation history (read by
   /// the host's hang report) and, in debug mode (PLD_DEBUG), the shared state of the cross-rank

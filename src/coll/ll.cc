@@ -121,8 +121,8 @@ bool has_channel(const DomainState& d, const WindowDesc& signal) {
 }
 
 // Heap offset of the channel of the signal's buffer (the same on every member).
-std::uint64_t channel_of(const DomainState& d, const WindowDesc& signal) {
-  return d.buffers[static_cast<std::size_t>(coll_state(d).ll_staging)].offset +
+std::uint64_t channel_of(const DomainState& d, const CollDomainState& s, const WindowDesc& signal) {
+  return d.buffers[static_cast<std::size_t>(s.ll_staging)].offset +
          signal.ref.buffer * ll_channel_bytes(static_cast<std::uint64_t>(d.nranks()));
 }
 
@@ -185,14 +185,16 @@ namespace {
 class LLCall {
  public:
   LLCall(const char* api, const DomainState& d, const WindowDesc& signal, std::size_t bytes)
+      : LLCall(api, d, coll_state(d), signal, bytes) {}
+  LLCall(const char* api, const DomainState& d, CollDomainState& state, const WindowDesc& signal, std::size_t bytes)
       : api_(api),
         d_(d),
         signal_(signal),
         bytes_(bytes),
         words_(static_cast<int>((bytes + 3) / 4)),
-        epoch_(++coll_state(d).ll_epochs[signal.ref.buffer]),
+        epoch_(++state.ll_epochs[signal.ref.buffer]),
         parity_(static_cast<int>(epoch_ & 1)),
-        channel_(channel_of(d, signal)) {}
+        channel_(channel_of(d, state, signal)) {}
 
   void pack(const std::byte* data) {
     for (int i = 0; i < words_; ++i) {

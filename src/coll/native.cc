@@ -8,7 +8,7 @@
 
 namespace pld::detail {
 
-NativeCollectives* native_for(const DomainState& d, const WindowDesc& signal) {
+NativeCollectives* native_lookup(const DomainState& d, const WindowDesc& signal) {
   if (d.nranks() == 1) return nullptr;
   return d.backend->native_collectives(signal.ref.buffer, coll_state(d).direct);
 }

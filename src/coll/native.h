@@ -14,9 +14,14 @@
 
 namespace pld::detail {
 
+/// native_for() where the backend offers the engine's collectives (native.cc).
+NativeCollectives* native_lookup(const DomainState& d, const WindowDesc& signal);
+
 /// The engine's collectives for a call on `signal` in domain `d` (more than one member), or
-/// nullptr: pld's schedules run.
-NativeCollectives* native_for(const DomainState& d, const WindowDesc& signal);
+/// nullptr: pld's schedules run. Inline: on shm it is one load per collective.
+inline NativeCollectives* native_for(const DomainState& d, const WindowDesc& signal) {
+  return d.backend->offers_native ? native_lookup(d, signal) : nullptr;
+}
 
 /// What a rank in the engine's collective `api` on `signal` is in, for the deadline report.
 inline WaitSite native_site(const char* api, const WindowDesc& signal) {

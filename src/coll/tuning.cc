@@ -4,16 +4,13 @@
 
 namespace pld::detail {
 
-const CollTuning& coll_tuning() {
-  static const CollTuning tuning = [] {
-    CollTuning t;
-    t.allreduce_ll_max = std::min<std::uint64_t>(setting_bytes(Setting::AllreduceLLMax), kLLMaxBytes);
-    t.coll_ll_max = std::min<std::uint64_t>(setting_bytes(Setting::CollLLMax), kLLMaxBytes);
-    t.mesh_max_bytes = setting_bytes(Setting::AllreduceMeshMax);
-    t.reproducible = setting_int(Setting::Reproducible) != 0;
-    return t;
-  }();
-  return tuning;
+CollTuning read_coll_tuning() {
+  CollTuning t;
+  t.allreduce_ll_max = std::min<std::uint64_t>(setting_bytes(Setting::AllreduceLLMax), kLLMaxBytes);
+  t.coll_ll_max = std::min<std::uint64_t>(setting_bytes(Setting::CollLLMax), kLLMaxBytes);
+  t.mesh_max_bytes = setting_bytes(Setting::AllreduceMeshMax);
+  t.reproducible = setting_int(Setting::Reproducible) != 0;
+  return t;
 }
 
 bool coll_rma_forced() {

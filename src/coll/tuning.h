@@ -70,8 +70,14 @@ struct CollTuning {
   bool reproducible;               // PLD_REPRODUCIBLE
 };
 
-/// The settings above, read once per process (by its first collective that needs one).
-const CollTuning& coll_tuning();
+/// The settings above, read from the registry (coll_tuning() caches them once per process).
+CollTuning read_coll_tuning();
+/// The settings above, read once per process (by its first collective that needs one). Inline:
+/// every small collective reads it.
+inline const CollTuning& coll_tuning() {
+  static const CollTuning tuning = read_coll_tuning();
+  return tuning;
+}
 
 /// PLD_COLL_RMA != 0: run the RMA schedules even where peers' windows are memory. Read once per
 /// process, by its first collective.

@@ -31,6 +31,7 @@ MpiWindow::MpiWindow(MpiBackend& engine, MPI_Comm comm, const std::vector<int>& 
   dirty_.assign(members.size(), 0);
   shared_.assign(static_cast<std::size_t>(engine.world_size()), nullptr);
   op_history = &engine.history_;
+  offers_native = true;
 }
 
 int MpiWindow::world_size() const {
