@@ -17,6 +17,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -120,6 +121,10 @@ class MpiWindow final : public Backend, public NativeCollectives {
                         const std::function<void(std::size_t)>& after = {});
   /// A floating-point allreduce of at most kNativePiece bytes, in pld's order (collectives.cc).
   WaitStatus canonical_allreduce(std::byte* data, std::size_t count, DType dtype, ReduceOp op, const WaitSite& site);
+  /// An MPI collective of MPI_Iallgather's and MPI_Ialltoall's signature over blocks of `row_bytes`.
+  using BlockCall = int (*)(const void*, int, MPI_Datatype, void*, int, MPI_Datatype, MPI_Comm, MPI_Request*);
+  WaitStatus block_exchange(BlockCall call, const void* input, void* target, std::size_t row_bytes,
+                            const WaitSite& site);
   /// all_to_all_v of small blocks: each row count travels in front of its block, one exchange.
   WaitStatus packed_all_to_all_v(const void* input, void* target, std::size_t rows, std::size_t row_bytes,
                                  const std::int32_t* send_counts, std::int32_t* recv_counts, const WaitSite& site);
@@ -329,7 +334,7 @@ class MpiBackend final : public BackendProcess {
   std::vector<char> acked_;            // per world rank: its last fence is answered
   std::atomic<int> written_count_{0};  // targets written since their last fence
   std::map<std::uint64_t, MpiWindow*> by_id_;
-  std::vector<Send> sends_;  // outstanding sends and their buffers
+  std::deque<Send> sends_;  // outstanding sends and their buffers, oldest first
   std::vector<std::byte> inbox_;
   int reply_tag_ = 2;
   MPI_Win control_ = MPI_WIN_NULL;

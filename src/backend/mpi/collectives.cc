@@ -31,6 +31,13 @@ namespace pld::detail {
 
 namespace {
 
+// Frees a datatype made for one call (MPI_BYTE and MPI_DATATYPE_NULL are not made).
+void free_type(MPI_Datatype type, std::mutex& mutex) {
+  if (type == MPI_BYTE || type == MPI_DATATYPE_NULL) return;
+  std::lock_guard lock(mutex);
+  MPI_Type_free(&type);
+}
+
 constexpr std::size_t kPiece = 1u << 30;  // MPI counts are int: at most 1 GiB (or 1 Gi elements) per call
 // Floating-point reductions move at most this many bytes of the vector per step (their scratch
 // holds as much), and gather the whole vector from every rank up to P x this many bytes.
@@ -319,32 +326,24 @@ WaitStatus MpiWindow::broadcast(void* data, std::size_t bytes, int root, const W
   });
 }
 
-WaitStatus MpiWindow::allgather(const void* local, void* target, std::size_t row_bytes, const WaitSite& site) {
+// allgather and all_to_all: one MPI call of that signature, in bytes or in blocks of a row type.
+WaitStatus MpiWindow::block_exchange(BlockCall call, const void* input, void* target, std::size_t row_bytes,
+                                     const WaitSite& site) {
   if (row_bytes == 0) return WaitStatus::Ok;
   const Block b = block_of(row_bytes, engine_.mutex_);
   const WaitStatus st = native_run(site, 1, [&](std::size_t, MPI_Comm comm, MPI_Request* r) {
-    return MPI_Iallgather(local, b.count, b.type, target, b.count, b.type, comm, r);
+    return call(input, b.count, b.type, target, b.count, b.type, comm, r);
   });
-  if (st == WaitStatus::Ok && b.type != MPI_BYTE) {  // an abandoned call keeps its type
-    std::lock_guard lock(engine_.mutex_);
-    MPI_Datatype t = b.type;
-    MPI_Type_free(&t);
-  }
+  if (st == WaitStatus::Ok) free_type(b.type, engine_.mutex_);  // an abandoned call keeps its type
   return st;
 }
 
+WaitStatus MpiWindow::allgather(const void* local, void* target, std::size_t row_bytes, const WaitSite& site) {
+  return block_exchange(MPI_Iallgather, local, target, row_bytes, site);
+}
+
 WaitStatus MpiWindow::all_to_all(const void* input, void* target, std::size_t row_bytes, const WaitSite& site) {
-  if (row_bytes == 0) return WaitStatus::Ok;
-  const Block b = block_of(row_bytes, engine_.mutex_);
-  const WaitStatus st = native_run(site, 1, [&](std::size_t, MPI_Comm comm, MPI_Request* r) {
-    return MPI_Ialltoall(input, b.count, b.type, target, b.count, b.type, comm, r);
-  });
-  if (st == WaitStatus::Ok && b.type != MPI_BYTE) {
-    std::lock_guard lock(engine_.mutex_);
-    MPI_Datatype t = b.type;
-    MPI_Type_free(&t);
-  }
-  return st;
+  return block_exchange(MPI_Ialltoall, input, target, row_bytes, site);
 }
 
 // Every dtype in pld's order (see canonical_allreduce): rank r receives row r of every copy
@@ -380,10 +379,7 @@ WaitStatus MpiWindow::reduce_scatter(void* target, std::size_t count, DType dtyp
     abandon_scratch();
     return st;
   }
-  if (piece != MPI_DATATYPE_NULL) {
-    std::lock_guard lock(engine_.mutex_);
-    MPI_Type_free(&piece);
-  }
+  free_type(piece, engine_.mutex_);
   return st;
 }
 
@@ -429,10 +425,7 @@ WaitStatus MpiWindow::all_to_all_v(const void* input, void* target, std::size_t 
     (void)a.release();
     return st;
   }
-  if (row_type != MPI_BYTE) {
-    std::lock_guard lock(engine_.mutex_);
-    MPI_Type_free(&row_type);
-  }
+  free_type(row_type, engine_.mutex_);
   return st;
 }
 
