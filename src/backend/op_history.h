@@ -22,7 +22,18 @@ namespace pld::detail {
 /// Records kept per rank (the "last N operations" of a hang report).
 inline constexpr int kOpHistory = 16;
 
-enum class OpKind : std::uint8_t { None = 0, Notify, Wait, Put, Get, RemoteLoad, RemoteStore, Collective };
+enum class OpKind : std::uint8_t {
+  None = 0,
+  Notify,
+  Wait,
+  Put,
+  Get,
+  RemoteLoad,
+  RemoteStore,
+  Collective,
+  // Atomics (pld::system::atomic_*): flag is the AmoOp, value the operand (truncated to 32 bits).
+  Atomic,
+};
 
 /// The collectives, as recorded (OpRecord::flag of a Collective record, debug-mode descriptors).
 enum class CollKind : std::uint8_t {
@@ -60,9 +71,10 @@ inline std::int32_t saturate(Index v) {
 struct OpRecord {
   std::uint64_t seq = 0;  // 1-based position in the rank's history; 0 = empty
   OpKind kind = OpKind::None;
-  std::uint8_t flag = 0;   // Notify: NotifyOp; Wait: WaitCmp; RemoteStore/Put: AtomicType; Collective: CollKind
-  std::int16_t peer = -1;  // world rank of the target (Notify/Put/RemoteStore) or source (Get/RemoteLoad)
-  std::int32_t value = 0;  // Notify: value; Wait: expected; data movement: bytes (saturated)
+  std::uint8_t flag = 0;   // Notify: NotifyOp; Wait: WaitCmp; RemoteStore/Put: AtomicType; Collective: CollKind;
+                           // Atomic: AmoOp
+  std::int16_t peer = -1;  // world rank of the target (Notify/Put/RemoteStore/Atomic) or source (Get/RemoteLoad)
+  std::int32_t value = 0;  // Notify: value; Wait: expected; data movement: bytes (saturated); Atomic: operand
   std::uint32_t domain = 0, buffer = 0;
   std::uint64_t offset = 0;
   std::int32_t coords[3] = {0, 0, 0};
