@@ -59,6 +59,9 @@ std::uint64_t MpiWindow::atomic(int rank, std::uint64_t offset, AmoOp op, DType 
   } else if (engine_.messages_) {
     old = engine_.message_atomic(rank, id_, offset, op, dtype, operand, compare);
   } else {
+    // Without passive progress a peer's RMA into this rank lands only while it drives progress,
+    // which an RMA atomic does not do for incoming operations: a rank polling a cell must.
+    if (!engine_.passive_progress_) engine_.progress();
     old = rma_atomic(rank, t, offset, op, dtype, operand, compare);
   }
   if (engine_.active_shared_.load(std::memory_order_relaxed))
