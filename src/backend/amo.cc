@@ -44,14 +44,14 @@ U result(AmoOp op, U old, U operand, U compare) {
 }  // namespace
 
 std::uint64_t atomic_local(std::byte* cell, AmoOp op, DType dtype, std::uint64_t operand, std::uint64_t compare) {
-  if (dtype_size(dtype) == 4)
+  if (amo_width(dtype) == 4)
     return apply(reinterpret_cast<std::uint32_t*>(cell), op, static_cast<std::uint32_t>(operand),
                  static_cast<std::uint32_t>(compare));
   return apply(reinterpret_cast<std::uint64_t*>(cell), op, operand, compare);
 }
 
 std::uint64_t amo_result(AmoOp op, DType dtype, std::uint64_t old, std::uint64_t operand, std::uint64_t compare) {
-  if (dtype_size(dtype) == 4)
+  if (amo_width(dtype) == 4)
     return result(op, static_cast<std::uint32_t>(old), static_cast<std::uint32_t>(operand),
                   static_cast<std::uint32_t>(compare));
   return result(op, old, operand, compare);

@@ -28,7 +28,7 @@ bool atomic_fast(const WindowDesc& w, int peer, const Dims& offsets, std::uint64
     if (offsets[d] < 0 || offsets[d] >= w.shape[d]) return false;
     lin = lin * w.shape[d] + offsets[d];
   }
-  const std::size_t size = dtype_size(w.dtype);
+  const std::size_t size = amo_width(w.dtype);
   *off = w.ref.offset + static_cast<std::uint64_t>(lin) * size;
   return *off % size == 0;
 }

@@ -4,6 +4,7 @@
 
 #include <pld/types.hpp>
 
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
@@ -32,6 +33,11 @@ inline const char* amo_name(AmoOp op) {
 /// Whether `dtype` has atomics (int32, int64, uint32, uint64).
 constexpr bool amo_dtype(DType dtype) {
   return dtype == DType::INT32 || dtype == DType::INT64 || dtype == DType::UINT32 || dtype == DType::UINT64;
+}
+
+/// Bytes of a cell of an atomic dtype (4 or 8), without a call.
+constexpr std::size_t amo_width(DType dtype) {
+  return dtype == DType::INT64 || dtype == DType::UINT64 ? 8 : 4;
 }
 
 /// A cell value as a 64-bit word (zero-extended from its unsigned form), and back. Element
