@@ -289,7 +289,7 @@ INSTANTIATE_TEST_SUITE_P(P, AtomicSignals, ::testing::ValuesIn(rank_counts()), r
 
 // Misuse: rank 1 fails with a named UsageError while rank 0 waits on a cell nobody writes (it
 // must be released).
-enum AtomicMisuse : int { kFloatCell, kInt8Cell, kPeerOutside, kCellOutside, kOffsetsRank, kUnboundView };
+enum AtomicMisuse : int { kFloatCell, kInt8Cell, kPeerOutside, kCellOutside, kOffsetsRank, kUnboundView, kMisaligned };
 
 void atomic_misuse(DistributedTensor<std::int32_t> sig, DistributedTensor<float> f32, DistributedTensor<std::int8_t> i8,
                    DistributedTensor<std::int64_t> cells, int what) {
@@ -304,6 +304,13 @@ void atomic_misuse(DistributedTensor<std::int32_t> sig, DistributedTensor<float>
     case kCellOutside: system::atomic_compare_swap(cells, 0, {4}, std::int64_t{0}, std::int64_t{1}); break;
     case kOffsetsRank: system::atomic_fetch(cells, 0, {0, 0}); break;
     case kUnboundView: system::atomic_set(DistributedTensor<std::int64_t>{}, 0, {0}, std::int64_t{1}); break;
+    case kMisaligned: {  // a view 4 bytes into the buffer (only pld's own plumbing can make one)
+      detail::WindowRef ref = cells.ref();
+      ref.offset += 4;
+      const auto shifted = detail::Access::make<DistributedTensor<std::int64_t>>(ref, Dims{2}, cells.state());
+      system::atomic_fetch_or(shifted, 0, {1}, std::int64_t{1});
+      break;
+    }
   }
 }
 
@@ -339,7 +346,8 @@ INSTANTIATE_TEST_SUITE_P(
                       MisuseCase{kPeerOutside, "atomic_swap(window 'cells', offsets [0]): peer 2 out of range [0, 2)"},
                       MisuseCase{kCellOutside, "window cell exceeds dimension 0: offset 4 + extent 1 > 4"},
                       MisuseCase{kOffsetsRank, "window offsets [0, 0] have rank 2 but the window has rank 1"},
-                      MisuseCase{kUnboundView, "the window view is not bound to a comm domain"}),
+                      MisuseCase{kUnboundView, "the window view is not bound to a comm domain"},
+                      MisuseCase{kMisaligned, "not a multiple of 8 (int64); atomics need naturally aligned cells"}),
     [](const auto& info) { return "case" + std::to_string(info.param.what); });
 
 TEST(AtomicErrors, OutsideAKernel) {
