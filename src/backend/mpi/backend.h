@@ -150,6 +150,17 @@ class MpiWindow final : public Backend, public NativeCollectives {
   /// This member's own row is copied at once.
   int post_exchange(bool gather, const void* input, void* target, std::size_t bytes, MPI_Comm comm,
                     Requests& requests) const;
+  /// How all_to_all_v counts a row: `per_row` elements of `type` (MPI_BYTE and the row's bytes,
+  /// or a type of one row).
+  struct RowUnit {
+    MPI_Datatype type;
+    std::size_t per_row;
+  };
+  /// Posts all_to_all_v's exchange: blocks of `rows` rows of `row_bytes`, each sent as its count
+  /// and its first `count` rows.
+  int post_all_to_all_v(const void* input, void* target, std::size_t rows, std::size_t row_bytes, RowUnit unit,
+                        const std::int32_t* send_counts, std::int32_t* recv_counts, MPI_Comm comm,
+                        Requests& requests) const;
   /// Posts a small broadcast of `bytes` from member `root` on `comm` (exchange.cc).
   int post_broadcast(void* data, std::size_t bytes, int root, MPI_Comm comm, Requests& requests) const;
   /// The domain's members by node (hierarchy.cc): `first[k]` is the first domain rank of node k,
@@ -171,9 +182,6 @@ class MpiWindow final : public Backend, public NativeCollectives {
                            MPI_Comm comm, NativeDeadline deadline);
   WaitStatus leader_chain(const NodeRuns& runs, std::byte* data, std::size_t count, DType dtype, ReduceOp op,
                           MPI_Comm comm, NativeDeadline deadline);
-  /// all_to_all_v of small blocks: each row count travels in front of its block, one exchange.
-  WaitStatus packed_all_to_all_v(const void* input, void* target, std::size_t rows, std::size_t row_bytes,
-                                 const std::int32_t* send_counts, std::int32_t* recv_counts, const WaitSite& site);
 
   MpiBackend& engine_;
   std::uint64_t id_ = 0;     // the same on every member: names the window in messages
