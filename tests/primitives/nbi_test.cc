@@ -102,7 +102,8 @@ TEST_P(PutSignal, DataIsVisibleWhenTheSignalIs) {
 }
 
 // Rank r sends `chunks` chunks of its row to its right neighbour with put_nbi, then quiet (or
-// not: notify alone is a release of them), then notifies; the neighbour checks every element.
+// not: notify alone is a release of them, quiet comes later), then notifies; the neighbour checks
+// every element.
 void nbi_chunks(Win win, Sig sig, Tensor<std::int32_t> out, Index len, int chunks, int with_quiet) {
   auto ctx = get_comm_ctx(win);
   const int me = rank(ctx), n = nranks(ctx), right = (me + 1) % n, left = (me + n - 1) % n;
@@ -116,6 +117,7 @@ void nbi_chunks(Win win, Sig sig, Tensor<std::int32_t> out, Index len, int chunk
   system::notify(sig, right, {0, me}, 1, NotifyOp::Set);
   system::wait(sig, {0, left}, 1, WaitCmp::Eq);
   tile::write(out, {0}, count_wrong(win, left, left, len, chunks));
+  if (!with_quiet) system::quiet();  // src dies with this scope, before the kernel's implicit quiet
 }
 
 class Nbi : public ::testing::TestWithParam<int> {};
