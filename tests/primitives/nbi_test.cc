@@ -283,6 +283,42 @@ TEST_P(Nbi, AKernelsEndCompletesItsOutstandingTransfers) {
   for (int r = 0; r < p; ++r) EXPECT_EQ(out(r, 0, 0), 0) << "P=" << p << " rank " << r;
 }
 
+// In a sub-domain peers are domain-local: domain {0, 2} of three ranks, both directions, each
+// rank sending a put_signal_nbi and a put_signal to its only peer.
+void sub_domain_exchange(Win win, Sig sig, Tensor<std::int32_t> out) {
+  auto ctx = get_comm_ctx(win);
+  const int me = rank(ctx), other = 1 - me;
+  const Index len = win.shape()[1];
+  std::vector<std::int32_t> src(static_cast<std::size_t>(len));
+  for (Index i = 0; i < len; ++i) src[static_cast<std::size_t>(i)] = datum(me, i, 0);
+  const Tensor<std::int32_t> s(src.data(), {1, len});
+  const Index half = len / 2;
+  tensor::put_signal_nbi(win, other, s, {me, 0}, {0, 0}, {1, half}, sig, {0, me}, 1, NotifyOp::AtomicAdd);
+  tensor::put_signal(win, other, s, {me, half}, {0, half}, {1, len - half}, sig, {0, me}, 1, NotifyOp::AtomicAdd);
+  system::wait(sig, {0, other}, 2, WaitCmp::Eq);
+  tile::write(out, {0, 0}, count_wrong(win, other, other, len, 0));
+  system::quiet();
+}
+
+void idle(Tensor<std::int32_t>) {}
+
+TEST(NbiDomains, PutSignalInASubDomain) {
+  PLD_REQUIRE_RANKS(3);
+  constexpr Index kLen = 20001;
+  auto out = HostTensor<std::int32_t>::full({3, 1, 1}, -1);
+  run(ranks(3), [&](Host& h) {
+    auto d = h.domain({0, 2});
+    auto w = d.alloc_window_buffer({2, kLen}, DType::INT32, "data");
+    auto s = d.alloc_window_buffer({1, 2}, DType::INT32, "sig");
+    for (int r : {0, 2})
+      h.dispatch(r, sub_domain_exchange, d.window<std::int32_t>(w, {2, kLen}), d.window<std::int32_t>(s, {1, 2}),
+                 out[r]);
+    h.dispatch(1, idle, out[1]);  // not a member of the domain
+  });
+  EXPECT_EQ(out(0, 0, 0), 0);
+  EXPECT_EQ(out(2, 0, 0), 0);
+}
+
 INSTANTIATE_TEST_SUITE_P(P, PutSignal, ::testing::ValuesIn(rank_counts(1, 8, {5})), rank_count_name);
 INSTANTIATE_TEST_SUITE_P(P, Nbi, ::testing::ValuesIn(rank_counts(1, 8, {5})), rank_count_name);
 
