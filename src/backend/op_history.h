@@ -22,7 +22,19 @@ namespace pld::detail {
 /// Records kept per rank (the "last N operations" of a hang report).
 inline constexpr int kOpHistory = 16;
 
-enum class OpKind : std::uint8_t { None = 0, Notify, Wait, Put, Get, RemoteLoad, RemoteStore, Collective };
+enum class OpKind : std::uint8_t {
+  None = 0,
+  Notify,
+  Wait,
+  Put,
+  Get,
+  RemoteLoad,
+  RemoteStore,
+  Collective,
+  // Non-blocking transfers (tensor::put_nbi / get_nbi; put_signal records a Put and a Notify).
+  PutNbi,
+  GetNbi
+};
 
 /// The collectives, as recorded (OpRecord::flag of a Collective record, debug-mode descriptors).
 enum class CollKind : std::uint8_t {
