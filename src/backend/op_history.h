@@ -31,6 +31,9 @@ enum class OpKind : std::uint8_t {
   RemoteLoad,
   RemoteStore,
   Collective,
+  // Non-blocking transfers (tensor::put_nbi / get_nbi; put_signal records a Put and a Notify).
+  PutNbi,
+  GetNbi,
   // Atomics (pld::system::atomic_*): flag is the AmoOp, value the operand (truncated to 32 bits).
   Atomic,
 };

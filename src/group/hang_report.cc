@@ -204,6 +204,10 @@ std::string describe_op(const OpRecord& op, const HostSession& session) {
                          atomic ? ", atomic add" : "");
     case OpKind::Collective:
       return fmt::format("{}(signal {}, {} elements)", coll_name(static_cast<CollKind>(op.flag)), buf, op.value);
+    case OpKind::PutNbi:
+      return fmt::format("put_nbi(rank {}, {} at {}, {} bytes{})", op.peer, buf, coords(op), op.value,
+                         atomic ? ", atomic add" : "");
+    case OpKind::GetNbi: return fmt::format("get_nbi(rank {}, {} at {}, {} bytes)", op.peer, buf, coords(op), op.value);
     case OpKind::Atomic:
       return fmt::format("atomic_{}(rank {}, {} {}, {})", amo_name(static_cast<AmoOp>(op.flag)), op.peer, buf,
                          coords(op), op.value);

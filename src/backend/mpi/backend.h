@@ -16,6 +16,7 @@
 #include <mpi.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -30,6 +31,15 @@
 namespace pld::detail {
 
 class MpiBackend;
+
+/// When an engine collective gives up (the wait deadline, PLD_WAIT_TIMEOUT).
+using NativeDeadline = std::chrono::steady_clock::time_point;
+
+/// The calling thread's scratch of at least `bytes` for engine collectives, reused from call to
+/// call (a fresh block would cost a zero-fill or page faults every call); abandon_native_scratch()
+/// leaves it to a collective still pending in MPI (collectives.cc).
+std::byte* native_scratch(std::size_t bytes);
+void abandon_native_scratch();
 struct MessageHeader;                    // messages.cc
 enum class MessageKind : std::uint32_t;  // messages.cc
 
@@ -66,6 +76,17 @@ class MpiWindow final : public Backend, public NativeCollectives {
   void get(void* dst, int rank, std::uint64_t offset, std::size_t bytes) override;
   void atomic_add(int rank, std::uint64_t offset, const void* src, std::size_t count, DType dtype) override;
   void notify(int rank, std::uint64_t offset, std::int32_t value, NotifyOp op) override;
+  // Put-with-signal and non-blocking transfers (rma.cc). Members sharing this node: copies, as on
+  // shm. RMA: MPI_Put / MPI_Get without a flush, completed by the next notify, fence or quiet;
+  // put_signal = MPI_Put + the notify's flush and accumulate (no local flush of its own).
+  // Messages: the put and its signal are one message; a payload sent on its own is not waited
+  // for, nor is a non-blocking get's reply: quiet waits for both.
+  void put_nbi(int rank, std::uint64_t offset, const void* src, std::size_t bytes) override;
+  void get_nbi(void* dst, int rank, std::uint64_t offset, std::size_t bytes) override;
+  void put_signal(int rank, std::uint64_t offset, const void* src, std::size_t bytes, std::uint64_t signal_offset,
+                  std::int32_t value, NotifyOp op, bool nbi) override;
+  void quiet() override;
+  void fence() override;
   WaitStatus wait(std::uint64_t offset, std::int32_t expected, WaitCmp cmp, const WaitSite& site,
                   std::int32_t* seen) override;
   std::uint64_t atomic(int rank, std::uint64_t offset, AmoOp op, DType dtype, std::uint64_t operand,
@@ -98,6 +119,12 @@ class MpiWindow final : public Backend, public NativeCollectives {
   /// Rank of world rank `rank` in the window's group (throws for a non-member: a bug).
   int target(int rank, std::uint64_t offset, std::size_t bytes) const;
   void mark_dirty(int target);
+  /// Local address of heap offset `offset` of `rank` if this process reaches it as memory (its
+  /// own window, or a member sharing this node), else nullptr.
+  std::byte* local_at(int rank, std::uint64_t offset) const;
+  /// MPI_Put / MPI_Get of `bytes` with target rank `t` of the window, in pieces; no flush. Under the MPI mutex.
+  void rma_put(int t, std::uint64_t offset, const void* src, std::size_t bytes);
+  void rma_get(void* dst, int t, std::uint64_t offset, std::size_t bytes);
   void fp16_add(int rank, std::uint64_t offset, const void* src, std::size_t count, DType dtype);
   /// Takes / gives back the per-target lock of the control window (rma.cc); `what` names the
   /// operation in the error when the job aborts meanwhile. unlock_target runs under the MPI mutex.
@@ -120,24 +147,68 @@ class MpiWindow final : public Backend, public NativeCollectives {
   void open_native_channels();
   void close_native_channels();
   MPI_Comm native_comm(const WaitSite& site) const;
-  /// One step of an engine collective: posts it with `start(step, comm, &request)` (under the MPI
-  /// mutex; returns the MPI error code).
-  using NativeStep = std::function<int(std::size_t step, MPI_Comm comm, MPI_Request* request)>;
-  /// Runs `steps` nonblocking collectives on the signal's communicator one after the other, each
-  /// tested with yields until it completes, the job aborts or the wait deadline passes (then the
+  /// The requests of one step: one nonblocking collective, or the sends and receives of an
+  /// exchange (exchange.cc).
+  using Requests = std::vector<MPI_Request>;
+  /// One step of an engine collective: posts its requests with `start(step, comm, requests)`
+  /// (under the MPI mutex; returns the MPI error code).
+  using NativeStep = std::function<int(std::size_t step, MPI_Comm comm, Requests& requests)>;
+  /// Runs `steps` steps on the signal's communicator one after the other, each tested with
+  /// yields until all its requests complete, the job aborts or the wait deadline passes (then the
   /// wait is recorded for the report, and the communicator is never used again); `after(step)`
   /// runs (outside the MPI mutex) once a step has completed.
   WaitStatus native_run(const WaitSite& site, std::size_t steps, const NativeStep& start,
                         const std::function<void(std::size_t)>& after = {});
+  // native_run's parts, for schedules of their own (hierarchy.cc): the deadline of a call; under
+  // the MPI mutex before its first post, my earlier puts complete and my stores public; tests
+  // `requests` with yields until they complete (Ok), the job aborts or the deadline passes; a
+  // call that did not complete is recorded for the report and its communicator never reused.
+  NativeDeadline native_deadline() const;
+  void native_begin_locked();
+  WaitStatus native_complete(NativeDeadline deadline, Requests& requests);
+  WaitStatus native_abandon(const WaitSite& site, WaitStatus status);
   /// A floating-point allreduce of at most kNativePiece bytes, in pld's order (collectives.cc).
   WaitStatus canonical_allreduce(std::byte* data, std::size_t count, DType dtype, ReduceOp op, const WaitSite& site);
-  /// An MPI collective of MPI_Iallgather's and MPI_Ialltoall's signature over blocks of `row_bytes`.
-  using BlockCall = int (*)(const void*, int, MPI_Datatype, void*, int, MPI_Datatype, MPI_Comm, MPI_Request*);
-  WaitStatus block_exchange(BlockCall call, const void* input, void* target, std::size_t row_bytes,
-                            const WaitSite& site);
-  /// all_to_all_v of small blocks: each row count travels in front of its block, one exchange.
-  WaitStatus packed_all_to_all_v(const void* input, void* target, std::size_t rows, std::size_t row_bytes,
-                                 const std::int32_t* send_counts, std::int32_t* recv_counts, const WaitSite& site);
+  /// allgather (`gather`: every member's `input` row) or all_to_all (row s of `input` to member
+  /// s) over rows of `row_bytes`: an exchange when small, else MPI_Iallgather / MPI_Ialltoall.
+  WaitStatus block_exchange(bool gather, const void* input, void* target, std::size_t row_bytes, const WaitSite& site);
+  /// Posts the point-to-point sends and receives of one small exchange on `comm` (exchange.cc):
+  /// rows of `bytes`; `gather`: the same `input` row to every member, else row s to member s.
+  /// This member's own row is copied at once.
+  int post_exchange(bool gather, const void* input, void* target, std::size_t bytes, MPI_Comm comm,
+                    Requests& requests) const;
+  /// How all_to_all_v counts a row: `per_row` elements of `type` (MPI_BYTE and the row's bytes,
+  /// or a type of one row).
+  struct RowUnit {
+    MPI_Datatype type;
+    std::size_t per_row;
+  };
+  /// Posts all_to_all_v's exchange: blocks of `rows` rows of `row_bytes`, each sent as its count
+  /// and its first `count` rows.
+  int post_all_to_all_v(const void* input, void* target, std::size_t rows, std::size_t row_bytes, RowUnit unit,
+                        const std::int32_t* send_counts, std::int32_t* recv_counts, MPI_Comm comm,
+                        Requests& requests) const;
+  /// Posts a small broadcast of `bytes` from member `root` on `comm` (exchange.cc).
+  int post_broadcast(void* data, std::size_t bytes, int root, MPI_Comm comm, Requests& requests) const;
+  /// The domain's members by node (hierarchy.cc): `first[k]` is the first domain rank of node k,
+  /// `first.back()` the member count, `mine` my node's index, `world` domain rank -> world rank.
+  /// Empty unless the window is shared on this node and also has members elsewhere, and each
+  /// node's members are consecutive domain ranks.
+  struct NodeRuns {
+    std::vector<int> first, world;
+    int mine = -1;
+  };
+  NodeRuns node_runs() const;
+  /// Whether an allreduce of `bytes` runs hierarchically over `runs`.
+  bool hierarchical(const NodeRuns& runs, std::size_t bytes, DType dtype) const;
+  WaitStatus hierarchical_allreduce(const NodeRuns& runs, std::byte* data, std::size_t count, DType dtype, ReduceOp op,
+                                    const WaitSite& site);
+  const std::byte* row_of(const NodeRuns& runs, int d, const std::byte* data, const std::byte* rows,
+                          std::size_t bytes) const;
+  WaitStatus leader_gather(const NodeRuns& runs, std::byte* data, std::size_t count, DType dtype, ReduceOp op,
+                           MPI_Comm comm, NativeDeadline deadline);
+  WaitStatus leader_chain(const NodeRuns& runs, std::byte* data, std::size_t count, DType dtype, ReduceOp op,
+                          MPI_Comm comm, NativeDeadline deadline);
 
   MpiBackend& engine_;
   std::uint64_t id_ = 0;     // the same on every member: names the window in messages
@@ -163,6 +234,9 @@ class MpiWindow final : public Backend, public NativeCollectives {
 
 /// Signal buffer ids of a domain whose collectives can take the engine's own (a communicator each).
 inline constexpr std::uint32_t kNativeChannels = 16;
+/// A step of an engine collective in which each member sends at most this many bytes in all is
+/// an exchange of point-to-point messages (exchange.cc) rather than a libnbc collective.
+inline constexpr std::size_t kExchangeMax = 64u << 10;
 
 class MpiBackend final : public BackendProcess {
  public:
@@ -209,8 +283,12 @@ class MpiBackend final : public BackendProcess {
   /// Frees every window, the communicators and the control window (collective; at exit).
   void release();
 
-  /// Every put, accumulate and message of this process is complete at its target.
-  void quiet();
+  /// Every put, get, accumulate and message of this process is complete at its target (and
+  /// every non-blocking transfer complete here: sources free, get destinations filled).
+  void quiet() override;
+  /// Puts issued before reach each target before those issued after (RMA: a flush of the
+  /// targets written; messages and shared memory keep the order anyway).
+  void fence() override;
   /// Makes this process's stores into its own windows visible to RMA, and RMA updates to its loads.
   void sync_local();
   void set_wait_policy(double timeout, std::int64_t spin) {
@@ -295,17 +373,28 @@ class MpiBackend final : public BackendProcess {
   };
   void open_messages();
   void register_window(MpiWindow& w, std::uint64_t id);
-  void message_put(int rank, std::uint64_t window, std::uint64_t offset, const void* src, std::size_t bytes);
+  void message_put(int rank, std::uint64_t window, std::uint64_t offset, const void* src, std::size_t bytes,
+                   bool nbi = false);
+  void message_put_signal(int rank, std::uint64_t window, std::uint64_t offset, const void* src, std::size_t bytes,
+                          std::uint64_t signal_offset, std::int32_t value, NotifyOp op, bool nbi);
   void message_add(int rank, std::uint64_t window, std::uint64_t offset, const void* src, std::size_t count,
                    DType dtype);
   void message_notify(int rank, std::uint64_t window, std::uint64_t offset, std::int32_t value, NotifyOp op);
-  void message_get(void* dst, int rank, std::uint64_t window, std::uint64_t offset, std::size_t bytes);
+  void message_get(void* dst, int rank, std::uint64_t window, std::uint64_t offset, std::size_t bytes,
+                   bool nbi = false);
   /// An atomic on a member on another node: a request applied by its serve loop with CPU atomics
   /// and a reply carrying the old value (after a fence of the other targets written, as notify).
   std::uint64_t message_atomic(int rank, std::uint64_t window, std::uint64_t offset, AmoOp op, DType dtype,
                                std::uint64_t operand, std::uint64_t compare);
+  /// One put, add or put-with-signal: the header (with `prefix`, put_signal's signal offset) and
+  /// the payload inline, or the header and then the payload straight from `src`, complete before
+  /// it returns — or, `nbi`, left to quiet.
   void send_data(int rank, std::uint64_t window, MessageKind kind, std::int32_t value, std::uint64_t offset,
-                 const void* src, std::size_t bytes);
+                 const void* src, std::size_t bytes, bool nbi = false, std::uint32_t op = 0,
+                 const std::uint64_t* prefix = nullptr);
+  /// Under the mutex: waits (serving messages) until every non-blocking payload send and get
+  /// reply has completed. False when the job aborts first.
+  bool complete_nbi();
   void post(int rank, const void* header, std::size_t header_bytes, const void* payload, std::size_t payload_bytes);
   int next_reply_tag();
   void await_replies(std::vector<MPI_Request>& pieces, const char* what);
@@ -350,7 +439,8 @@ class MpiBackend final : public BackendProcess {
   std::vector<char> acked_;            // per world rank: its last fence is answered
   std::atomic<int> written_count_{0};  // targets written since their last fence
   std::map<std::uint64_t, MpiWindow*> by_id_;
-  std::deque<Send> sends_;  // outstanding sends and their buffers, oldest first
+  std::deque<Send> sends_;                 // outstanding sends and their buffers, oldest first
+  std::vector<MPI_Request> nbi_requests_;  // non-blocking puts' payload sends and gets' reply receives
   std::vector<std::byte> inbox_;
   int reply_tag_ = 2;
   MPI_Win control_ = MPI_WIN_NULL;

@@ -14,6 +14,7 @@
 //            sleeps (a remote accumulate cannot wake a futex) — but never to sleeps without
 //            passive progress; then MPI_Win_sync of every window of the call (acquire).
 #include "backend/mpi/backend.h"
+#include "core/cpu_relax.h"
 
 #include <sched.h>
 #include <signal.h>
@@ -106,7 +107,26 @@ void MpiBackend::sync_windows() {
 void MpiBackend::quiet() {
   std::lock_guard lock(mutex_);
   sync_active();
-  if (messages_) fence_locked(-1);  // false: the call is failing anyway (another rank failed)
+  // False: the call is failing anyway (another rank failed). After the fence every target has
+  // taken its payloads, so the non-blocking sends are complete or about to be.
+  if (messages_ && fence_locked(-1)) complete_nbi();
+}
+
+void MpiWindow::quiet() {
+  engine_.quiet();
+}
+
+void MpiWindow::fence() {
+  engine_.fence();
+}
+
+void MpiBackend::fence() {
+  // Messages to one target arrive in order, copies to members on this node are done: only RMA
+  // puts, which MPI does not order, need their flush.
+  if (messages_ || dirty_windows_.load(std::memory_order_relaxed) == 0)
+    return std::atomic_thread_fence(std::memory_order_seq_cst);
+  std::lock_guard lock(mutex_);
+  flush_dirty();
 }
 
 void MpiWindow::notify(int rank, std::uint64_t offset, std::int32_t value, NotifyOp op) {
@@ -152,8 +172,14 @@ WaitStatus MpiWindow::wait(std::uint64_t offset, std::int32_t expected, WaitCmp 
   WaitStatus status = WaitStatus::Ok;
   std::int32_t v = cell.load(std::memory_order_acquire);
   auto record = [&] { return wait_record(site, cmp, expected, v, offset); };
+  // A call whose windows are all shared needs no MPI progress to see a notify: its spin phase is
+  // the shm backend's.
+  const bool shared = e.active_shared_.load(std::memory_order_relaxed);
   for (std::int64_t round = 0; !satisfied(v, expected, cmp); ++round) {
-    if (!e.passive_progress_ || round % 64 == 63) progress();
+    if (shared && round < e.wait_spin_)
+      cpu_relax();
+    else if (!e.passive_progress_ || round % 64 == 63)
+      progress();
     if (round >= e.wait_spin_) {
       // Past the spin phase: yield for up to kYieldBudget, then sleep in growing naps (a remote
       // accumulate cannot wake a futex). Checks of the clock, the deadline and the abort word
@@ -206,7 +232,7 @@ WaitStatus MpiWindow::wait(std::uint64_t offset, std::int32_t expected, WaitCmp 
     std::lock_guard lock(engine_.mutex_);
     if (!engine_.ended_wait_.valid) engine_.ended_wait_ = record();
   }
-  if (engine_.active_shared_.load(std::memory_order_relaxed))
+  if (shared)
     std::atomic_thread_fence(std::memory_order_acquire);  // no window of the call is written through MPI
   else
     engine_.sync_local();

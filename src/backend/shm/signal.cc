@@ -7,6 +7,7 @@
 // (both seq_cst): either the notifier sees the sleeper and wakes it, or the sleeper sees the new
 // value before it sleeps.
 #include "backend/shm/backend.h"
+#include "core/cpu_relax.h"
 
 #include <linux/futex.h>
 #include <sched.h>
@@ -17,13 +18,6 @@
 #include <chrono>
 #include <climits>
 #include <ctime>
-
-#if defined(__x86_64__) || defined(__i386__)
-#include <immintrin.h>
-#define PLD_CPU_RELAX() _mm_pause()
-#else
-#define PLD_CPU_RELAX() asm volatile("" ::: "memory")
-#endif
 
 namespace pld::detail {
 
@@ -81,7 +75,7 @@ WaitStatus ShmBackend::wait(std::uint64_t offset, std::int32_t expected, WaitCmp
   std::atomic_ref<std::int32_t> a(*cell);
   std::int32_t v = a.load(std::memory_order_acquire);
   for (std::int64_t i = 0; !satisfied(v, expected, cmp) && i < wait_spin_; ++i) {
-    PLD_CPU_RELAX();
+    cpu_relax();
     if ((i & kSpinCheckMask) == kSpinCheckMask && control_->host_busy.load(std::memory_order_relaxed)) sched_yield();
     v = a.load(std::memory_order_acquire);
   }
