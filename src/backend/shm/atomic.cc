@@ -10,8 +10,7 @@ std::uint64_t ShmBackend::atomic(int rank, std::uint64_t offset, AmoOp op, DType
                                  std::uint64_t compare) {
   std::byte* cell = heap_base(rank) + offset;
   const std::uint64_t old = atomic_local(cell, op, dtype, operand, compare);
-  if (op != AmoOp::Fetch && amo_width(dtype) == sizeof(std::int32_t))
-    wake(rank, reinterpret_cast<std::int32_t*>(cell));
+  if (op != AmoOp::Fetch && amo_width(dtype) == sizeof(std::int32_t)) wake(rank, reinterpret_cast<std::int32_t*>(cell));
   return old;
 }
 
