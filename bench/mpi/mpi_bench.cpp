@@ -10,6 +10,10 @@
 //            MPI_Bcast, MPI_Allgather, MPI_Reduce_scatter_block, MPI_Alltoall, MPI_Alltoallv;
 //            pingpong: MPI_Send + MPI_Recv between ranks 0 and 1 (the others only join the
 //            barriers), time = half a round trip (the one-way latency pld-bench's p2p put faces)
+//   amo      pld-bench --op amo's two measures with MPI_Fetch_and_op (+ MPI_Win_flush) on int64
+//            cells of an MPI_Win_allocate window (passive target, lock_all): the ranks 0 / 1
+//            ping-pong (poll with MPI_NO_OP, then MPI_SUM 1; half a round trip) and every rank
+//            adding 1 to one cell of rank 0 (aggregate operations per second)
 //
 // Built by bench/compare_mpi.sh and bench/mpi_compare.sh with mpicxx (not
 // part of the CMake build). Prints nccl-tests
@@ -284,6 +288,64 @@ class Bench {
   std::vector<int> counts_, displs_;
 };
 
+// --op amo (see the header). Returns the number of wrong results (cells off their totals).
+std::int64_t run_amo(const Options& o, int me, int n) {
+  const std::int64_t iters = o.iters > 0 ? o.iters : 100000;
+  const std::int64_t warmup = o.warmup >= 0 ? o.warmup : std::max<std::int64_t>(5, iters / 10);
+  const std::int64_t total = warmup + iters, one = 1;
+  std::int64_t* base = nullptr;
+  MPI_Win win;
+  MPI_Win_allocate(2 * sizeof(std::int64_t), sizeof(std::int64_t), MPI_INFO_NULL, MPI_COMM_WORLD, &base, &win);
+  base[0] = base[1] = 0;
+  MPI_Win_lock_all(0, win);
+  MPI_Win_sync(win);
+  MPI_Barrier(MPI_COMM_WORLD);
+  auto fetch_op = [&](int rank, MPI_Aint cell, MPI_Op op) {
+    std::int64_t old = 0;
+    MPI_Fetch_and_op(&one, &old, MPI_INT64_T, rank, cell, op, win);
+    MPI_Win_flush(rank, win);
+    return old;
+  };
+  std::int64_t wrong = 0;
+  double lat_ns = 0;
+  if (n >= 2 && me < 2) {  // turns 2i (rank 0) and 2i+1 (rank 1) on cell 0 of rank 1
+    double t0 = now_ns();
+    for (std::int64_t i = 0; i < total; ++i) {
+      if (i == warmup) t0 = now_ns();
+      while (fetch_op(1, 0, MPI_NO_OP) != 2 * i + me) {
+      }
+      wrong += fetch_op(1, 0, MPI_SUM) != 2 * i + me;
+    }
+    lat_ns = now_ns() - t0;
+  }
+  for (std::int64_t i = 0; i < warmup; ++i) fetch_op(0, 1, MPI_SUM);
+  MPI_Barrier(MPI_COMM_WORLD);
+  const double t0 = now_ns();
+  for (std::int64_t i = 0; i < iters; ++i) fetch_op(0, 1, MPI_SUM);
+  const double loop = now_ns() - t0;
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (me == 0) wrong += std::llabs(fetch_op(0, 1, MPI_NO_OP) - n * total);
+  if (me == 1) wrong += std::llabs(fetch_op(1, 0, MPI_NO_OP) - 2 * total);
+  double slowest = 0;
+  std::int64_t wrong_total = 0;
+  MPI_Allreduce(&loop, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  MPI_Allreduce(&wrong, &wrong_total, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
+  MPI_Win_unlock_all(win);
+  MPI_Win_free(&win);
+  if (me == 0) {
+    std::printf("# mpi_bench | %d ranks | amo: MPI_Fetch_and_op + MPI_Win_flush on int64 cells, %lld iterations\n", n,
+                static_cast<long long>(iters));
+    if (n >= 2)
+      std::printf("   latency (half round trip, P=2 ping-pong) %9.3f us\n",
+                  lat_ns / static_cast<double>(iters) / 2 / 1e3);
+    std::printf("   throughput (every rank, one cell)        %9.2f M/s\n",
+                slowest > 0 ? static_cast<double>(n) * static_cast<double>(iters) / slowest * 1e3 : 0.0);
+    std::printf("# Out of bounds values : %lld %s\n", static_cast<long long>(wrong_total),
+                wrong_total ? "FAILED" : "OK");
+  }
+  return wrong_total;
+}
+
 bool row_blocked(Coll c) {
   return c == Coll::Allgather || c == Coll::ReduceScatter || c == Coll::AllToAll || c == Coll::AllToAllV;
 }
@@ -305,7 +367,7 @@ int main(int argc, char** argv) {
   Options o;
   CLI::App app{"mpi_bench: Open MPI baseline for pld-bench (same sizes, data and timing)"};
   app.add_option("--op", o.op,
-                 "barrier, allreduce, broadcast, allgather, reduce_scatter, all_to_all, all_to_all_v, pingpong");
+                 "barrier, allreduce, broadcast, allgather, reduce_scatter, all_to_all, all_to_all_v, pingpong, amo");
   app.add_option("-b,--minbytes", o.min_b);
   app.add_option("-e,--maxbytes", o.max_b);
   app.add_option("-f,--stepfactor", o.step_factor);
@@ -325,6 +387,11 @@ int main(int argc, char** argv) {
     const int rc = me == 0 ? app.exit(e) : 1;
     MPI_Finalize();
     return rc;
+  }
+  if (o.op == "amo") {
+    const std::int64_t wrong = run_amo(o, me, n);
+    MPI_Finalize();
+    return wrong ? 1 : 0;
   }
   const auto coll_it = std::find_if(kColls.begin(), kColls.end(), [&](const auto& e) { return e.first == o.op; });
   const auto type_it = std::find_if(kTypes.begin(), kTypes.end(), [&](const Type& t) { return t.name == o.dtype; });

@@ -6,9 +6,11 @@
 // Comm domains (comm_domain.hpp): CommDomain on the host, CommCtx in a kernel.
 // Kernel side (kernel.hpp): pld::system (notify / wait / comm ctx), pld::tile, pld::tensor;
 // put_signal and non-blocking transfers with quiet / fence (nbi.hpp).
+// Atomics on window cells (atomic.hpp): pld::system::atomic_fetch_add, atomic_compare_swap, ...
 // See docs/ for the user guide and examples/tutorial/ for the step-by-step ladder.
 #pragma once
 
+#include <pld/atomic.hpp>
 #include <pld/collectives.hpp>
 #include <pld/comm_domain.hpp>
 #include <pld/error.hpp>

@@ -70,7 +70,7 @@ class PLD_API Dims {
 };
 
 /// Element types of tensors and windows. The numeric values are part of the ABI (frames, traces).
-enum class DType : std::uint8_t { FP32, FP16, BF16, INT32, INT16, INT8, INT64, FP64, UINT8 };
+enum class DType : std::uint8_t { FP32, FP16, BF16, INT32, INT16, INT8, INT64, FP64, UINT8, UINT32, UINT64 };
 
 /// Bytes per element.
 PLD_API std::size_t dtype_size(DType dtype);
@@ -143,6 +143,14 @@ struct DTypeOf<double> {
 template <>
 struct DTypeOf<std::uint8_t> {
   static constexpr DType value = DType::UINT8;
+};
+template <>
+struct DTypeOf<std::uint32_t> {
+  static constexpr DType value = DType::UINT32;
+};
+template <>
+struct DTypeOf<std::uint64_t> {
+  static constexpr DType value = DType::UINT64;
 };
 }  // namespace detail
 

@@ -13,6 +13,7 @@
 
 #include "backend/op_history.h"
 
+#include <pld/detail/atomic.hpp>
 #include <pld/types.hpp>
 
 #include <cstddef>
@@ -130,6 +131,15 @@ class Backend : public BackendProcess {
   /// the last value read.
   virtual WaitStatus wait(std::uint64_t offset, std::int32_t expected, WaitCmp cmp, const WaitSite& site,
                           std::int32_t* seen) = 0;
+
+  // --- Atomics (pld::system::atomic_*) -------------------------------------------------------
+  /// Applies `op` to the cell of `dtype` (int32, int64, uint32 or uint64, naturally aligned) at
+  /// `offset` of `rank`'s heap, atomically with respect to every other atomic and notify on it,
+  /// and returns its old value zero-extended. A full barrier: release as notify (earlier puts of
+  /// this rank are complete first) and acquire as wait. Complete at the target on return; a
+  /// change of a 4-byte cell wakes a sleeper as notify does.
+  virtual std::uint64_t atomic(int rank, std::uint64_t offset, AmoOp op, DType dtype, std::uint64_t operand,
+                               std::uint64_t compare) = 0;
 
   /// The engine's own collectives for calls on signal buffer `signal_buffer` of this domain, or
   /// nullptr (shm, or where the engine's are not the better choice): pld's schedules run then.

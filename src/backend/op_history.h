@@ -33,7 +33,9 @@ enum class OpKind : std::uint8_t {
   Collective,
   // Non-blocking transfers (tensor::put_nbi / get_nbi; put_signal records a Put and a Notify).
   PutNbi,
-  GetNbi
+  GetNbi,
+  // Atomics (pld::system::atomic_*): flag is the AmoOp, value the operand (truncated to 32 bits).
+  Atomic,
 };
 
 /// The collectives, as recorded (OpRecord::flag of a Collective record, debug-mode descriptors).
@@ -72,9 +74,10 @@ inline std::int32_t saturate(Index v) {
 struct OpRecord {
   std::uint64_t seq = 0;  // 1-based position in the rank's history; 0 = empty
   OpKind kind = OpKind::None;
-  std::uint8_t flag = 0;   // Notify: NotifyOp; Wait: WaitCmp; RemoteStore/Put: AtomicType; Collective: CollKind
-  std::int16_t peer = -1;  // world rank of the target (Notify/Put/RemoteStore) or source (Get/RemoteLoad)
-  std::int32_t value = 0;  // Notify: value; Wait: expected; data movement: bytes (saturated)
+  std::uint8_t flag = 0;   // Notify: NotifyOp; Wait: WaitCmp; RemoteStore/Put: AtomicType; Collective: CollKind;
+                           // Atomic: AmoOp
+  std::int16_t peer = -1;  // world rank of the target (Notify/Put/RemoteStore/Atomic) or source (Get/RemoteLoad)
+  std::int32_t value = 0;  // Notify: value; Wait: expected; data movement: bytes (saturated); Atomic: operand
   std::uint32_t domain = 0, buffer = 0;
   std::uint64_t offset = 0;
   std::int32_t coords[3] = {0, 0, 0};

@@ -24,14 +24,16 @@ std::string Dims::str() const {
 std::size_t dtype_size(DType dtype) {
   switch (dtype) {
     case DType::FP32:
-    case DType::INT32: return 4;
+    case DType::INT32:
+    case DType::UINT32: return 4;
     case DType::FP16:
     case DType::BF16:
     case DType::INT16: return 2;
     case DType::INT8:
     case DType::UINT8: return 1;
     case DType::INT64:
-    case DType::FP64: return 8;
+    case DType::FP64:
+    case DType::UINT64: return 8;
   }
   throw UsageError(fmt::format("dtype_size: unknown DType value {}", static_cast<int>(dtype)));
 }
@@ -47,6 +49,8 @@ const char* dtype_name(DType dtype) {
     case DType::INT64: return "int64";
     case DType::FP64: return "fp64";
     case DType::UINT8: return "uint8";
+    case DType::UINT32: return "uint32";
+    case DType::UINT64: return "uint64";
   }
   return "unknown";
 }

@@ -293,17 +293,16 @@ void collective_check(const DomainState& d, const CollCall& call) {
   throw UsageError(msg);
 }
 
-void debug_check_notify(const WindowDesc& signal, int peer, const Dims& offsets, std::uint64_t off, std::int32_t value,
-                        NotifyOp op) {
+namespace {
+
+// Ownership: fails when `signal` is a collective's signal in this call, on any member. `what`
+// names the operation ("this notify").
+void check_not_collective_signal(const DebugShared& sh, const WindowDesc& signal, const std::string& site, int peer,
+                                 const char* what) {
   const DomainState& d = *signal.state;
-  DebugShared* sh = d.backend->debug_shared;
-  if (!sh) return;
-  debug_check_view("notify", signal);
-  const int target = d.members[static_cast<std::size_t>(peer)];
-  const std::uint32_t epoch = sh->epoch.load(std::memory_order_acquire) & 0xffffff;
-  // Ownership: is this signal a collective's in this call, on any member?
+  const std::uint32_t epoch = sh.epoch.load(std::memory_order_acquire) & 0xffffff;
   for (int m = 0; m < d.nranks(); ++m) {
-    const auto& ring = sh->colls[d.members[static_cast<std::size_t>(m)]];
+    const auto& ring = sh.colls[d.members[static_cast<std::size_t>(m)]];
     for (const auto& slot : ring.slots) {
       const std::uint64_t stamp = slot.w[0].load(std::memory_order_acquire);
       if (stamp == 0 || (stamp >> 40) != epoch || ((stamp >> 30) & 0x3ffu) != (signal.ref.domain & 0x3ffu)) continue;
@@ -313,15 +312,47 @@ void debug_check_notify(const WindowDesc& signal, int peer, const Dims& offsets,
           "{} to rank {}: signal '{}' is the signal of {} — collective #{} on it of comm domain {} in this call, "
           "entered by "
           "rank {}. A collective owns every cell of its signal for the whole call (its credits must balance to zero), "
-          "so this notify would corrupt it: give your own notify/wait a separate signal window",
-          signal_site("notify", signal, offsets), peer, d.buffer_name(signal.ref.buffer), describe(*c, d),
-          stamp & 0xfffff, d.label, m));
+          "so {} would corrupt it: give your own notify/wait a separate signal window",
+          site, peer, d.buffer_name(signal.ref.buffer), describe(*c, d), stamp & 0xfffff, d.label, m, what));
     }
   }
-  if (op == NotifyOp::Set || value < 0) rearm_bump(sh->rearm[target], off);
-  // Recorded before the notify lands: a waiter that sees the value also sees which call wrote it.
-  if (const int at = notified_slot(sh->notified[target], off, true); at >= 0)
-    sh->notified[target].epoch[at].store(sh->epoch.load(std::memory_order_acquire), std::memory_order_release);
+}
+
+// A change of cell `off` of world rank `target` in this call: counted as a reset when it may
+// lower the value (`rearms`), and stamped with the call that wrote it.
+void note_cell_write(DebugShared& sh, int target, std::uint64_t off, bool rearms) {
+  if (rearms) rearm_bump(sh.rearm[target], off);
+  // Recorded before the write lands: a waiter that sees the value also sees which call wrote it.
+  if (const int at = notified_slot(sh.notified[target], off, true); at >= 0)
+    sh.notified[target].epoch[at].store(sh.epoch.load(std::memory_order_acquire), std::memory_order_release);
+}
+
+}  // namespace
+
+void debug_check_notify(const WindowDesc& signal, int peer, const Dims& offsets, std::uint64_t off, std::int32_t value,
+                        NotifyOp op) {
+  const DomainState& d = *signal.state;
+  DebugShared* sh = d.backend->debug_shared;
+  if (!sh) return;
+  debug_check_view("notify", signal);
+  check_not_collective_signal(*sh, signal, signal_site("notify", signal, offsets), peer, "this notify");
+  note_cell_write(*sh, d.members[static_cast<std::size_t>(peer)], off, op == NotifyOp::Set || value < 0);
+}
+
+void debug_check_atomic(const char* api, const WindowDesc& cell, int peer, const Dims& offsets, std::uint64_t off,
+                        AmoOp op, std::uint64_t operand) {
+  const DomainState& d = *cell.state;
+  DebugShared* sh = d.backend->debug_shared;
+  if (!sh) return;
+  debug_check_view(api, cell);
+  if (op == AmoOp::Fetch) return;
+  check_not_collective_signal(
+      *sh, cell, fmt::format("{}(window '{}', offsets {})", api, d.buffer_name(cell.ref.buffer), offsets.str()), peer,
+      "this atomic");
+  // Only an add of a non-negative int32 only raises a signal cell; anything else may reset it.
+  const bool raises = op == AmoOp::Add && cell.dtype == DType::INT32 && static_cast<std::int32_t>(operand) >= 0;
+  if (dtype_size(cell.dtype) == sizeof(std::int32_t))
+    note_cell_write(*sh, d.members[static_cast<std::size_t>(peer)], off, !raises);
 }
 
 void debug_check_wait_entry(const WindowDesc& signal, const Dims& offsets, std::uint64_t off, std::int32_t expected,

@@ -18,6 +18,7 @@
 #include "rank/runtime.h"
 
 #include <pld/collectives.hpp>
+#include <pld/detail/atomic.hpp>
 #include <pld/kernel.hpp>
 
 #include <atomic>
@@ -118,6 +119,11 @@ void collective_enter(const DomainState& d, const WindowDesc& signal, CollKind k
 
 void debug_check_notify(const WindowDesc& signal, int peer, const Dims& offsets, std::uint64_t off, std::int32_t value,
                         NotifyOp op);
+/// Before an atomic on `cell` (debug mode): the view check, the ownership check of notify (a
+/// cell of a collective's signal), and on 4-byte cells the bookkeeping of notify's reuse and
+/// stale-cell checks.
+void debug_check_atomic(const char* api, const WindowDesc& cell, int peer, const Dims& offsets, std::uint64_t off,
+                        AmoOp op, std::uint64_t operand);
 /// At the entry of a wait: warns (subsystem debug) when the local cell already satisfies the wait
 /// with a non-zero value that a notify of an earlier call wrote — a stale signal of a persistent
 /// window kept without reset, on which the wait passes without any notify of this call.

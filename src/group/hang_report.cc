@@ -4,6 +4,8 @@
 #include "core/settings.h"
 #include "host/session.h"
 
+#include <pld/detail/atomic.hpp>
+
 #include <fmt/format.h>
 
 #include <unistd.h>
@@ -91,11 +93,19 @@ std::vector<Writer> expected_writers(int a, const std::vector<RankSnapshot>& ran
     const OpRecord* last = nullptr;
     bool any_set = false;
     for (const OpRecord& r : ranks[static_cast<std::size_t>(x)].history)
-      if (r.kind == OpKind::Notify && r.peer == a && r.offset == w.offset) {
+      if ((r.kind == OpKind::Notify ||
+           (r.kind == OpKind::Atomic && r.flag != static_cast<std::uint8_t>(AmoOp::Fetch))) &&
+          r.peer == a && r.offset == w.offset) {
         last = &r;
-        any_set |= r.flag == static_cast<std::uint8_t>(NotifyOp::Set);
+        any_set |= r.kind == OpKind::Atomic ? r.flag != static_cast<std::uint8_t>(AmoOp::Add)
+                                            : r.flag == static_cast<std::uint8_t>(NotifyOp::Set);
       }
-    if (last)
+    if (last && last->kind == OpKind::Atomic)
+      out.push_back({x,
+                     fmt::format("changed it: atomic_{} {} (its operation #{})",
+                                 amo_name(static_cast<AmoOp>(last->flag)), last->value, last->seq),
+                     true, any_set, last->value});
+    else if (last)
       out.push_back({x,
                      fmt::format("notified it: {} {} (its operation #{})",
                                  last->flag == static_cast<std::uint8_t>(NotifyOp::Set) ? "Set" : "AtomicAdd",
@@ -198,6 +208,9 @@ std::string describe_op(const OpRecord& op, const HostSession& session) {
       return fmt::format("put_nbi(rank {}, {} at {}, {} bytes{})", op.peer, buf, coords(op), op.value,
                          atomic ? ", atomic add" : "");
     case OpKind::GetNbi: return fmt::format("get_nbi(rank {}, {} at {}, {} bytes)", op.peer, buf, coords(op), op.value);
+    case OpKind::Atomic:
+      return fmt::format("atomic_{}(rank {}, {} {}, {})", amo_name(static_cast<AmoOp>(op.flag)), op.peer, buf,
+                         coords(op), op.value);
     case OpKind::None: break;
   }
   return "?";

@@ -148,6 +148,8 @@ void reduce_op(void* dst, const void* const* srcs, int nsrc, std::size_t n, DTyp
     case DType::INT8: return native(std::int8_t{});
     case DType::INT64: return native(std::int64_t{});
     case DType::UINT8: return native(std::uint8_t{});
+    case DType::UINT32: return native(std::uint32_t{});
+    case DType::UINT64: return native(std::uint64_t{});
     case DType::FP16:
       return reduce_half<fp16, kOp>(static_cast<std::uint16_t*>(dst),
                                     reinterpret_cast<const std::uint16_t* const*>(srcs), nsrc, n);

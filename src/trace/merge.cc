@@ -7,6 +7,8 @@
 
 #include "core/log.h"
 
+#include <pld/detail/atomic.hpp>
+
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -103,6 +105,16 @@ void add_events(Merged& m, int pid, const json& ev) {
                              {"seen", e.value("seen", 0)},
                              {"cmp", e.value("op", 0) == 0 ? "Eq" : "Ge"}}));
       m.waits.push_back(Merged::Wait{t0, t1, pid, tid, e.value("cell", 0ull)});
+    } else if (kind == "atomic") {
+      const char* op = detail::amo_name(static_cast<detail::AmoOp>(e.value("op", 0)));
+      m.out.push_back(slice(fmt::format("atomic_{} {} -> rank {}", op, e.value("name", ""), e.value("peer", -1)),
+                            "atomic", pid, tid, t0, t1,
+                            {{"window", e.value("name", "")},
+                             {"peer", e.value("peer", -1)},
+                             {"cell", e.value("cell", 0ull)},
+                             {"operand", e.value("value", 0ll)},
+                             {"old", e.value("seen", 0ll)},
+                             {"op", op}}));
     } else {
       json args = e.value("args", json::object());
       if (kind == "put" || kind == "get") args = {{"peer", e.value("peer", -1)}, {"bytes", e.value("value", 0)}};

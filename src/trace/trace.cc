@@ -55,6 +55,7 @@ const char* kind_name(Kind k) {
     case Kind::Put: return "put";
     case Kind::Get: return "get";
     case Kind::Task: return "task";
+    case Kind::Atomic: return "atomic";
   }
   return "?";
 }

@@ -30,7 +30,7 @@ std::int64_t now_ns();
 /// Small per-process index of the calling thread (0 = the rank's main thread).
 int thread_index();
 
-enum class Kind : std::uint8_t { Notify, Wait, Collective, Put, Get, Task };
+enum class Kind : std::uint8_t { Notify, Wait, Collective, Put, Get, Task, Atomic };
 
 struct Event {
   Kind kind = Kind::Notify;

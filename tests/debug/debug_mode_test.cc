@@ -165,6 +165,50 @@ TEST_F(DebugMode, GenerationCountersAreNotReuse) {
   });
 }
 
+// An atomic on a signal an allreduce uses in the same call fails like a notify.
+void atomic_collective_signal(DistributedTensor<float> data, DistributedTensor<std::int32_t> sig) {
+  auto ctx = get_comm_ctx(sig);
+  tensor::allreduce(data, sig);
+  if (rank(ctx) == 1) system::atomic_fetch_add(sig, 0, {1, 0}, 1);
+}
+
+TEST_F(DebugMode, AtomicOnACollectivesSignal) {
+  expect_rank_error(
+      [] {
+        run(ranks(2, 5), [](Host& h) {
+          auto d = h.alloc_window_buffer({1, 8}, DType::FP32, "data");
+          auto s = h.alloc_window_buffer({2, 1}, DType::INT32, "sig");
+          for (int r = 0; r < 2; ++r)
+            h.dispatch(r, atomic_collective_signal, h.window<float>(d, {1, 8}), h.window<std::int32_t>(s, {2, 1}));
+        });
+      },
+      1, RankFailure::KernelError,
+      "atomic_fetch_add(window 'sig', offsets [1, 0]) to rank 0: signal 'sig' is the signal of allreduce");
+}
+
+// Atomics as signals: rank 1 raises rank 0's cell with atomic_add twice; between the two waits
+// rank 0 resets it with atomic_set. The reset counts as one (no reuse failure), as a Set notify's.
+void atomic_signals(DistributedTensor<std::int32_t> sig) {
+  const int me = rank(get_comm_ctx(sig));
+  if (me == 0) {
+    system::wait(sig, {0, 0}, 1, WaitCmp::Ge);
+    system::atomic_set(sig, 0, {0, 0}, 0);
+    system::notify(sig, 1, {1, 0}, 1, NotifyOp::AtomicAdd);
+    system::wait(sig, {0, 0}, 1, WaitCmp::Ge);
+  } else if (me == 1) {
+    system::atomic_add(sig, 0, {0, 0}, 1);
+    system::wait(sig, {1, 0}, 1, WaitCmp::Ge);
+    system::atomic_inc(sig, 0, {0, 0});
+  }
+}
+
+TEST_F(DebugMode, AtomicsAsSignalsPass) {
+  run(ranks(2, 10), [](Host& h) {
+    auto b = h.alloc_window_buffer({2, 1}, DType::INT32, "sig");
+    for (int r = 0; r < 2; ++r) h.dispatch(r, atomic_signals, h.window<std::int32_t>(b, {2, 1}));
+  });
+}
+
 // A kernel notify on a signal an allreduce uses in the same call.
 void notify_collective_signal(DistributedTensor<float> data, DistributedTensor<std::int32_t> sig) {
   auto ctx = get_comm_ctx(sig);

@@ -161,6 +161,27 @@ TEST(HangReport, LostUpdateShowsTheCellAndItsWriters) {
   EXPECT_HAS(msg, "Rank 1 notified, but not enough");
 }
 
+// An atomic as the writer of a waited cell: rank 1 adds 1 to rank 0's cell with atomic_add,
+// rank 0 waits for 2. The report names the atomic as the cell's last change.
+void atomic_not_enough(DistributedTensor<std::int32_t> sig) {
+  if (rank(get_comm_ctx(sig)) == 0)
+    system::wait(sig, {0, 0}, 2, WaitCmp::Ge);
+  else
+    system::atomic_add(sig, 0, {0, 0}, 1);
+}
+
+TEST(HangReport, AnAtomicIsNamedAsTheWriter) {
+  PLD_REQUIRE_RANKS(2);
+  DotDir dir;
+  const std::string msg = hang_message(ranks(2, deadline()), [](Host& h) {
+    auto b = h.alloc_window_buffer({2, 1}, DType::INT32, "sig");
+    for (int r = 0; r < 2; ++r) h.dispatch(r, atomic_not_enough, h.window<std::int32_t>(b, {2, 1}));
+  });
+  EXPECT_HAS(msg, "offsets [0, 0] for value >= 2; the cell holds 1");
+  EXPECT_HAS(msg, "expected writer: rank 1 — changed it: atomic_add 1");
+  EXPECT_HAS(msg, "atomic_add(rank 0, 'sig' [0, 0], 1)");  // rank 1's history
+}
+
 // A wait inside a collective (the LL barrier on shm, a credit under mpirun with PLD_MPI_NATIVE_COLL=0, MPI's own
 // barrier otherwise): the protocol names the writer.
 void barrier_on_some(DistributedTensor<std::int32_t> sig, int skip) {

@@ -28,6 +28,8 @@ decltype(auto) with_dtype(DType dtype, F&& f) {
     case DType::INT8: return f.template operator()<std::int8_t>();
     case DType::INT64: return f.template operator()<std::int64_t>();
     case DType::FP64: return f.template operator()<double>();
+    case DType::UINT32: return f.template operator()<std::uint32_t>();
+    case DType::UINT64: return f.template operator()<std::uint64_t>();
     case DType::UINT8: break;
   }
   return f.template operator()<std::uint8_t>();

@@ -22,7 +22,11 @@ TEST(DType, SizesAndNames) {
   EXPECT_EQ(dtype_size(DType::BF16), 2u);
   EXPECT_EQ(dtype_size(DType::INT64), 8u);
   EXPECT_EQ(dtype_size(DType::UINT8), 1u);
+  EXPECT_EQ(dtype_size(DType::UINT32), 4u);
+  EXPECT_EQ(dtype_size(DType::UINT64), 8u);
   EXPECT_STREQ(dtype_name(DType::FP16), "fp16");
+  EXPECT_STREQ(dtype_name(DType::UINT64), "uint64");
+  EXPECT_EQ(dtype_of<std::uint32_t>, DType::UINT32);
   EXPECT_EQ(dtype_of<bf16>, DType::BF16);
   EXPECT_EQ(dtype_of<std::int8_t>, DType::INT8);
 }

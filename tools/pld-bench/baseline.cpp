@@ -77,12 +77,15 @@ CopyResult bare_memcpy(std::uint64_t bytes, std::int64_t warmup, std::int64_t it
   return r;
 }
 
-double bare_pingpong_us(std::int64_t warmup, std::int64_t iters, bool two_cells, bool pin) {
-  constexpr std::uint64_t kBytes = 8192;  // two pages: the two-cell form puts each cell on its own
-  std::byte* mem = map_bytes(kBytes, MAP_SHARED, "the ping-pong cells");
-  auto* base = reinterpret_cast<std::int32_t*>(mem);
-  std::atomic_ref<std::int32_t> ping(base[0]);                     // parent -> child
-  std::atomic_ref<std::int32_t> pong(base[two_cells ? 1024 : 0]);  // child -> parent
+namespace {
+
+// Ping-pong between this process and a fork()ed child on MAP_SHARED memory `mem` (kBytes):
+// `turn(side, i)` is called for i in [0, warmup + iters) on each side (side 0 here, 1 in the
+// child) and waits for / answers the partner; returns the loop time of the last `iters` rounds.
+constexpr std::uint64_t kBytes = 8192;  // two pages: the two-cell form puts each cell on its own
+
+template <class Turn>
+double fork_pingpong_ns(std::byte* mem, std::int64_t warmup, std::int64_t iters, bool pin, Turn turn) {
   const std::int64_t total = warmup + iters;
 
   cpu_set_t saved;
@@ -93,14 +96,11 @@ double bare_pingpong_us(std::int64_t warmup, std::int64_t iters, bool two_cells,
     munmap(mem, kBytes);
     throw std::runtime_error(std::string("p2p baseline: fork failed: ") + std::strerror(errno));
   }
-  if (child == 0) {  // pong: answers 2i+1 with 2i+2
+  if (child == 0) {
     int code = 0;
     try {
       pin_self(pin, 1);
-      for (std::int64_t i = 0; i < total; ++i) {
-        spin_until(ping, static_cast<std::int32_t>(2 * i + 1), parent, false);
-        pong.store(static_cast<std::int32_t>(2 * i + 2), std::memory_order_release);
-      }
+      for (std::int64_t i = 0; i < total; ++i) turn(1, i, parent, false);
     } catch (...) {
       code = 1;
     }
@@ -111,8 +111,7 @@ double bare_pingpong_us(std::int64_t warmup, std::int64_t iters, bool two_cells,
     pin_self(pin, 0);
     for (std::int64_t i = 0; i < total; ++i) {
       if (i == warmup) t0 = now_ns();
-      ping.store(static_cast<std::int32_t>(2 * i + 1), std::memory_order_release);
-      spin_until(pong, static_cast<std::int32_t>(2 * i + 2), child, true);
+      turn(0, i, child, true);
     }
     loop_ns = now_ns() - t0;
   } catch (...) {
@@ -128,7 +127,49 @@ double bare_pingpong_us(std::int64_t warmup, std::int64_t iters, bool two_cells,
   munmap(mem, kBytes);
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
     throw std::runtime_error("p2p baseline: the ping-pong partner process failed");
+  return loop_ns;
+}
+
+double half_round_trip_us(double loop_ns, std::int64_t iters) {
   return iters > 0 ? loop_ns / static_cast<double>(iters) / 2 / 1e3 : 0.0;
+}
+
+}  // namespace
+
+double bare_pingpong_us(std::int64_t warmup, std::int64_t iters, bool two_cells, bool pin) {
+  std::byte* mem = map_bytes(kBytes, MAP_SHARED, "the ping-pong cells");
+  auto* base = reinterpret_cast<std::int32_t*>(mem);
+  std::atomic_ref<std::int32_t> ping(base[0]);                     // parent -> child
+  std::atomic_ref<std::int32_t> pong(base[two_cells ? 1024 : 0]);  // child -> parent
+  // The parent sends 2i+1 and waits for 2i+2; the child answers 2i+1 with 2i+2.
+  const double loop_ns =
+      fork_pingpong_ns(mem, warmup, iters, pin, [&](int side, std::int64_t i, pid_t peer, bool child) {
+        if (side == 0) {
+          ping.store(static_cast<std::int32_t>(2 * i + 1), std::memory_order_release);
+          spin_until(pong, static_cast<std::int32_t>(2 * i + 2), peer, child);
+        } else {
+          spin_until(ping, static_cast<std::int32_t>(2 * i + 1), peer, child);
+          pong.store(static_cast<std::int32_t>(2 * i + 2), std::memory_order_release);
+        }
+      });
+  return half_round_trip_us(loop_ns, iters);
+}
+
+double bare_xadd_pingpong_us(std::int64_t warmup, std::int64_t iters, bool pin) {
+  std::byte* mem = map_bytes(kBytes, MAP_SHARED, "the lock xadd cell");
+  std::atomic_ref<std::int64_t> cell(*reinterpret_cast<std::int64_t*>(mem));
+  // Round i: the parent adds when the cell holds 2i, the child when it holds 2i+1.
+  const double loop_ns =
+      fork_pingpong_ns(mem, warmup, iters, pin, [&](int side, std::int64_t i, pid_t peer, bool child) {
+        const std::int64_t want = 2 * i + side;
+        for (std::uint64_t polls = 1; cell.load(std::memory_order_acquire) != want; ++polls) {
+          PLDBENCH_PAUSE();
+          if ((polls & ((1u << 22) - 1)) == 0 && (child ? waitpid(peer, nullptr, WNOHANG) != 0 : getppid() != peer))
+            throw std::runtime_error("amo baseline: the ping-pong partner process died");
+        }
+        cell.fetch_add(1, std::memory_order_acq_rel);
+      });
+  return half_round_trip_us(loop_ns, iters);
 }
 
 }  // namespace pldbench

@@ -24,4 +24,9 @@ CopyResult bare_memcpy(std::uint64_t bytes, std::int64_t warmup, std::int64_t it
 /// std::runtime_error when mmap or fork fails or the child dies.
 double bare_pingpong_us(std::int64_t warmup, std::int64_t iters, bool two_cells, bool pin);
 
+/// Half a round trip, in microseconds, of a ping-pong by `lock xadd` between this process and a
+/// fork()ed child on one int64 of MAP_SHARED memory: each side adds 1 when the cell holds its
+/// turn (the protocol of pld-bench --op amo's latency, without a runtime).
+double bare_xadd_pingpong_us(std::int64_t warmup, std::int64_t iters, bool pin);
+
 }  // namespace pldbench

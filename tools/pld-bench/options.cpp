@@ -133,7 +133,8 @@ Options parse_options(int argc, char** argv) {
   std::string min_b = "8", max_b = "64M", step_b;
   app.add_option("--op", op,
                  "benchmark(s), comma-separated or 'all': barrier, allreduce, broadcast, allgather, "
-                 "reduce_scatter, all_to_all, all_to_all_v, p2p, put_signal, nbi")
+                 "reduce_scatter, all_to_all, all_to_all_v, p2p, put_signal, nbi; and amo (atomic_fetch_add "
+                 "latency and throughput, not part of 'all')")
       ->capture_default_str();
   if (const int p = pld::launcher_world_size(); p > 0) o.nranks = p;  // under mpirun: one rank per process
   app.add_option("-g,--ranks", o.nranks, "number of ranks (processes forked by pld::run; under mpirun: -n)")
@@ -189,7 +190,18 @@ Options parse_options(int argc, char** argv) {
 
   try {
     app.parse(argc, argv);
-    o.colls = parse_list("--op", op, kColls);
+    o.colls.clear();
+    std::string rest;  // --op without amo
+    for (std::size_t at = 0; at <= op.size();) {
+      const std::size_t end = std::min(op.find(',', at), op.size());
+      const std::string name = op.substr(at, end - at);
+      if (lower(name) == "amo")
+        o.amo = true;
+      else
+        rest += (rest.empty() ? "" : ",") + name;
+      at = end + 1;
+    }
+    if (!rest.empty() || !o.amo) o.colls = parse_list("--op", rest, kColls);
     o.dtypes = parse_list("--dtype", dtype, kDtypes, kPldDtypes);
     o.redops = parse_list("--redop", redop, kRedops);
     o.modes = parse_list("--mode", mode, kModes);

@@ -55,6 +55,7 @@ struct Options {
   bool pin = false;
   Progress progress = Progress::Auto;
   std::string json;  // -J FILE
+  bool amo = false;  // --op amo: the atomics benchmark (amo.hpp), run after the tables of `colls`
 };
 
 /// Parses argv; prints help / errors and exits like CLI11 does. Checks combinations.

@@ -28,6 +28,8 @@ void visit_dtype(pld::DType dtype, F&& f) {
     case pld::DType::INT64: return f(std::int64_t{});
     case pld::DType::FP64: return f(double{});
     case pld::DType::UINT8: return f(std::uint8_t{});
+    case pld::DType::UINT32: return f(std::uint32_t{});
+    case pld::DType::UINT64: return f(std::uint64_t{});
   }
 }
 

@@ -89,6 +89,8 @@ class MpiWindow final : public Backend, public NativeCollectives {
   void fence() override;
   WaitStatus wait(std::uint64_t offset, std::int32_t expected, WaitCmp cmp, const WaitSite& site,
                   std::int32_t* seen) override;
+  std::uint64_t atomic(int rank, std::uint64_t offset, AmoOp op, DType dtype, std::uint64_t operand,
+                       std::uint64_t compare) override;
   void progress() override;
   void acquire() override;
   bool aborting() const override;
@@ -124,6 +126,14 @@ class MpiWindow final : public Backend, public NativeCollectives {
   void rma_put(int t, std::uint64_t offset, const void* src, std::size_t bytes);
   void rma_get(void* dst, int t, std::uint64_t offset, std::size_t bytes);
   void fp16_add(int rank, std::uint64_t offset, const void* src, std::size_t count, DType dtype);
+  /// Takes / gives back the per-target lock of the control window (rma.cc); `what` names the
+  /// operation in the error when the job aborts meanwhile. unlock_target runs under the MPI mutex.
+  void lock_target(int rank, const char* what);
+  void unlock_target(int rank);
+  /// An atomic of the RMA path: MPI_Fetch_and_op / MPI_Compare_and_swap on 4-byte cells, the
+  /// target lock around get-modify-put on 8-byte ones (atomic.cc).
+  std::uint64_t rma_atomic(int rank, int t, std::uint64_t offset, AmoOp op, DType dtype, std::uint64_t operand,
+                           std::uint64_t compare);
   /// Local address of heap offset `offset` of `rank`'s window if it shares this node's memory.
   std::byte* shared_at(int rank, std::uint64_t offset) const {
     std::byte* base = shared_[static_cast<std::size_t>(rank)];
@@ -372,6 +382,10 @@ class MpiBackend final : public BackendProcess {
   void message_notify(int rank, std::uint64_t window, std::uint64_t offset, std::int32_t value, NotifyOp op);
   void message_get(void* dst, int rank, std::uint64_t window, std::uint64_t offset, std::size_t bytes,
                    bool nbi = false);
+  /// An atomic on a member on another node: a request applied by its serve loop with CPU atomics
+  /// and a reply carrying the old value (after a fence of the other targets written, as notify).
+  std::uint64_t message_atomic(int rank, std::uint64_t window, std::uint64_t offset, AmoOp op, DType dtype,
+                               std::uint64_t operand, std::uint64_t compare);
   /// One put, add or put-with-signal: the header (with `prefix`, put_signal's signal offset) and
   /// the payload inline, or the header and then the payload straight from `src`, complete before
   /// it returns — or, `nbi`, left to quiet.
@@ -382,6 +396,8 @@ class MpiBackend final : public BackendProcess {
   /// reply has completed. False when the job aborts first.
   bool complete_nbi();
   void post(int rank, const void* header, std::size_t header_bytes, const void* payload, std::size_t payload_bytes);
+  int next_reply_tag();
+  void await_replies(std::vector<MPI_Request>& pieces, const char* what);
   void mark_written(int rank);
   bool fence_locked(int skip);
   void serve();

@@ -9,6 +9,7 @@
 // since the last one, before a notify to another target (release covers every target) and at
 // the end of a dispatch (quiet). The target applies atomics with CPU atomics, so they are atomic
 // with those of members on its node. docs/design/mpi-backend.md §4.10 explains it.
+#include "backend/amo.h"
 #include "backend/atomic_add.h"
 #include "backend/mpi/backend.h"
 #include "core/settings.h"
@@ -37,15 +38,15 @@ constexpr std::size_t kMaxSends = 4096;     // outstanding sends before a sender
 
 }  // namespace
 
-enum class MessageKind : std::uint32_t { Put = 1, Add, Notify, Get, Fence, FenceAck, PutSignal };
+enum class MessageKind : std::uint32_t { Put = 1, Add, Notify, Get, Fence, FenceAck, PutSignal, Atomic };
 
 struct MessageHeader {
   MessageKind kind;
-  std::int32_t value;     // notify, put_signal: the value; add: the dtype; get: the reply tag
+  std::int32_t value;     // notify, put_signal: the value; add: the dtype; get, atomic: the reply tag
   std::uint64_t window;   // MpiWindow::id()
   std::uint64_t offset;   // heap offset
   std::uint64_t bytes;    // payload (put, add) or requested (get) bytes
-  std::uint32_t op;       // notify, put_signal: NotifyOp
+  std::uint32_t op;       // notify, put_signal: NotifyOp; atomic: AmoOp | DType << 8
   std::uint32_t inlined;  // the payload follows the header in the same message
 };
 // A PutSignal message is a put whose header is followed by the heap offset of its signal cell
@@ -213,12 +214,33 @@ void MpiBackend::message_notify(int rank, std::uint64_t window, std::uint64_t of
   post(rank, &h, sizeof h, nullptr, 0);
 }
 
+int MpiBackend::next_reply_tag() {
+  const int tag = reply_tag_;
+  reply_tag_ = reply_tag_ >= 32767 ? kFirstReplyTag : reply_tag_ + 1;
+  return tag;
+}
+
+// Under the mutex: drives progress until `pieces` complete; cancels them and fails as `what` when
+// the job aborts first.
+void MpiBackend::await_replies(std::vector<MPI_Request>& pieces, const char* what) {
+  const bool got = drive([&] {
+    int done = 0;
+    MPI_Testall(static_cast<int>(pieces.size()), pieces.data(), &done, MPI_STATUSES_IGNORE);
+    return done != 0;
+  });
+  if (got) return;
+  for (MPI_Request& r : pieces) {
+    MPI_Cancel(&r);
+    MPI_Request_free(&r);
+  }
+  released(what);
+}
+
 void MpiBackend::message_get(void* dst, int rank, std::uint64_t window, std::uint64_t offset, std::size_t bytes,
                              bool nbi) {
   std::lock_guard lock(mutex_);
   std::vector<MPI_Request> pieces;
-  const int tag = reply_tag_;
-  reply_tag_ = reply_tag_ >= 32767 ? kFirstReplyTag : reply_tag_ + 1;
+  const int tag = next_reply_tag();
   for (std::size_t at = 0; at < bytes; at += kPiece) {
     MPI_Request& r = pieces.emplace_back();
     check(MPI_Irecv(static_cast<std::byte*>(dst) + at, static_cast<int>(std::min(kPiece, bytes - at)), MPI_BYTE, rank,
@@ -231,18 +253,32 @@ void MpiBackend::message_get(void* dst, int rank, std::uint64_t window, std::uin
     nbi_requests_.insert(nbi_requests_.end(), pieces.begin(), pieces.end());
     return;
   }
-  const bool got = drive([&] {
-    int done = 0;
-    MPI_Testall(static_cast<int>(pieces.size()), pieces.data(), &done, MPI_STATUSES_IGNORE);
-    return done != 0;
-  });
-  if (!got) {
-    for (MPI_Request& r : pieces) {
-      MPI_Cancel(&r);
-      MPI_Request_free(&r);
-    }
-    released("get");
-  }
+  await_replies(pieces, "get");
+}
+
+// Release as notify (every other target written since its last fence has applied what this rank
+// sent it; messages to `rank` itself arrive in order before the request), then the request and
+// its reply.
+std::uint64_t MpiBackend::message_atomic(int rank, std::uint64_t window, std::uint64_t offset, AmoOp op, DType dtype,
+                                         std::uint64_t operand, std::uint64_t compare) {
+  std::lock_guard lock(mutex_);
+  sync_active();
+  if (!fence_locked(rank)) released("atomic");
+  std::uint64_t old = 0;
+  const int tag = next_reply_tag();
+  std::vector<MPI_Request> reply(1);
+  check(MPI_Irecv(&old, sizeof old, MPI_BYTE, rank, tag, message_comm_, reply.data()), "MPI_Irecv (atomic reply)");
+  const std::uint64_t operands[2] = {operand, compare};
+  const Header h{Kind::Atomic,
+                 tag,
+                 window,
+                 offset,
+                 dtype_size(dtype),
+                 static_cast<std::uint32_t>(op) | (static_cast<std::uint32_t>(dtype) << 8),
+                 1};
+  post(rank, &h, sizeof h, operands, sizeof operands);
+  await_replies(reply, "atomic");
+  return old;
 }
 
 void MpiBackend::mark_written(int rank) {
@@ -338,6 +374,18 @@ void MpiBackend::apply(int source, const Header& h, const std::byte* payload) {
                         h.value, message_comm_, &s.request),
               "MPI_Isend (get reply)");
       }
+      return;
+    }
+    case Kind::Atomic: {
+      std::uint64_t operands[2];
+      std::memcpy(operands, payload, sizeof operands);
+      const std::uint64_t old = atomic_local(message_target(h, source), static_cast<AmoOp>(h.op & 0xff),
+                                             static_cast<DType>(h.op >> 8), operands[0], operands[1]);
+      Send& s = sends_.emplace_back();
+      s.buffer.resize(sizeof old);
+      std::memcpy(s.buffer.data(), &old, sizeof old);
+      check(MPI_Isend(s.buffer.data(), sizeof old, MPI_BYTE, source, h.value, message_comm_, &s.request),
+            "MPI_Isend (atomic reply)");
       return;
     }
     case Kind::PutSignal: {

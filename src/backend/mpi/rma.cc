@@ -155,9 +155,43 @@ void MpiWindow::atomic_add(int rank, std::uint64_t offset, const void* src, std:
   mark_dirty(t);
 }
 
+// The per-target lock in the control window (int32 compare-and-swap 0 -> my rank + 1 on the
+// target's lock cell), held around a get-modify-put of the target's window: fp16 / bf16 adds and
+// the 64-bit atomics of the RMA path (atomic.cc). It also covers updates of my own heap.
+void MpiWindow::lock_target(int rank, const char* what) {
+  MpiBackend& e = engine_;
+  const std::int32_t mine = e.rank_ + 1, zero = 0;
+  for (;;) {
+    std::int32_t old = -1;
+    {
+      std::lock_guard lock(e.mutex_);
+      e.check(
+          MPI_Compare_and_swap(&mine, &zero, &old, MPI_INT32_T, rank, static_cast<MPI_Aint>(kControlLock), e.control_),
+          "MPI_Compare_and_swap (target lock)");
+      e.check(MPI_Win_flush(rank, e.control_), "MPI_Win_flush");
+    }
+    if (old == 0) return;
+    if (e.aborting()) throw Error(std::string("pld: ") + what + " released because another rank failed");
+    // Keep serving the peers' RMA while waiting (over TCP the holder's get/put to this rank
+    // completes only when this rank drives progress).
+    e.progress();
+    std::this_thread::yield();
+  }
+}
+
+// Under the MPI mutex.
+void MpiWindow::unlock_target(int rank) {
+  MpiBackend& e = engine_;
+  const std::int32_t zero = 0;
+  std::int32_t ignored = 0;
+  e.check(MPI_Fetch_and_op(&zero, &ignored, MPI_INT32_T, rank, static_cast<MPI_Aint>(kControlLock), MPI_REPLACE,
+                           e.control_),
+          "MPI_Fetch_and_op (target unlock)");
+  e.check(MPI_Win_flush(rank, e.control_), "MPI_Win_flush");
+}
+
 // fp16 / bf16: no MPI type, and a user-defined MPI_Op is not allowed in MPI_Accumulate. Lock the
-// target (int32 compare-and-swap 0 -> my rank + 1 on its control cell), get, add, put, flush,
-// unlock. Chunks of 64 Ki elements keep lock holds short. The lock also covers adds to my own heap.
+// target, get, add, put, flush, unlock. Chunks of 64 Ki elements keep lock holds short.
 void MpiWindow::fp16_add(int rank, std::uint64_t offset, const void* src, std::size_t count, DType dtype) {
   constexpr std::size_t kChunk = 64 * 1024;
   const std::size_t esz = dtype_size(dtype);
@@ -166,40 +200,18 @@ void MpiWindow::fp16_add(int rank, std::uint64_t offset, const void* src, std::s
   std::vector<std::byte> cur(std::min(count, kChunk) * esz);
   for (std::size_t at = 0; at < count; at += kChunk) {
     const std::size_t n = std::min(kChunk, count - at), bytes = n * esz;
-    const std::int32_t mine = e.rank_ + 1, zero = 0;
-    for (int tries = 0;; ++tries) {
-      std::int32_t old = -1;
-      {
-        std::lock_guard lock(e.mutex_);
-        e.check(MPI_Compare_and_swap(&mine, &zero, &old, MPI_INT32_T, rank, static_cast<MPI_Aint>(kControlLock),
-                                     e.control_),
-                "MPI_Compare_and_swap (fp16/bf16 lock)");
-        e.check(MPI_Win_flush(rank, e.control_), "MPI_Win_flush");
-      }
-      if (old == 0) break;
-      if (e.aborting()) throw Error("pld: atomic add released because another rank failed");
-      // Keep serving the peers' RMA while waiting (over TCP the holder's get/put to this rank
-      // completes only when this rank drives progress).
-      e.progress();
-      std::this_thread::yield();
-    }
-    {
-      std::lock_guard lock(e.mutex_);
-      const MPI_Aint disp = static_cast<MPI_Aint>(offset - lo_ + at * esz);
-      e.check(MPI_Get(cur.data(), static_cast<int>(bytes), MPI_BYTE, t, disp, static_cast<int>(bytes), MPI_BYTE, win_),
-              "MPI_Get");
-      e.check(MPI_Win_flush(t, win_), "MPI_Win_flush");
-      const void* srcs[2] = {cur.data(), static_cast<const std::byte*>(src) + at * esz};
-      reduce(cur.data(), srcs, 2, n, dtype, ReduceOp::Sum);
-      e.check(MPI_Put(cur.data(), static_cast<int>(bytes), MPI_BYTE, t, disp, static_cast<int>(bytes), MPI_BYTE, win_),
-              "MPI_Put");
-      e.check(MPI_Win_flush(t, win_), "MPI_Win_flush");
-      std::int32_t ignored = 0;
-      e.check(MPI_Fetch_and_op(&zero, &ignored, MPI_INT32_T, rank, static_cast<MPI_Aint>(kControlLock), MPI_REPLACE,
-                               e.control_),
-              "MPI_Fetch_and_op (fp16/bf16 unlock)");
-      e.check(MPI_Win_flush(rank, e.control_), "MPI_Win_flush");
-    }
+    lock_target(rank, "atomic add");
+    std::lock_guard lock(e.mutex_);
+    const MPI_Aint disp = static_cast<MPI_Aint>(offset - lo_ + at * esz);
+    e.check(MPI_Get(cur.data(), static_cast<int>(bytes), MPI_BYTE, t, disp, static_cast<int>(bytes), MPI_BYTE, win_),
+            "MPI_Get");
+    e.check(MPI_Win_flush(t, win_), "MPI_Win_flush");
+    const void* srcs[2] = {cur.data(), static_cast<const std::byte*>(src) + at * esz};
+    reduce(cur.data(), srcs, 2, n, dtype, ReduceOp::Sum);
+    e.check(MPI_Put(cur.data(), static_cast<int>(bytes), MPI_BYTE, t, disp, static_cast<int>(bytes), MPI_BYTE, win_),
+            "MPI_Put");
+    e.check(MPI_Win_flush(t, win_), "MPI_Win_flush");
+    unlock_target(rank);
   }
 }
 

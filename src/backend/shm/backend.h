@@ -90,6 +90,8 @@ class ShmBackend final : public Backend {
   void fence() override;
   WaitStatus wait(std::uint64_t offset, std::int32_t expected, WaitCmp cmp, const WaitSite& site,
                   std::int32_t* seen) override;
+  std::uint64_t atomic(int rank, std::uint64_t offset, AmoOp op, DType dtype, std::uint64_t operand,
+                       std::uint64_t compare) override;
 
   // Host side.
   ControlBlock& control() { return *control_; }
@@ -106,6 +108,8 @@ class ShmBackend final : public Backend {
   bool may_spin() const { return wait_spin_ > 0; }
 
  private:
+  /// Wakes the threads of `rank` asleep on `cell` (after a change of it), if it has any.
+  void wake(int rank, std::int32_t* cell);
   /// Unmaps what the constructor mapped (idempotent).
   void release();
 

@@ -62,6 +62,10 @@ void ShmBackend::notify(int rank, std::uint64_t offset, std::int32_t value, Noti
     a.exchange(value, std::memory_order_seq_cst);
   else
     a.fetch_add(value, std::memory_order_seq_cst);
+  wake(rank, cell);
+}
+
+void ShmBackend::wake(int rank, std::int32_t* cell) {
   if (control_->slots[rank].sleepers.load(std::memory_order_seq_cst) > 0) futex_wake_all(cell);
 }
 

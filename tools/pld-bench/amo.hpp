@@ -1,0 +1,32 @@
+// pld-bench --op amo: pld's atomics, next to their bare baseline.
+//   latency     ranks 0 and 1 take turns on one int64 cell of rank 1: each spins with atomic_fetch
+//               until the cell holds its turn, then atomic_fetch_add(1). Half a round trip per
+//               turn; the bare baseline is the same ping-pong by `lock xadd` between two fork()ed
+//               processes on MAP_SHARED memory (baseline.cpp).
+//   throughput  every rank atomic_fetch_add(1)s one int64 cell of rank 0 at once; aggregate
+//               operations per second = P * iters / the slowest rank's loop time.
+// Both are checked: the cells must end at the exact totals (#wrong counts the difference).
+#pragma once
+
+#include "options.hpp"
+
+#include <cstdint>
+#include <cstdio>
+
+namespace pldbench {
+
+struct AmoResults {
+  int nranks = 0;
+  std::int64_t warmup = 0, iters = 0;
+  double latency_us = -1;       // half a round trip of pld's ping-pong (-1: fewer than 2 ranks)
+  double bare_latency_us = -1;  // the bare lock xadd ping-pong
+  double mops = 0;              // aggregate million atomic_fetch_adds per second, every rank on one cell
+  double ns_per_op = 0;         // the slowest rank's loop time per own operation
+  std::int64_t wrong = 0;
+};
+
+/// Runs the amo benchmark in one pld::run of o.nranks ranks (-n iterations, default 100,000).
+AmoResults run_amo(const Options& o);
+void print_amo(std::FILE* out, const AmoResults& r);
+
+}  // namespace pldbench
