@@ -4,7 +4,8 @@
 //
 // Host side (host.hpp): DistributedConfig, pld::run, Host, HostTensor.
 // Comm domains (comm_domain.hpp): CommDomain on the host, CommCtx in a kernel.
-// Kernel side (kernel.hpp): pld::system (notify / wait / comm ctx), pld::tile, pld::tensor.
+// Kernel side (kernel.hpp): pld::system (notify / wait / comm ctx), pld::tile, pld::tensor;
+// signal.hpp: signal_fetch, test, wait_until_any / all / some.
 // See docs/ for the user guide and examples/tutorial/ for the step-by-step ladder.
 #pragma once
 
@@ -14,6 +15,7 @@
 #include <pld/host.hpp>
 #include <pld/info.hpp>
 #include <pld/kernel.hpp>
+#include <pld/signal.hpp>
 #include <pld/task.hpp>
 #include <pld/tensor.hpp>
 #include <pld/types.hpp>

@@ -22,7 +22,18 @@ namespace pld::detail {
 /// Records kept per rank (the "last N operations" of a hang report).
 inline constexpr int kOpHistory = 16;
 
-enum class OpKind : std::uint8_t { None = 0, Notify, Wait, Put, Get, RemoteLoad, RemoteStore, Collective };
+enum class OpKind : std::uint8_t {
+  None = 0,
+  Notify,
+  Wait,
+  Put,
+  Get,
+  RemoteLoad,
+  RemoteStore,
+  Collective,
+  // signals: a wait on several cells (wait_until_any / all / some)
+  WaitCells,
+};
 
 /// The collectives, as recorded (OpRecord::flag of a Collective record, debug-mode descriptors).
 enum class CollKind : std::uint8_t {
@@ -60,8 +71,12 @@ inline std::int32_t saturate(Index v) {
 struct OpRecord {
   std::uint64_t seq = 0;  // 1-based position in the rank's history; 0 = empty
   OpKind kind = OpKind::None;
-  std::uint8_t flag = 0;   // Notify: NotifyOp; Wait: WaitCmp; RemoteStore/Put: AtomicType; Collective: CollKind
-  std::int16_t peer = -1;  // world rank of the target (Notify/Put/RemoteStore) or source (Get/RemoteLoad)
+  // Notify: NotifyOp; Wait: WaitCmp; WaitCells: WaitCmp | WaitMode << 4; RemoteStore/Put: AtomicType;
+  // Collective: CollKind
+  std::uint8_t flag = 0;
+  // World rank of the target (Notify/Put/RemoteStore) or source (Get/RemoteLoad); WaitCells: the
+  // number of cells (saturated)
+  std::int16_t peer = -1;
   std::int32_t value = 0;  // Notify: value; Wait: expected; data movement: bytes (saturated)
   std::uint32_t domain = 0, buffer = 0;
   std::uint64_t offset = 0;

@@ -1,6 +1,8 @@
 // The hang analysis of the process groups: expected writers, wait-for graph, verdicts, DOT output.
 #include "group/hang_report.h"
 
+#include "backend/backend.h"
+#include "backend/wait_cmp.h"
 #include "core/settings.h"
 #include "host/session.h"
 
@@ -69,8 +71,8 @@ struct Writer {
   int elsewhere = -1;  // it notified the same cell of this other rank instead
 };
 
-std::vector<Writer> expected_writers(int a, const std::vector<RankSnapshot>& ranks, const HostSession& session) {
-  const RankSnapshot& w = ranks[static_cast<std::size_t>(a)];
+std::vector<Writer> cell_writers(int a, const RankSnapshot& w, const std::vector<RankSnapshot>& ranks,
+                                 const HostSession& session) {
   std::vector<Writer> out;
   if (in_engine_collective(w)) {  // the members not in a collective themselves
     if (w.domain >= session.domains().size()) return out;
@@ -135,6 +137,34 @@ std::vector<Writer> expected_writers(int a, const std::vector<RankSnapshot>& ran
   return out;
 }
 
+// The expected writers of rank a's wait: of its cell, or of each of its cells not yet satisfied
+// (a multi-cell wait; each writer once, its reason naming the cell).
+std::vector<Writer> expected_writers(int a, const std::vector<RankSnapshot>& ranks, const HostSession& session) {
+  const RankSnapshot& w = ranks[static_cast<std::size_t>(a)];
+  if (w.cells.empty()) return cell_writers(a, w, ranks, session);
+  std::vector<Writer> out;
+  for (const RankSnapshot::Cell& c : w.cells) {
+    if (wait_cmp_holds(c.value, c.expected, w.cmp)) continue;
+    RankSnapshot one = w;
+    one.offsets = c.offsets;
+    one.offset = c.offset;
+    for (Writer& x : cell_writers(a, one, ranks, session)) {
+      if (std::any_of(out.begin(), out.end(), [&](const Writer& y) { return y.rank == x.rank; })) continue;
+      x.why = fmt::format("cell {}: {}", c.offsets.str(), x.why);
+      out.push_back(std::move(x));
+    }
+  }
+  return out;
+}
+
+// "'sig' [0, 1]", or for a multi-cell wait "'sig' [0, 1] | [0, 2] (2 cells)".
+std::string cell_text(const RankSnapshot& s, const HostSession& session) {
+  std::string t = buffer_name(session, s.domain, s.buffer) + " " + s.offsets.str();
+  if (s.cells.empty()) return t;
+  for (std::size_t i = 1; i < s.cells.size(); ++i) t += " | " + s.cells[i].offsets.str();
+  return t + fmt::format(" ({} cells)", s.cell_count);
+}
+
 // The first cycle reachable in the wait-for graph, as a list of ranks (a -> b -> ... -> a).
 std::vector<int> find_cycle(const std::vector<std::vector<int>>& edges) {
   const int n = static_cast<int>(edges.size());
@@ -171,6 +201,25 @@ std::string dot_escape(const std::string& s) {
   return out;
 }
 
+constexpr const char* kCellWaitNames[] = {"wait", "wait_until_any", "wait_until_all", "wait_until_some"};
+
+// A multi-cell wait: "in wait_until_any on signal 'sig' for any of 3 cells: offsets [0, 1] for
+// value >= 1, the cell holds 0; ...".
+std::string describe_cells(const RankSnapshot& s, const HostSession& session) {
+  const char* api = kCellWaitNames[std::clamp(s.cell_mode, 0, 3)];
+  std::string t =
+      fmt::format("in {} on signal {} for {} of {} cells:", api, session.describe_buffer(s.domain, s.buffer),
+                  s.cell_mode == static_cast<std::int32_t>(WaitMode::All) ? "all" : "any", s.cell_count);
+  for (const RankSnapshot::Cell& c : s.cells)
+    t += fmt::format("\n      cell offsets {} for value {} {}; the cell holds {}{}", c.offsets.str(),
+                     wait_cmp_symbol(s.cmp), c.expected, c.value,
+                     wait_cmp_holds(c.value, c.expected, s.cmp) ? " (satisfied)" : "");
+  if (s.cell_count > static_cast<std::int32_t>(s.cells.size()))
+    t += fmt::format("\n      ... and {} more cells (a report names the first {})",
+                     s.cell_count - static_cast<std::int32_t>(s.cells.size()), s.cells.size());
+  return t;
+}
+
 }  // namespace
 
 std::string describe_op(const OpRecord& op, const HostSession& session) {
@@ -181,8 +230,7 @@ std::string describe_op(const OpRecord& op, const HostSession& session) {
       return fmt::format("notify(rank {}, {} {}, {} {})", op.peer, buf, coords(op),
                          op.flag == static_cast<std::uint8_t>(NotifyOp::Set) ? "Set" : "AtomicAdd", op.value);
     case OpKind::Wait:
-      return fmt::format("wait({} {}, {} {})", buf, coords(op),
-                         op.flag == static_cast<std::uint8_t>(WaitCmp::Eq) ? "==" : ">=", op.value);
+      return fmt::format("wait({} {}, {} {})", buf, coords(op), wait_cmp_symbol(wait_cmp_from(op.flag)), op.value);
     case OpKind::Put:
       return fmt::format("put(rank {}, {} at {}, {} bytes{})", op.peer, buf, coords(op), op.value,
                          atomic ? ", atomic add" : "");
@@ -192,6 +240,10 @@ std::string describe_op(const OpRecord& op, const HostSession& session) {
     case OpKind::RemoteStore:
       return fmt::format("remote_store(rank {}, {} at {}, {} bytes{})", op.peer, buf, coords(op), op.value,
                          atomic ? ", atomic add" : "");
+    case OpKind::WaitCells:
+      return fmt::format("{}({} {}{}, {} {})", kCellWaitNames[std::min(op.flag >> 4, 3)], buf, coords(op),
+                         op.peer > 1 ? fmt::format(" and {} more cells", op.peer - 1) : std::string(),
+                         wait_cmp_symbol(wait_cmp_from(op.flag & 0xf)), op.value);
     case OpKind::Collective:
       return fmt::format("{}(signal {}, {} elements)", coll_name(static_cast<CollKind>(op.flag)), buf, op.value);
     case OpKind::None: break;
@@ -205,9 +257,10 @@ std::string describe_wait(const RankSnapshot& s, const HostSession& session) {
         "in {}, MPI's own collective on the domain of signal {} (which it does not use), waiting for "
         "every member to enter it",
         s.what, session.describe_buffer(s.domain, s.buffer));
-  std::string t = fmt::format("waiting on signal {} offsets {} for value {} {}; the cell holds {}",
-                              session.describe_buffer(s.domain, s.buffer), s.offsets.str(),
-                              s.cmp == WaitCmp::Eq ? "==" : ">=", s.expected, s.value);
+  std::string t = s.cells.empty() ? fmt::format("waiting on signal {} offsets {} for value {} {}; the cell holds {}",
+                                                session.describe_buffer(s.domain, s.buffer), s.offsets.str(),
+                                                wait_cmp_symbol(s.cmp), s.expected, s.value)
+                                  : describe_cells(s, session);
   if (!s.what.empty()) t += fmt::format(" (inside {})", s.what);
   return t;
 }
@@ -243,7 +296,7 @@ std::string describe_ranks(const std::vector<RankSnapshot>& ranks, const HostSes
     } else {
       g.cell[static_cast<std::size_t>(r)] =
           in_engine_collective(s) ? fmt::format("MPI's {} on {}", s.what, buffer_name(session, s.domain, s.buffer))
-                                  : fmt::format("{} {}", buffer_name(session, s.domain, s.buffer), s.offsets.str());
+                                  : cell_text(s, session);
       t += describe_wait(s, session);
       auto& ws = g.writers[static_cast<std::size_t>(r)];
       ws = expected_writers(r, ranks, session);
@@ -379,8 +432,8 @@ std::string wait_for_dot(const std::vector<RankSnapshot>& ranks, const WaitGraph
     const auto& s = ranks[r];
     std::string label = s.who + "\\n";
     if (s.state == RankSnapshot::State::Waiting)
-      label += dot_escape(
-          fmt::format("waits {} {} {} (holds {})", g.cell[r], s.cmp == WaitCmp::Eq ? "==" : ">=", s.expected, s.value));
+      label +=
+          dot_escape(fmt::format("waits {} {} {} (holds {})", g.cell[r], wait_cmp_symbol(s.cmp), s.expected, s.value));
     else
       label += state_text(s.state);
     std::string style;

@@ -44,7 +44,8 @@ struct MpiWaitRecord {
   std::int32_t expected = 0, value = 0;
   std::uint64_t offset = 0;
   int writer = -1;
-  char what[32] = {};  // the collective waiting, or empty
+  char what[32] = {};     // the collective waiting, or empty
+  WaitCellsRecord cells;  // a multi-cell wait (count 0: a single-cell wait)
 };
 
 /// One comm domain's window: the heap offsets [lo, lo + bytes) of every member, where the
@@ -68,6 +69,7 @@ class MpiWindow final : public Backend, public NativeCollectives {
   void notify(int rank, std::uint64_t offset, std::int32_t value, NotifyOp op) override;
   WaitStatus wait(std::uint64_t offset, std::int32_t expected, WaitCmp cmp, const WaitSite& site,
                   std::int32_t* seen) override;
+  WaitStatus wait_cells(WaitCell* cells, std::size_t n, WaitCmp cmp, WaitMode mode, const WaitSite& site) override;
   void progress() override;
   void acquire() override;
   bool aborting() const override;
@@ -96,6 +98,9 @@ class MpiWindow final : public Backend, public NativeCollectives {
   /// Rank of world rank `rank` in the window's group (throws for a non-member: a bug).
   int target(int rank, std::uint64_t offset, std::size_t bytes) const;
   void mark_dirty(int target);
+  /// The poll loop of wait and wait_cells (signal.cc).
+  template <class Ready, class Record, class Awaited>
+  WaitStatus poll_until(Ready&& ready, Record&& record, const WaitSite& site, Awaited&& awaited);
   void fp16_add(int rank, std::uint64_t offset, const void* src, std::size_t count, DType dtype);
   /// Local address of heap offset `offset` of `rank`'s window if it shares this node's memory.
   std::byte* shared_at(int rank, std::uint64_t offset) const {
