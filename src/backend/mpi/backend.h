@@ -16,6 +16,7 @@
 #include <mpi.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -30,6 +31,15 @@
 namespace pld::detail {
 
 class MpiBackend;
+
+/// When an engine collective gives up (the wait deadline, PLD_WAIT_TIMEOUT).
+using NativeDeadline = std::chrono::steady_clock::time_point;
+
+/// The calling thread's scratch of at least `bytes` for engine collectives, reused from call to
+/// call (a fresh block would cost a zero-fill or page faults every call); abandon_native_scratch()
+/// leaves it to a collective still pending in MPI (collectives.cc).
+std::byte* native_scratch(std::size_t bytes);
+void abandon_native_scratch();
 struct MessageHeader;                    // messages.cc
 enum class MessageKind : std::uint32_t;  // messages.cc
 
@@ -115,21 +125,57 @@ class MpiWindow final : public Backend, public NativeCollectives {
   void open_native_channels();
   void close_native_channels();
   MPI_Comm native_comm(const WaitSite& site) const;
-  /// One step of an engine collective: posts it with `start(step, comm, &request)` (under the MPI
-  /// mutex; returns the MPI error code).
-  using NativeStep = std::function<int(std::size_t step, MPI_Comm comm, MPI_Request* request)>;
-  /// Runs `steps` nonblocking collectives on the signal's communicator one after the other, each
-  /// tested with yields until it completes, the job aborts or the wait deadline passes (then the
+  /// The requests of one step: one nonblocking collective, or the sends and receives of an
+  /// exchange (exchange.cc).
+  using Requests = std::vector<MPI_Request>;
+  /// One step of an engine collective: posts its requests with `start(step, comm, requests)`
+  /// (under the MPI mutex; returns the MPI error code).
+  using NativeStep = std::function<int(std::size_t step, MPI_Comm comm, Requests& requests)>;
+  /// Runs `steps` steps on the signal's communicator one after the other, each tested with
+  /// yields until all its requests complete, the job aborts or the wait deadline passes (then the
   /// wait is recorded for the report, and the communicator is never used again); `after(step)`
   /// runs (outside the MPI mutex) once a step has completed.
   WaitStatus native_run(const WaitSite& site, std::size_t steps, const NativeStep& start,
                         const std::function<void(std::size_t)>& after = {});
+  // native_run's parts, for schedules of their own (hierarchy.cc): the deadline of a call; under
+  // the MPI mutex before its first post, my earlier puts complete and my stores public; tests
+  // `requests` with yields until they complete (Ok), the job aborts or the deadline passes; a
+  // call that did not complete is recorded for the report and its communicator never reused.
+  NativeDeadline native_deadline() const;
+  void native_begin_locked();
+  WaitStatus native_complete(NativeDeadline deadline, Requests& requests);
+  WaitStatus native_abandon(const WaitSite& site, WaitStatus status);
   /// A floating-point allreduce of at most kNativePiece bytes, in pld's order (collectives.cc).
   WaitStatus canonical_allreduce(std::byte* data, std::size_t count, DType dtype, ReduceOp op, const WaitSite& site);
-  /// An MPI collective of MPI_Iallgather's and MPI_Ialltoall's signature over blocks of `row_bytes`.
-  using BlockCall = int (*)(const void*, int, MPI_Datatype, void*, int, MPI_Datatype, MPI_Comm, MPI_Request*);
-  WaitStatus block_exchange(BlockCall call, const void* input, void* target, std::size_t row_bytes,
-                            const WaitSite& site);
+  /// allgather (`gather`: every member's `input` row) or all_to_all (row s of `input` to member
+  /// s) over rows of `row_bytes`: an exchange when small, else MPI_Iallgather / MPI_Ialltoall.
+  WaitStatus block_exchange(bool gather, const void* input, void* target, std::size_t row_bytes, const WaitSite& site);
+  /// Posts the point-to-point sends and receives of one small exchange on `comm` (exchange.cc):
+  /// rows of `bytes`; `gather`: the same `input` row to every member, else row s to member s.
+  /// This member's own row is copied at once.
+  int post_exchange(bool gather, const void* input, void* target, std::size_t bytes, MPI_Comm comm,
+                    Requests& requests) const;
+  /// Posts a small broadcast of `bytes` from member `root` on `comm` (exchange.cc).
+  int post_broadcast(void* data, std::size_t bytes, int root, MPI_Comm comm, Requests& requests) const;
+  /// The domain's members by node (hierarchy.cc): `first[k]` is the first domain rank of node k,
+  /// `first.back()` the member count, `mine` my node's index, `world` domain rank -> world rank.
+  /// Empty unless the window is shared on this node and also has members elsewhere, and each
+  /// node's members are consecutive domain ranks.
+  struct NodeRuns {
+    std::vector<int> first, world;
+    int mine = -1;
+  };
+  NodeRuns node_runs() const;
+  /// Whether an allreduce of `bytes` runs hierarchically over `runs`.
+  bool hierarchical(const NodeRuns& runs, std::size_t bytes, DType dtype) const;
+  WaitStatus hierarchical_allreduce(const NodeRuns& runs, std::byte* data, std::size_t count, DType dtype, ReduceOp op,
+                                    const WaitSite& site);
+  const std::byte* row_of(const NodeRuns& runs, int d, const std::byte* data, const std::byte* rows,
+                          std::size_t bytes) const;
+  WaitStatus leader_gather(const NodeRuns& runs, std::byte* data, std::size_t count, DType dtype, ReduceOp op,
+                           MPI_Comm comm, NativeDeadline deadline);
+  WaitStatus leader_chain(const NodeRuns& runs, std::byte* data, std::size_t count, DType dtype, ReduceOp op,
+                          MPI_Comm comm, NativeDeadline deadline);
   /// all_to_all_v of small blocks: each row count travels in front of its block, one exchange.
   WaitStatus packed_all_to_all_v(const void* input, void* target, std::size_t rows, std::size_t row_bytes,
                                  const std::int32_t* send_counts, std::int32_t* recv_counts, const WaitSite& site);
@@ -158,6 +204,9 @@ class MpiWindow final : public Backend, public NativeCollectives {
 
 /// Signal buffer ids of a domain whose collectives can take the engine's own (a communicator each).
 inline constexpr std::uint32_t kNativeChannels = 16;
+/// A step of an engine collective in which each member sends at most this many bytes in all is
+/// an exchange of point-to-point messages (exchange.cc) rather than a libnbc collective.
+inline constexpr std::size_t kExchangeMax = 64u << 10;
 
 class MpiBackend final : public BackendProcess {
  public:

@@ -52,28 +52,6 @@ constexpr std::size_t kGatherExtra = 64u << 10;
 // with their counts in front (padding to the largest block costs less than a second exchange).
 constexpr std::size_t kPackedMax = 64u << 10;
 
-// The calling thread's scratch of at least `bytes`, reused from call to call (a fresh block would
-// cost a zero-fill or page faults every call). abandon_scratch() leaves it to a collective still
-// pending in MPI.
-struct ThreadScratch {
-  std::unique_ptr<std::byte[]> block;
-  std::size_t bytes = 0;
-};
-thread_local ThreadScratch t_scratch;
-
-std::byte* scratch(std::size_t bytes) {
-  if (t_scratch.bytes < bytes) {
-    t_scratch.block.reset(new std::byte[bytes]);
-    t_scratch.bytes = bytes;
-  }
-  return t_scratch.block.get();
-}
-
-void abandon_scratch() {
-  (void)t_scratch.block.release();
-  t_scratch.bytes = 0;
-}
-
 // dst = op over the `n` rows of `rows` bytes at `scratch`, in rank order (pld's reduction order).
 void reduce_rows(std::byte* dst, const std::byte* scratch, int n, std::size_t rows, std::size_t count, DType dtype,
                  ReduceOp op) {
@@ -117,6 +95,26 @@ std::size_t pieces(std::size_t n, std::size_t per) {
 }
 
 }  // namespace
+
+// One per thread: collectives on different signals may run concurrently from different threads.
+struct ThreadScratch {
+  std::unique_ptr<std::byte[]> block;
+  std::size_t bytes = 0;
+};
+thread_local ThreadScratch t_scratch;
+
+std::byte* native_scratch(std::size_t bytes) {
+  if (t_scratch.bytes < bytes) {
+    t_scratch.block.reset(new std::byte[bytes]);
+    t_scratch.bytes = bytes;
+  }
+  return t_scratch.block.get();
+}
+
+void abandon_native_scratch() {
+  (void)t_scratch.block.release();
+  t_scratch.bytes = 0;
+}
 
 int MpiBackend::native_mode() {
   static const int mode = [] {
@@ -184,83 +182,96 @@ MPI_Comm MpiWindow::native_comm(const WaitSite& site) const {
   return native_[site.buffer];
 }
 
-WaitStatus MpiWindow::native_run(const WaitSite& site, std::size_t steps, const NativeStep& start,
-                                 const std::function<void(std::size_t)>& after) {
-  using Clock = std::chrono::steady_clock;
+NativeDeadline MpiWindow::native_deadline() const {
+  using Clock = NativeDeadline::clock;
+  return Clock::now() +
+         std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(engine_.wait_timeout_));
+}
+
+void MpiWindow::native_begin_locked() {
+  engine_.sync_active();  // my earlier puts are complete at their targets (applied there), my stores public
+  if (engine_.messages_) engine_.fence_locked(-1);
+}
+
+WaitStatus MpiWindow::native_complete(NativeDeadline deadline, Requests& requests) {
   MpiBackend& e = engine_;
-  const MPI_Comm comm = native_comm(site);
-  const auto deadline =
-      Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(e.wait_timeout_));
-  WaitStatus status = WaitStatus::Ok;
-  for (std::size_t step = 0; step < steps && status == WaitStatus::Ok; ++step) {
-    MPI_Request request = MPI_REQUEST_NULL;
+  auto nap = std::chrono::microseconds(5);
+  for (int round = 0;; ++round) {
+    if (round > e.wait_spin_) {  // PLD_WAIT_SPIN polls first, as a wait (0 when oversubscribed)
+      if (e.aborting()) return WaitStatus::Aborted;
+      if (NativeDeadline::clock::now() >= deadline) return WaitStatus::Timeout;
+      // As MpiBackend::complete: never nap without passive progress (peers' RMA needs this loop).
+      if (round < 256 || !e.passive_progress_) {
+        sched_yield();
+      } else {
+        std::this_thread::sleep_for(nap);
+        nap = std::min(nap * 2, std::chrono::microseconds(200));
+      }
+    }
     int done = 0;
-    {  // post and test once under one hold of the mutex
-      std::lock_guard lock(e.mutex_);
-      if (step == 0) {  // my earlier puts are complete at their targets (applied there), my stores public
-        e.sync_active();
-        if (e.messages_) e.fence_locked(-1);
-      }
-      e.check(start(step, comm, &request), site.what);
-      e.check(MPI_Test(&request, &done, MPI_STATUS_IGNORE), site.what);
-    }
-    auto nap = std::chrono::microseconds(5);
-    for (int round = 0; !done; ++round) {
-      if (round >= e.wait_spin_) {  // PLD_WAIT_SPIN polls first, as a wait (0 when oversubscribed)
-        if (e.aborting()) {
-          status = WaitStatus::Aborted;
-          break;
-        }
-        if (Clock::now() >= deadline) {
-          status = WaitStatus::Timeout;
-          break;
-        }
-        // As MpiBackend::complete: never nap without passive progress (peers' RMA needs this loop).
-        if (round < 256 || !e.passive_progress_) {
-          sched_yield();
-        } else {
-          std::this_thread::sleep_for(nap);
-          nap = std::min(nap * 2, std::chrono::microseconds(200));
-        }
-      }
-      std::lock_guard lock(e.mutex_);
-      e.check(MPI_Test(&request, &done, MPI_STATUS_IGNORE), site.what);
-      // Peers may wait on this rank's messages (a fence, a get) before they get here. Not on every
-      // poll, nor at the start or the end: each serve is another progress call on the critical
-      // path, and a peer's messages before its part of the call are applied here already (it
-      // fenced them first).
-      if (e.messages_ && !done && round % 8 == 7) e.serve();
-    }
-    if (status == WaitStatus::Ok && after) after(step);
-  }
-  if (status != WaitStatus::Ok) {  // abandoned: record it for the report, never reuse the communicator
     std::lock_guard lock(e.mutex_);
-    native_abandoned_[site.buffer] = 1;
-    if (!e.ended_wait_.valid) {
-      MpiWaitRecord w;  // no cell: offsets stay empty
-      w.valid = true;
-      w.domain = site.domain;
-      w.buffer = site.buffer;
-      std::snprintf(w.what, sizeof w.what, "%s", site.what ? site.what : "collective");
-      e.ended_wait_ = w;
-    }
-    return status;
+    e.check(MPI_Testall(static_cast<int>(requests.size()), requests.data(), &done, MPI_STATUSES_IGNORE),
+            "MPI_Testall (engine collective)");
+    if (done) return WaitStatus::Ok;
+    // Peers may wait on this rank's messages (a fence, a get) before they get here. Not on every
+    // poll, nor at the start or the end: each serve is another progress call on the critical
+    // path, and a peer's messages before its part of the call are applied here already (it
+    // fenced them first).
+    if (e.messages_ && round % 8 == 7) e.serve();
   }
-  e.sync_local();  // every member's writes before the call are visible to my loads
+}
+
+WaitStatus MpiWindow::native_abandon(const WaitSite& site, WaitStatus status) {
+  std::lock_guard lock(engine_.mutex_);  // record it for the report, never reuse the communicator
+  native_abandoned_[site.buffer] = 1;
+  if (!engine_.ended_wait_.valid) {
+    MpiWaitRecord w;  // no cell: offsets stay empty
+    w.valid = true;
+    w.domain = site.domain;
+    w.buffer = site.buffer;
+    std::snprintf(w.what, sizeof w.what, "%s", site.what ? site.what : "collective");
+    engine_.ended_wait_ = w;
+  }
   return status;
 }
 
-WaitStatus MpiWindow::barrier(const WaitSite& site) {
-  return native_run(site, 1, [](std::size_t, MPI_Comm comm, MPI_Request* r) { return MPI_Ibarrier(comm, r); });
+WaitStatus MpiWindow::native_run(const WaitSite& site, std::size_t steps, const NativeStep& start,
+                                 const std::function<void(std::size_t)>& after) {
+  const MPI_Comm comm = native_comm(site);
+  const NativeDeadline deadline = native_deadline();
+  Requests requests;
+  for (std::size_t step = 0; step < steps; ++step) {
+    requests.clear();
+    {
+      std::lock_guard lock(engine_.mutex_);
+      if (step == 0) native_begin_locked();
+      engine_.check(start(step, comm, requests), site.what);
+    }
+    const WaitStatus status = native_complete(deadline, requests);
+    if (status != WaitStatus::Ok) return native_abandon(site, status);
+    if (after) after(step);
+  }
+  engine_.sync_local();  // every member's writes before the call are visible to my loads
+  return WaitStatus::Ok;
 }
 
-// In pieces of at most kNativePiece bytes (canonical_allreduce).
+WaitStatus MpiWindow::barrier(const WaitSite& site) {
+  return native_run(site, 1,
+                    [](std::size_t, MPI_Comm comm, Requests& rq) { return MPI_Ibarrier(comm, &rq.emplace_back()); });
+}
+
+// In pieces of at most kNativePiece bytes: across nodes through their leaders where the domain
+// shares its windows on each node (hierarchy.cc), else canonical_allreduce.
 WaitStatus MpiWindow::allreduce(void* data, std::size_t count, DType dtype, ReduceOp op, const WaitSite& site) {
   const std::size_t esz = dtype_size(dtype), per = kNativePiece / esz;
   auto* bytes = static_cast<std::byte*>(data);
+  const NodeRuns runs = node_runs();
   WaitStatus st = WaitStatus::Ok;
-  for (std::size_t at = 0; at < count && st == WaitStatus::Ok; at += per)
-    st = canonical_allreduce(bytes + at * esz, std::min(per, count - at), dtype, op, site);
+  for (std::size_t at = 0; at < count && st == WaitStatus::Ok; at += per) {
+    const std::size_t n = std::min(per, count - at);
+    st = hierarchical(runs, n * esz, dtype) ? hierarchical_allreduce(runs, bytes + at * esz, n, dtype, op, site)
+                                            : canonical_allreduce(bytes + at * esz, n, dtype, op, site);
+  }
   return st;
 }
 
@@ -282,12 +293,13 @@ WaitStatus MpiWindow::canonical_allreduce(std::byte* data, std::size_t count, DT
   auto s = std::make_unique<Scratch>();
   WaitStatus st;
   if (bytes * ranks <= kGatherMax && (ranks - 1) * bytes * (ranks - 2) <= kGatherExtra * ranks) {
-    s->rows = scratch(bytes * ranks);
+    s->rows = native_scratch(bytes * ranks);
     st = native_run(
         site, 1,
-        [&](std::size_t, MPI_Comm comm, MPI_Request* r) {
+        [&](std::size_t, MPI_Comm comm, Requests& rq) {
+          if (bytes * ranks <= kExchangeMax) return post_exchange(true, data, s->rows, bytes, comm, rq);
           return MPI_Iallgather(data, static_cast<int>(bytes), MPI_BYTE, s->rows, static_cast<int>(bytes), MPI_BYTE,
-                                comm, r);
+                                comm, &rq.emplace_back());
         },
         [&](std::size_t) { reduce_rows(data, s->rows, n, bytes, count, dtype, op); });
   } else {
@@ -296,15 +308,15 @@ WaitStatus MpiWindow::canonical_allreduce(std::byte* data, std::size_t count, DT
     const int seg = s->count[static_cast<std::size_t>(me)];
     s->mine.assign(ranks, seg);
     for (std::size_t r = 0; r < ranks; ++r) s->at.push_back(static_cast<int>(r) * seg);
-    s->rows = scratch(static_cast<std::size_t>(seg) * ranks);
+    s->rows = native_scratch(static_cast<std::size_t>(seg) * ranks);
     st = native_run(
         site, 2,
-        [&](std::size_t step, MPI_Comm comm, MPI_Request* r) {
+        [&](std::size_t step, MPI_Comm comm, Requests& rq) {
           if (step == 0)
             return MPI_Ialltoallv(data, s->count.data(), s->displ.data(), MPI_BYTE, s->rows, s->mine.data(),
-                                  s->at.data(), MPI_BYTE, comm, r);
+                                  s->at.data(), MPI_BYTE, comm, &rq.emplace_back());
           return MPI_Iallgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, data, s->count.data(), s->displ.data(), MPI_BYTE,
-                                 comm, r);
+                                 comm, &rq.emplace_back());
         },
         [&](std::size_t step) {
           if (step == 0)
@@ -314,36 +326,44 @@ WaitStatus MpiWindow::canonical_allreduce(std::byte* data, std::size_t count, DT
   }
   if (st != WaitStatus::Ok) {
     (void)s.release();
-    abandon_scratch();
+    abandon_native_scratch();
   }
   return st;
 }
 
 WaitStatus MpiWindow::broadcast(void* data, std::size_t bytes, int root, const WaitSite& site) {
-  return native_run(site, pieces(bytes, kPiece), [&](std::size_t i, MPI_Comm comm, MPI_Request* r) {
-    const int n = static_cast<int>(std::min(kPiece, bytes - i * kPiece));
-    return MPI_Ibcast(static_cast<std::byte*>(data) + i * kPiece, n, MPI_BYTE, root, comm, r);
+  return native_run(site, pieces(bytes, kPiece), [&](std::size_t i, MPI_Comm comm, Requests& rq) {
+    const std::size_t n = std::min(kPiece, bytes - i * kPiece);
+    std::byte* at = static_cast<std::byte*>(data) + i * kPiece;
+    if (n * (dirty_.size() - 1) <= kExchangeMax) return post_broadcast(at, n, root, comm, rq);
+    return MPI_Ibcast(at, static_cast<int>(n), MPI_BYTE, root, comm, &rq.emplace_back());
   });
 }
 
-// allgather and all_to_all: one MPI call of that signature, in bytes or in blocks of a row type.
-WaitStatus MpiWindow::block_exchange(BlockCall call, const void* input, void* target, std::size_t row_bytes,
+// allgather and all_to_all: an exchange when small, else one MPI call of that signature, in bytes
+// or in blocks of a row type.
+WaitStatus MpiWindow::block_exchange(bool gather, const void* input, void* target, std::size_t row_bytes,
                                      const WaitSite& site) {
   if (row_bytes == 0) return WaitStatus::Ok;
+  if (row_bytes * dirty_.size() <= kExchangeMax)
+    return native_run(site, 1, [&](std::size_t, MPI_Comm comm, Requests& rq) {
+      return post_exchange(gather, input, target, row_bytes, comm, rq);
+    });
   const Block b = block_of(row_bytes, engine_.mutex_);
-  const WaitStatus st = native_run(site, 1, [&](std::size_t, MPI_Comm comm, MPI_Request* r) {
-    return call(input, b.count, b.type, target, b.count, b.type, comm, r);
+  const auto call = gather ? &MPI_Iallgather : &MPI_Ialltoall;
+  const WaitStatus st = native_run(site, 1, [&](std::size_t, MPI_Comm comm, Requests& rq) {
+    return call(input, b.count, b.type, target, b.count, b.type, comm, &rq.emplace_back());
   });
   if (st == WaitStatus::Ok) free_type(b.type, engine_.mutex_);  // an abandoned call keeps its type
   return st;
 }
 
 WaitStatus MpiWindow::allgather(const void* local, void* target, std::size_t row_bytes, const WaitSite& site) {
-  return block_exchange(MPI_Iallgather, local, target, row_bytes, site);
+  return block_exchange(true, local, target, row_bytes, site);
 }
 
 WaitStatus MpiWindow::all_to_all(const void* input, void* target, std::size_t row_bytes, const WaitSite& site) {
-  return block_exchange(MPI_Ialltoall, input, target, row_bytes, site);
+  return block_exchange(false, input, target, row_bytes, site);
 }
 
 // Every dtype in pld's order (see canonical_allreduce): rank r receives row r of every copy
@@ -354,29 +374,31 @@ WaitStatus MpiWindow::reduce_scatter(void* target, std::size_t count, DType dtyp
   const std::size_t esz = dtype_size(dtype), row = count * esz, ranks = static_cast<std::size_t>(n);
   const std::size_t per = std::max<std::size_t>(1, kNativePiece / ranks / esz), steps = pieces(count, per);
   auto* data = static_cast<std::byte*>(target);
-  std::byte* rows_in = scratch(std::min(per, count) * esz * ranks);
+  std::byte* rows_in = native_scratch(std::min(per, count) * esz * ranks);
   MPI_Datatype piece = MPI_DATATYPE_NULL;
   const WaitStatus st = native_run(
       site, steps,
-      [&](std::size_t i, MPI_Comm comm, MPI_Request* r) {
+      [&](std::size_t i, MPI_Comm comm, Requests& rq) {
         const std::size_t len = std::min(per, count - i * per) * esz;
+        if (steps == 1 && row * ranks <= kExchangeMax) return post_exchange(false, data, rows_in, row, comm, rq);
         if (steps == 1)
           return MPI_Ialltoall(data, static_cast<int>(row), MPI_BYTE, rows_in, static_cast<int>(row), MPI_BYTE, comm,
-                               r);
+                               &rq.emplace_back());
         if (piece != MPI_DATATYPE_NULL) MPI_Type_free(&piece);
         MPI_Datatype bytes;
         MPI_Type_contiguous(static_cast<int>(len), MPI_BYTE, &bytes);
         MPI_Type_create_resized(bytes, 0, static_cast<MPI_Aint>(row), &piece);
         MPI_Type_commit(&piece);
         MPI_Type_free(&bytes);
-        return MPI_Ialltoall(data + i * per * esz, 1, piece, rows_in, static_cast<int>(len), MPI_BYTE, comm, r);
+        return MPI_Ialltoall(data + i * per * esz, 1, piece, rows_in, static_cast<int>(len), MPI_BYTE, comm,
+                             &rq.emplace_back());
       },
       [&](std::size_t i) {
         const std::size_t len = std::min(per, count - i * per);
         reduce_rows(data + static_cast<std::size_t>(me) * row + i * per * esz, rows_in, n, len * esz, len, dtype, op);
       });
   if (st != WaitStatus::Ok) {
-    abandon_scratch();
+    abandon_native_scratch();
     return st;
   }
   free_type(piece, engine_.mutex_);
@@ -411,15 +433,15 @@ WaitStatus MpiWindow::all_to_all_v(const void* input, void* target, std::size_t 
     }
   }
   const std::size_t unit = in_bytes ? row_bytes : 1;  // what one count of row_type holds, in rows x unit
-  const WaitStatus st = native_run(site, 2, [&](std::size_t step, MPI_Comm comm, MPI_Request* r) {
-    if (step == 0) return MPI_Ialltoall(send_counts, 1, MPI_INT32_T, recv_counts, 1, MPI_INT32_T, comm, r);
+  const WaitStatus st = native_run(site, 2, [&](std::size_t step, MPI_Comm comm, Requests& rq) {
+    if (step == 0) return post_exchange(false, send_counts, recv_counts, sizeof(std::int32_t), comm, rq);
     for (std::size_t p = 0; p < static_cast<std::size_t>(n); ++p) {
       a->scount[p] = static_cast<int>(static_cast<std::size_t>(send_counts[p]) * unit);
       a->rcount[p] = static_cast<int>(static_cast<std::size_t>(recv_counts[p]) * unit);
       a->sdispl[p] = a->rdispl[p] = static_cast<int>(p * rows * unit);
     }
     return MPI_Ialltoallv(input, a->scount.data(), a->sdispl.data(), row_type, target, a->rcount.data(),
-                          a->rdispl.data(), row_type, comm, r);
+                          a->rdispl.data(), row_type, comm, &rq.emplace_back());
   });
   if (st != WaitStatus::Ok) {
     (void)a.release();
@@ -442,9 +464,10 @@ WaitStatus MpiWindow::packed_all_to_all_v(const void* input, void* target, std::
     const std::size_t bytes = static_cast<std::size_t>(send_counts[p]) * row_bytes;
     if (bytes) std::memcpy(at + sizeof(std::int64_t), static_cast<const std::byte*>(input) + p * block, bytes);
   }
-  const WaitStatus st = native_run(site, 1, [&](std::size_t, MPI_Comm comm, MPI_Request* r) {
+  const WaitStatus st = native_run(site, 1, [&](std::size_t, MPI_Comm comm, Requests& rq) {
+    if (stride * n <= kExchangeMax) return post_exchange(false, send->data(), recv->data(), stride, comm, rq);
     return MPI_Ialltoall(send->data(), static_cast<int>(stride), MPI_BYTE, recv->data(), static_cast<int>(stride),
-                         MPI_BYTE, comm, r);
+                         MPI_BYTE, comm, &rq.emplace_back());
   });
   if (st != WaitStatus::Ok) {
     (void)send.release();

@@ -16,6 +16,7 @@
 //            A wait on several cells (wait_cells) is the same loop polling every cell.
 #include "backend/mpi/backend.h"
 #include "backend/wait_cmp.h"
+#include "core/cpu_relax.h"
 
 #include <sched.h>
 #include <signal.h>
@@ -154,8 +155,14 @@ WaitStatus MpiWindow::poll_until(Ready&& ready, Record&& record, const WaitSite&
   Clock::time_point start{}, deadline{};
   auto nap = std::chrono::microseconds(10);
   WaitStatus status = WaitStatus::Ok;
+  // A call whose windows are all shared needs no MPI progress to see a notify: its spin phase is
+  // the shm backend's.
+  const bool shared = e.active_shared_.load(std::memory_order_relaxed);
   for (std::int64_t round = 0; !ready(); ++round) {
-    if (!e.passive_progress_ || round % 64 == 63) progress();
+    if (shared && round < e.wait_spin_)
+      cpu_relax();
+    else if (!e.passive_progress_ || round % 64 == 63)
+      progress();
     if (round < e.wait_spin_) continue;
     // Past the spin phase: yield for up to kYieldBudget, then sleep in growing naps (a remote
     // accumulate cannot wake a futex). Checks of the clock, the deadline and the abort word
@@ -206,7 +213,7 @@ WaitStatus MpiWindow::poll_until(Ready&& ready, Record&& record, const WaitSite&
     std::lock_guard lock(engine_.mutex_);
     if (!engine_.ended_wait_.valid) engine_.ended_wait_ = record();
   }
-  if (engine_.active_shared_.load(std::memory_order_relaxed))
+  if (shared)
     std::atomic_thread_fence(std::memory_order_acquire);  // no window of the call is written through MPI
   else
     engine_.sync_local();

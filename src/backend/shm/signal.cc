@@ -10,6 +10,7 @@
 // single-cell notify -> wait path costs what it did (one load of the sleeper count).
 #include "backend/shm/backend.h"
 #include "backend/wait_cmp.h"
+#include "core/cpu_relax.h"
 
 #include <linux/futex.h>
 #include <sched.h>
@@ -20,13 +21,6 @@
 #include <chrono>
 #include <climits>
 #include <ctime>
-
-#if defined(__x86_64__) || defined(__i386__)
-#include <immintrin.h>
-#define PLD_CPU_RELAX() _mm_pause()
-#else
-#define PLD_CPU_RELAX() asm volatile("" ::: "memory")
-#endif
 
 namespace pld::detail {
 
@@ -92,7 +86,7 @@ template <class Ready>
 bool ShmBackend::spin_until(Ready&& ready) {
   bool ok = ready();
   for (std::int64_t i = 0; !ok && i < wait_spin_; ++i) {
-    PLD_CPU_RELAX();
+    cpu_relax();
     if ((i & kSpinCheckMask) == kSpinCheckMask && control_->host_busy.load(std::memory_order_relaxed)) sched_yield();
     ok = ready();
   }

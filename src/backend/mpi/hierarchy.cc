@@ -1,0 +1,206 @@
+// The engine's allreduce for a comm domain that spans nodes and shares its windows on each node:
+// on a node through shared memory, across nodes through messages between one leader per node.
+// Over TCP it moves each node's data across once instead of each member's (2 nodes x 2 ranks:
+// design §4.11). A node's members are a run of consecutive domain ranks (else the flat schedule
+// runs: pld's reduction order is ascending domain rank).
+//   gather  (small): every leader sends its node's rows to every other leader; each leader reduces
+//           all P rows in rank order, straight from its members' windows and the received rows.
+//   chain   (large, two nodes, every dtype but fp16 / bf16): the first leader reduces its node's
+//           rows and streams the partial result in pieces to the second, which folds in its own
+//           node's rows and streams the result back. Left-to-right folding makes these the bits
+//           of reducing every rank in order; fp16 / bf16 round once, so they do not chain.
+// Members signal the leader that their data is in place and wait for it to write the result
+// into their windows (zero-byte messages on the node).
+#include "backend/mpi/backend.h"
+#include "reduce/reduce.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace pld::detail {
+
+namespace {
+
+enum Tag : int { kEnter = 1, kDone = 2, kRows = 3, kChain = 4, kResult = 5 };
+
+// Pieces the chain streams (its pipeline: while one crosses, the next is reduced).
+constexpr std::size_t kChainPiece = 512u << 10;
+// Vectors up to this many bytes over all members are gathered: a leader sends its node's rows,
+// twice the bytes of the chain's one piece there and back, but one crossing instead of two.
+constexpr std::size_t kLeaderGatherMax = 256u << 10;
+
+}  // namespace
+
+MpiWindow::NodeRuns MpiWindow::node_runs() const {
+  NodeRuns runs;
+  if (all_shared_ || node_comm_ == MPI_COMM_NULL) return runs;
+  const auto& node = engine_.node_;
+  std::vector<int> world(dirty_.size());
+  for (std::size_t w = 0; w < target_.size(); ++w)
+    if (target_[w] >= 0) world[static_cast<std::size_t>(target_[w])] = static_cast<int>(w);
+  std::vector<int> seen;
+  for (std::size_t d = 0; d < world.size(); ++d) {
+    const int n = node[static_cast<std::size_t>(world[d])];
+    if (d == 0 || n != node[static_cast<std::size_t>(world[d - 1])]) {
+      if (std::find(seen.begin(), seen.end(), n) != seen.end()) return {};  // a node's members are not one run
+      seen.push_back(n);
+      runs.first.push_back(static_cast<int>(d));
+    }
+    if (world[d] == engine_.rank_) runs.mine = static_cast<int>(runs.first.size()) - 1;
+  }
+  runs.first.push_back(static_cast<int>(world.size()));
+  runs.world = std::move(world);
+  return runs;
+}
+
+bool MpiWindow::hierarchical(const NodeRuns& runs, std::size_t bytes, DType dtype) const {
+  const std::size_t nodes = runs.first.empty() ? 0 : runs.first.size() - 1;
+  if (nodes < 2 || nodes == dirty_.size()) return false;  // one node, or one member per node
+  if (bytes * dirty_.size() <= kLeaderGatherMax) return true;
+  return nodes == 2 && dtype != DType::FP16 && dtype != DType::BF16;
+}
+
+WaitStatus MpiWindow::hierarchical_allreduce(const NodeRuns& runs, std::byte* data, std::size_t count, DType dtype,
+                                             ReduceOp op, const WaitSite& site) {
+  const MPI_Comm comm = native_comm(site);
+  const NativeDeadline deadline = native_deadline();
+  const int me = target_[static_cast<std::size_t>(engine_.rank_)];
+  const int leader = runs.first[static_cast<std::size_t>(runs.mine)];
+  const std::size_t bytes = count * dtype_size(dtype);
+  Requests rq;
+  if (me != leader) {  // my data is in place; the leader writes the result into it
+    {
+      std::lock_guard lock(engine_.mutex_);
+      native_begin_locked();
+      engine_.check(MPI_Isend(nullptr, 0, MPI_BYTE, leader, kEnter, comm, &rq.emplace_back()), site.what);
+      engine_.check(MPI_Irecv(nullptr, 0, MPI_BYTE, leader, kDone, comm, &rq.emplace_back()), site.what);
+    }
+    const WaitStatus st = native_complete(deadline, rq);
+    if (st != WaitStatus::Ok) return native_abandon(site, st);
+    engine_.sync_local();
+    return st;
+  }
+  const int last = runs.first[static_cast<std::size_t>(runs.mine) + 1];
+  {
+    std::lock_guard lock(engine_.mutex_);
+    native_begin_locked();
+    for (int m = leader + 1; m < last; ++m)
+      engine_.check(MPI_Irecv(nullptr, 0, MPI_BYTE, m, kEnter, comm, &rq.emplace_back()), site.what);
+  }
+  WaitStatus st = native_complete(deadline, rq);
+  if (st == WaitStatus::Ok)
+    st = bytes * dirty_.size() <= kLeaderGatherMax ? leader_gather(runs, data, count, dtype, op, comm, deadline)
+                                                   : leader_chain(runs, data, count, dtype, op, comm, deadline);
+  if (st != WaitStatus::Ok) {
+    abandon_native_scratch();
+    return native_abandon(site, st);
+  }
+  const std::uint64_t offset = static_cast<std::uint64_t>(data - base_) + lo_;
+  rq.clear();
+  {
+    std::lock_guard lock(engine_.mutex_);
+    for (int m = leader + 1; m < last; ++m) {
+      std::memcpy(shared_at(runs.world[static_cast<std::size_t>(m)], offset), data, bytes);
+      engine_.check(MPI_Isend(nullptr, 0, MPI_BYTE, m, kDone, comm, &rq.emplace_back()), site.what);
+    }
+  }
+  st = native_complete(deadline, rq);
+  if (st != WaitStatus::Ok) return native_abandon(site, st);
+  engine_.sync_local();
+  return st;
+}
+
+// Row `d` (domain rank) of the call: a member's window on my node, else where the rows arrived.
+const std::byte* MpiWindow::row_of(const NodeRuns& runs, int d, const std::byte* data, const std::byte* rows,
+                                   std::size_t bytes) const {
+  const int leader = runs.first[static_cast<std::size_t>(runs.mine)];
+  const int last = runs.first[static_cast<std::size_t>(runs.mine) + 1];
+  if (d < leader || d >= last) return rows + static_cast<std::size_t>(d) * bytes;
+  const std::uint64_t offset = static_cast<std::uint64_t>(data - base_) + lo_;
+  return shared_at(runs.world[static_cast<std::size_t>(d)], offset);
+}
+
+WaitStatus MpiWindow::leader_gather(const NodeRuns& runs, std::byte* data, std::size_t count, DType dtype, ReduceOp op,
+                                    MPI_Comm comm, NativeDeadline deadline) {
+  const std::size_t n = dirty_.size(), bytes = count * dtype_size(dtype), nodes = runs.first.size() - 1;
+  const auto mine = static_cast<std::size_t>(runs.mine);
+  std::byte* rows = native_scratch(n * bytes);
+  Requests rq;
+  {
+    std::lock_guard lock(engine_.mutex_);
+    for (std::size_t k = 0; k < nodes; ++k) {  // every other node's rows, one message a row, in order
+      if (k == mine) continue;
+      for (int d = runs.first[k]; d < runs.first[k + 1]; ++d)
+        engine_.check(MPI_Irecv(rows + static_cast<std::size_t>(d) * bytes, static_cast<int>(bytes), MPI_BYTE,
+                                runs.first[k], kRows, comm, &rq.emplace_back()),
+                      "allreduce");
+    }
+    for (std::size_t j = 1; j < nodes; ++j) {
+      const std::size_t k = (mine + j) % nodes;
+      for (int d = runs.first[mine]; d < runs.first[mine + 1]; ++d)
+        engine_.check(MPI_Isend(row_of(runs, d, data, rows, bytes), static_cast<int>(bytes), MPI_BYTE, runs.first[k],
+                                kRows, comm, &rq.emplace_back()),
+                      "allreduce");
+    }
+  }
+  const WaitStatus st = native_complete(deadline, rq);
+  if (st != WaitStatus::Ok) return st;
+  std::vector<const void*> srcs(n);
+  for (std::size_t d = 0; d < n; ++d) srcs[d] = row_of(runs, static_cast<int>(d), data, rows, bytes);
+  reduce(data, srcs.data(), static_cast<int>(n), count, dtype, op);
+  return st;
+}
+
+// Two nodes: the first leader streams its node's partial fold to the second, which streams the
+// result back.
+WaitStatus MpiWindow::leader_chain(const NodeRuns& runs, std::byte* data, std::size_t count, DType dtype, ReduceOp op,
+                                   MPI_Comm comm, NativeDeadline deadline) {
+  const std::size_t esz = dtype_size(dtype), per = std::max<std::size_t>(1, kChainPiece / esz);
+  const std::size_t pieces = (count + per - 1) / per;
+  const bool first = runs.mine == 0;
+  const int other = runs.first[first ? 1 : 0];
+  const int lo = runs.first[static_cast<std::size_t>(runs.mine)],
+            hi = runs.first[static_cast<std::size_t>(runs.mine) + 1];
+  std::byte* carry = native_scratch(count * esz);  // first: the partial it sends; second: the one it receives
+  std::vector<const void*> srcs;
+  Requests rq;
+  rq.reserve(2 * pieces);
+  auto piece = [&](std::size_t i) { return std::min(per, count - i * per); };
+  auto fold = [&](std::size_t i, const std::byte* prefix, std::byte* dst) {  // my node's rows of piece i
+    srcs.clear();
+    if (prefix) srcs.push_back(prefix + i * per * esz);
+    for (int d = lo; d < hi; ++d) srcs.push_back(row_of(runs, d, data, nullptr, 0) + i * per * esz);
+    reduce(dst + i * per * esz, srcs.data(), static_cast<int>(srcs.size()), piece(i), dtype, op);
+  };
+  auto post = [&](int rc) { engine_.check(rc, "allreduce (across nodes)"); };
+  auto at = [&](std::byte* base, std::size_t i) { return base + i * per * esz; };
+  auto len = [&](std::size_t i) { return static_cast<int>(piece(i) * esz); };
+  if (first) {
+    for (std::size_t i = 0; i < pieces; ++i) {
+      fold(i, nullptr, carry);
+      std::lock_guard lock(engine_.mutex_);
+      post(MPI_Isend(at(carry, i), len(i), MPI_BYTE, other, kChain, comm, &rq.emplace_back()));
+    }
+    std::lock_guard lock(engine_.mutex_);  // my rows are folded: the result may land in my window
+    for (std::size_t i = 0; i < pieces; ++i)
+      post(MPI_Irecv(at(data, i), len(i), MPI_BYTE, other, kResult, comm, &rq.emplace_back()));
+  } else {
+    {
+      std::lock_guard lock(engine_.mutex_);
+      for (std::size_t i = 0; i < pieces; ++i)
+        post(MPI_Irecv(at(carry, i), len(i), MPI_BYTE, other, kChain, comm, &rq.emplace_back()));
+    }
+    for (std::size_t i = 0; i < pieces; ++i) {  // fold each piece as it arrives and send it back at once
+      Requests one{rq[i]};
+      const WaitStatus st = native_complete(deadline, one);
+      if (st != WaitStatus::Ok) return st;
+      rq[i] = MPI_REQUEST_NULL;
+      fold(i, carry, data);
+      std::lock_guard lock(engine_.mutex_);
+      post(MPI_Isend(at(data, i), len(i), MPI_BYTE, other, kResult, comm, &rq.emplace_back()));
+    }
+  }
+  return native_complete(deadline, rq);
+}
+
+}  // namespace pld::detail
