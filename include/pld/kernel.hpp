@@ -3,6 +3,7 @@
 //   pld::system  get_comm_ctx, rank, nranks, notify, wait
 //   pld::tile    load, store, read, write, add/sub/mul/max/min, remote_load, remote_store
 //   pld::tensor  put, get, remote_store
+//   (put_signal, the non-blocking put_nbi / get_nbi / put_signal_nbi and quiet / fence: nbi.hpp)
 //
 // Memory order (DESIGN §4): every write a rank makes before a notify (store, put, remote_store,
 // plain writes into a window) is visible to a rank whose wait observed that notify. notify is a

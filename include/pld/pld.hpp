@@ -5,7 +5,8 @@
 // Host side (host.hpp): DistributedConfig, pld::run, Host, HostTensor.
 // Comm domains (comm_domain.hpp): CommDomain on the host, CommCtx in a kernel.
 // Kernel side (kernel.hpp): pld::system (notify / wait / comm ctx), pld::tile, pld::tensor;
-// signal.hpp: signal_fetch, test, wait_until_any / all / some.
+// signal.hpp: signal_fetch, test, wait_until_any / all / some; put_signal and non-blocking
+// transfers with quiet / fence (nbi.hpp).
 // See docs/ for the user guide and examples/tutorial/ for the step-by-step ladder.
 #pragma once
 
@@ -15,6 +16,7 @@
 #include <pld/host.hpp>
 #include <pld/info.hpp>
 #include <pld/kernel.hpp>
+#include <pld/nbi.hpp>
 #include <pld/signal.hpp>
 #include <pld/task.hpp>
 #include <pld/tensor.hpp>

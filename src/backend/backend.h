@@ -94,6 +94,15 @@ class BackendProcess {
   virtual void acquire() {}
   /// The job is aborting (a rank failed), for poll loops outside wait().
   virtual bool aborting() const { return false; }
+
+  // --- Completion of non-blocking transfers (system::quiet / system::fence), process-wide. ---
+  /// Every put, get and atomic add of this process (non-blocking ones included) is complete: a
+  /// put's data is at its target and its source no longer read, a get's data is in its
+  /// destination. shm: a fence (copies complete when they return).
+  virtual void quiet() {}
+  /// Puts issued before the fence reach each target before puts issued after it to the same
+  /// target. shm: a fence.
+  virtual void fence() {}
 };
 
 /// Collectives that the backend's engine runs itself on a comm domain (mpi: MPI_Ibarrier, MPI_Ialltoall & co.
@@ -142,6 +151,26 @@ class Backend : public BackendProcess {
   virtual void get(void* dst, int rank, std::uint64_t offset, std::size_t bytes) = 0;
   /// Element-wise atomic `heap[offset..] += src[0..count)` for fp32/fp16/bf16/int32/int16/int8.
   virtual void atomic_add(int rank, std::uint64_t offset, const void* src, std::size_t count, DType dtype) = 0;
+
+  // --- Put-with-signal and non-blocking transfers (tensor::put_signal, put_nbi, get_nbi). ---
+  /// A put that may return before it completes: `src` is read until the next quiet (or a notify,
+  /// which is a release of it too). Default: the blocking put.
+  virtual void put_nbi(int rank, std::uint64_t offset, const void* src, std::size_t bytes) {
+    put(rank, offset, src, bytes);
+  }
+  /// A get that may return before `dst` holds the data; complete at the next quiet.
+  virtual void get_nbi(void* dst, int rank, std::uint64_t offset, std::size_t bytes) { get(dst, rank, offset, bytes); }
+  /// A put of `bytes` at `offset` followed by notify(rank, signal_offset, value, op), ordered: a
+  /// rank that sees the signal sees the data. `nbi`: `src` may be read until the next quiet.
+  /// Default: put (or put_nbi) then notify.
+  virtual void put_signal(int rank, std::uint64_t offset, const void* src, std::size_t bytes,
+                          std::uint64_t signal_offset, std::int32_t value, NotifyOp op, bool nbi) {
+    if (nbi)
+      put_nbi(rank, offset, src, bytes);
+    else
+      put(rank, offset, src, bytes);
+    notify(rank, signal_offset, value, op);
+  }
 
   /// Release, then Set or AtomicAdd the int32 cell at `offset` of `rank`'s heap; wakes a sleeper.
   virtual void notify(int rank, std::uint64_t offset, std::int32_t value, NotifyOp op) = 0;

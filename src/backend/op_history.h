@@ -33,6 +33,9 @@ enum class OpKind : std::uint8_t {
   Collective,
   // signals: a wait on several cells (wait_until_any / all / some)
   WaitCells,
+  // Non-blocking transfers (tensor::put_nbi / get_nbi; put_signal records a Put and a Notify).
+  PutNbi,
+  GetNbi
 };
 
 /// The collectives, as recorded (OpRecord::flag of a Collective record, debug-mode descriptors).

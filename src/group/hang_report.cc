@@ -246,6 +246,10 @@ std::string describe_op(const OpRecord& op, const HostSession& session) {
                          wait_cmp_symbol(wait_cmp_from(op.flag & 0xf)), op.value);
     case OpKind::Collective:
       return fmt::format("{}(signal {}, {} elements)", coll_name(static_cast<CollKind>(op.flag)), buf, op.value);
+    case OpKind::PutNbi:
+      return fmt::format("put_nbi(rank {}, {} at {}, {} bytes{})", op.peer, buf, coords(op), op.value,
+                         atomic ? ", atomic add" : "");
+    case OpKind::GetNbi: return fmt::format("get_nbi(rank {}, {} at {}, {} bytes)", op.peer, buf, coords(op), op.value);
     case OpKind::None: break;
   }
   return "?";

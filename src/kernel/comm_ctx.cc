@@ -44,7 +44,7 @@ CommCtx comm_ctx(const char* api, const DomainState* state) {
 }
 
 LocalDesc window_local(const char* api, const WindowDesc& w) {
-  const DomainState& d = bound_state(api, w);
+  const DomainState& d = w.state ? *w.state : bound_state(api, w);  // builds the message only when unbound
   std::byte* base = d.windows_in[static_cast<std::size_t>(d.rank)];
   return LocalDesc{base + w.ref.offset, w.shape, w.dtype, w.shape};
 }

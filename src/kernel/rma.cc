@@ -1,13 +1,18 @@
 // One-sided transfers between a rank-local array and a peer's copy of a window: tensor::put
-// (push) and tensor::get (pull), and the remote_load / remote_store of tiles and tensors. Every
-// form checks its operands, records the operation (backend/op_history.h), and moves the addressed box in
-// runs of contiguous elements through the backend (backend/*/rma.cc).
+// (push) and tensor::get (pull), their non-blocking forms and put_signal, and the remote_load /
+// remote_store of tiles and tensors. Every form checks its operands (put_signal its signal cell
+// first), records the operation (backend/op_history.h), and moves the addressed box in runs of
+// contiguous elements through the backend (backend/*/rma.cc). put_signal hands its last run to
+// the backend together with the signal (Backend::put_signal), so a backend can send both at once;
+// a non-blocking put's source runs are checksummed in debug mode (rank/nbi.h).
 #include "debug/checks.h"
 #include "kernel/region.h"
+#include "kernel/signal.h"
 #include "rank/runtime.h"
 
 #include <pld/error.hpp>
 #include <pld/kernel.hpp>
+#include <pld/nbi.hpp>
 
 #include <fmt/format.h>
 
@@ -33,23 +38,51 @@ void record(const char* api, OpKind kind, AtomicType atomic, const DomainState& 
                        w.ref.offset, offsets);
 }
 
+/// How the runs of a transfer reach the backend: blocking or not, and for put_signal the run held
+/// back to travel with the signal (the last plain run of the box).
+struct Issue {
+  AtomicType atomic = AtomicType::None;
+  bool nbi = false;
+  bool hold_last = false;
+  NbiLedger::Spans* spans = nullptr;  // debug mode: the local runs of a non-blocking put
+};
+struct Run {
+  std::uint64_t offset = 0;
+  std::byte* local = nullptr;
+  std::size_t bytes = 0;
+};
+
 /// Moves box `wbox` of world rank `world_peer`'s copy of window `w` to or from box `lbox` of the
-/// local array at `local`; both boxes hold the same elements in row-major order.
-void move_boxes(const DomainState& d, int world_peer, Direction dir, AtomicType atomic, const WindowDesc& w,
-                const Box& wbox, std::byte* local, const Box& lbox, Index chunk_rows = 0, Index chunk_cols = 0) {
+/// local array at `local`; both boxes hold the same elements in row-major order. With
+/// `how.hold_last`, the last run of a plain put is returned instead of moved.
+Run move_boxes(const DomainState& d, int world_peer, Direction dir, const Issue& how, const WindowDesc& w,
+               const Box& wbox, std::byte* local, const Box& lbox, Index chunk_rows = 0, Index chunk_cols = 0) {
   const std::size_t esz = dtype_size(w.dtype);
+  Backend& b = *d.backend;
+  Run held;
   for_each_run(wbox.shape, wbox.offsets, wbox.extent, lbox.shape, lbox.offsets, lbox.extent, chunk_rows, chunk_cols,
                [&](Index wi, Index li, Index n) {
-                 const std::uint64_t off = w.ref.offset + static_cast<std::uint64_t>(wi) * esz;
-                 std::byte* at = local + li * static_cast<Index>(esz);
-                 const auto count = static_cast<std::size_t>(n);
-                 if (dir == Direction::FromPeer)
-                   d.backend->get(at, world_peer, off, count * esz);
-                 else if (atomic == AtomicType::Add)
-                   d.backend->atomic_add(world_peer, off, at, count, w.dtype);
-                 else
-                   d.backend->put(world_peer, off, at, count * esz);
+                 const Run run{w.ref.offset + static_cast<std::uint64_t>(wi) * esz,
+                               local + li * static_cast<Index>(esz), static_cast<std::size_t>(n) * esz};
+                 if (how.spans) how.spans->emplace_back(run.local, run.bytes);
+                 if (dir == Direction::FromPeer) {
+                   if (how.nbi)
+                     b.get_nbi(run.local, world_peer, run.offset, run.bytes);
+                   else
+                     b.get(run.local, world_peer, run.offset, run.bytes);
+                 } else if (how.atomic == AtomicType::Add) {
+                   b.atomic_add(world_peer, run.offset, run.local, run.bytes / esz, w.dtype);
+                 } else {
+                   Run now = run;
+                   if (how.hold_last) std::swap(now, held);  // hold this run back, move the one held before
+                   if (now.bytes == 0) return;
+                   if (how.nbi)
+                     b.put_nbi(world_peer, now.offset, now.local, now.bytes);
+                   else
+                     b.put(world_peer, now.offset, now.local, now.bytes);
+                 }
                });
+  return held;
 }
 
 Dims zeros_like(const Dims& shape) {
@@ -100,6 +133,7 @@ Region region_of(const char* api, const char* window_side, const char* local_sid
 }
 
 /// A put or a get: `window` is the peer's side (put's dst, get's src), `local` this rank's.
+/// `signal` / `cell`: put_signal's signal, already checked.
 struct Transfer {
   const char* api;
   Direction dir;
@@ -113,6 +147,9 @@ struct Transfer {
   Index chunk_rows;
   Index chunk_cols;
   bool pipeline;
+  bool nbi = false;
+  const SignalArg* signal = nullptr;
+  const SignalCell* cell = nullptr;
 };
 
 // The common case — whole tensor, same shape and dtype, plain copy, no chunking — goes straight to
@@ -124,20 +161,57 @@ bool plain_full_slice(const Transfer& t) {
          !t.pipeline;
 }
 
+/// put_signal's signal, with `held` (the last run of the data, if any) travelling with it.
+void send_signal(const Transfer& t, int world_peer, const Run& held) {
+  const SignalArg& s = *t.signal;
+  const SignalCell& cell = *t.cell;
+  const std::int64_t t0 = notify_begin(s.window, t.peer, s.offsets, cell, s.value, s.op);
+  Backend& b = *t.window.state->backend;
+  if (held.bytes)
+    b.put_signal(world_peer, held.offset, held.local, held.bytes, cell.offset, s.value, s.op, t.nbi);
+  else
+    b.notify(cell.target, cell.offset, s.value, s.op);
+  notify_end(s.window, cell, s.value, s.op, t0);
+}
+
+/// Books a non-blocking transfer: outstanding until quiet, and in debug mode a put's source.
+void book_nbi(const Transfer& t, NbiLedger::Spans* spans, Index bytes) {
+  NbiLedger& ledger = RankRuntime::get(t.api).nbi();
+  ledger.issued();
+  if (spans && !spans->empty())
+    ledger.track(fmt::format("{} to peer {} of window '{}' ({} bytes)", t.api, t.peer,
+                             t.window.state->buffer_name(t.window.ref.buffer), bytes),
+                 std::move(*spans));
+}
+
 void transfer(const Transfer& t) {
   const bool to_peer = t.dir == Direction::ToPeer;
-  const OpKind kind = to_peer ? OpKind::Put : OpKind::Get;
+  const OpKind kind = t.nbi ? (to_peer ? OpKind::PutNbi : OpKind::GetNbi) : (to_peer ? OpKind::Put : OpKind::Get);
+  NbiLedger::Spans spans;
+  const bool track = t.nbi && to_peer && debug_checks();
   if (plain_full_slice(t)) {
     const DomainState& d = *t.window.state;
     const int world_peer = d.members[static_cast<std::size_t>(t.peer)];
     const std::size_t bytes = static_cast<std::size_t>(t.local.shape.numel()) * dtype_size(t.local.dtype);
     if (debug_checks()) debug_check_view(t.api, t.window);
-    if (to_peer)
-      d.backend->put(world_peer, t.window.ref.offset, t.local.data, bytes);
-    else
-      d.backend->get(t.local.data, world_peer, t.window.ref.offset, bytes);
-    d.backend->record_op(kind, 0, world_peer, saturate(static_cast<Index>(bytes)), t.window.ref.domain,
-                         t.window.ref.buffer, t.window.ref.offset, nullptr);
+    if (t.signal) {
+      d.backend->record_op(kind, 0, world_peer, saturate(static_cast<Index>(bytes)), t.window.ref.domain,
+                           t.window.ref.buffer, t.window.ref.offset, nullptr);
+      send_signal(t, world_peer, Run{t.window.ref.offset, t.local.data, bytes});
+    } else {
+      if (to_peer && t.nbi)
+        d.backend->put_nbi(world_peer, t.window.ref.offset, t.local.data, bytes);
+      else if (to_peer)
+        d.backend->put(world_peer, t.window.ref.offset, t.local.data, bytes);
+      else if (t.nbi)
+        d.backend->get_nbi(t.local.data, world_peer, t.window.ref.offset, bytes);
+      else
+        d.backend->get(t.local.data, world_peer, t.window.ref.offset, bytes);
+      d.backend->record_op(kind, 0, world_peer, saturate(static_cast<Index>(bytes)), t.window.ref.domain,
+                           t.window.ref.buffer, t.window.ref.offset, nullptr);
+    }
+    if (track && bytes) spans.emplace_back(t.local.data, bytes);
+    if (t.nbi) book_nbi(t, &spans, static_cast<Index>(bytes));
     return;
   }
   const DomainState& d = bound_state(t.api, t.window);
@@ -151,24 +225,95 @@ void transfer(const Transfer& t) {
   const Region r = region_of(t.api, to_peer ? "dst" : "src", to_peer ? "src" : "dst", t.window.shape, t.local.shape,
                              t.window_offsets, t.local_offsets, t.shape);
   const int world_peer = d.members[static_cast<std::size_t>(t.peer)];
-  record(t.api, kind, t.atomic, d, world_peer, t.window,
-         r.shape.numel() * static_cast<Index>(dtype_size(t.window.dtype)), &r.window_offsets);
-  move_boxes(d, world_peer, t.dir, t.atomic, t.window, Box{t.window.shape, r.window_offsets, r.shape}, t.local.data,
-             Box{t.local.shape, r.local_offsets, r.shape}, t.chunk_rows, t.chunk_cols);
+  const Index bytes = r.shape.numel() * static_cast<Index>(dtype_size(t.window.dtype));
+  record(t.api, kind, t.atomic, d, world_peer, t.window, bytes, &r.window_offsets);
+  const Issue how{t.atomic, t.nbi, t.signal != nullptr, track ? &spans : nullptr};
+  const Run held = move_boxes(d, world_peer, t.dir, how, t.window, Box{t.window.shape, r.window_offsets, r.shape},
+                              t.local.data, Box{t.local.shape, r.local_offsets, r.shape}, t.chunk_rows, t.chunk_cols);
+  if (t.signal) send_signal(t, world_peer, held);
+  if (t.nbi) book_nbi(t, &spans, bytes);
+}
+
+Transfer put_transfer(const char* api, const WindowDesc& dst, int peer, const LocalDesc& src, const Dims* dst_offsets,
+                      const Dims* src_offsets, const Dims* shape, const PutOptions& options, bool nbi) {
+  return Transfer{api,
+                  Direction::ToPeer,
+                  dst,
+                  peer,
+                  src,
+                  dst_offsets,
+                  src_offsets,
+                  shape,
+                  options.atomic,
+                  options.chunk_rows,
+                  options.chunk_cols,
+                  options.pipeline,
+                  nbi};
+}
+
+Transfer get_transfer(const char* api, const LocalDesc& dst, int peer, const WindowDesc& src, const Dims* dst_offsets,
+                      const Dims* src_offsets, const Dims* shape, const GetOptions& options, bool nbi) {
+  return Transfer{api,
+                  Direction::FromPeer,
+                  src,
+                  peer,
+                  dst,
+                  src_offsets,
+                  dst_offsets,
+                  shape,
+                  AtomicType::None,
+                  options.chunk_rows,
+                  options.chunk_cols,
+                  options.pipeline,
+                  nbi};
 }
 
 }  // namespace
 
 void put(const WindowDesc& dst, int peer, const LocalDesc& src, const Dims* dst_offsets, const Dims* src_offsets,
          const Dims* shape, const PutOptions& options) {
-  transfer(Transfer{"tensor::put", Direction::ToPeer, dst, peer, src, dst_offsets, src_offsets, shape, options.atomic,
-                    options.chunk_rows, options.chunk_cols, options.pipeline});
+  transfer(put_transfer("tensor::put", dst, peer, src, dst_offsets, src_offsets, shape, options, false));
 }
 
 void get(const LocalDesc& dst, int peer, const WindowDesc& src, const Dims* dst_offsets, const Dims* src_offsets,
          const Dims* shape, const GetOptions& options) {
-  transfer(Transfer{"tensor::get", Direction::FromPeer, src, peer, dst, src_offsets, dst_offsets, shape,
-                    AtomicType::None, options.chunk_rows, options.chunk_cols, options.pipeline});
+  transfer(get_transfer("tensor::get", dst, peer, src, dst_offsets, src_offsets, shape, options, false));
+}
+
+void put_nbi(const WindowDesc& dst, int peer, const LocalDesc& src, const Dims* dst_offsets, const Dims* src_offsets,
+             const Dims* shape, const PutOptions& options) {
+  transfer(put_transfer("tensor::put_nbi", dst, peer, src, dst_offsets, src_offsets, shape, options, true));
+}
+
+void get_nbi(const LocalDesc& dst, int peer, const WindowDesc& src, const Dims* dst_offsets, const Dims* src_offsets,
+             const Dims* shape, const GetOptions& options) {
+  transfer(get_transfer("tensor::get_nbi", dst, peer, src, dst_offsets, src_offsets, shape, options, true));
+}
+
+void put_signal(const WindowDesc& dst, int peer, const LocalDesc& src, const Dims* dst_offsets, const Dims* src_offsets,
+                const Dims* shape, const SignalArg& signal, const PutOptions& options, bool nbi) {
+  const char* api = nbi ? "tensor::put_signal_nbi" : "tensor::put_signal";
+  // The signal is checked before any data moves, so a bad signal leaves the peer's window as it was.
+  const SignalCell cell = notify_cell(api, signal.window, peer, signal.offsets, signal.op);
+  if (dst.state && signal.window.state != dst.state)
+    throw UsageError(fmt::format(
+        "{}: the signal window '{}' belongs to comm domain {} but dst '{}' to comm domain {}; the signal of a "
+        "put_signal is a window of dst's comm domain (peer is a rank of that domain)",
+        api, signal.window.state->buffer_name(signal.window.ref.buffer), signal.window.state->label,
+        dst.state->buffer_name(dst.ref.buffer), dst.state->label));
+  Transfer t = put_transfer(api, dst, peer, src, dst_offsets, src_offsets, shape, options, nbi);
+  t.signal = &signal;
+  t.cell = &cell;
+  transfer(t);
+}
+
+void quiet() {
+  RankRuntime& rt = RankRuntime::get("system::quiet");
+  rt.nbi().complete(rt.backend_process(), "system::quiet");
+}
+
+void fence() {
+  RankRuntime::get("system::fence").backend_process().fence();
 }
 
 void check_remote_load(const LocalDesc& tile, const WindowDesc& src, int peer, const Dims& offsets) {
@@ -192,7 +337,7 @@ void remote_load(LocalDesc& tile, const WindowDesc& src, int peer, const Dims& o
   const int world_peer = d.members[static_cast<std::size_t>(peer)];
   record("tile::remote_load", OpKind::RemoteLoad, AtomicType::None, d, world_peer, src,
          tile.valid.numel() * static_cast<Index>(dtype_size(tile.dtype)), &offsets);
-  move_boxes(d, world_peer, Direction::FromPeer, AtomicType::None, src, Box{src.shape, offsets, tile.valid}, tile.data,
+  move_boxes(d, world_peer, Direction::FromPeer, Issue{}, src, Box{src.shape, offsets, tile.valid}, tile.data,
              Box{tile.shape, zeros_like(tile.shape), tile.valid});
 }
 
@@ -221,7 +366,7 @@ void remote_store(const char* api, const LocalDesc& src, const WindowDesc& dst, 
   const int world_peer = d.members[static_cast<std::size_t>(peer)];
   record(api, OpKind::RemoteStore, atomic, d, world_peer, dst, ext.numel() * static_cast<Index>(dtype_size(dst.dtype)),
          &offsets);
-  move_boxes(d, world_peer, Direction::ToPeer, atomic, dst, Box{dst.shape, offsets, ext}, src.data,
+  move_boxes(d, world_peer, Direction::ToPeer, Issue{atomic}, dst, Box{dst.shape, offsets, ext}, src.data,
              Box{src.shape, zeros_like(src.shape), pad_leading(inner, src.shape.size())});
 }
 

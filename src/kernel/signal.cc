@@ -1,5 +1,6 @@
 // pld::system signals: notify, wait and defer_wait on int32 cells of a signal window.
 #include "kernel/signal.h"
+
 #include "backend/wait_cmp.h"
 #include "debug/checks.h"
 #include "kernel/region.h"
@@ -50,12 +51,12 @@ bool cell_fast(const WindowDesc& s, const Dims& offsets, std::uint64_t* off) {
   return true;
 }
 
-void notify(const WindowDesc& signal, int peer, const Dims& offsets, std::int32_t value, NotifyOp op) {
+SignalCell notify_cell(const char* api, const WindowDesc& signal, int peer, const Dims& offsets, NotifyOp op) {
   const DomainState* d = signal.state;
   std::uint64_t off = 0;
   if (!d || (op != NotifyOp::AtomicAdd && op != NotifyOp::Set) || peer < 0 || peer >= d->nranks() ||
       !cell_fast(signal, offsets, &off)) {
-    const std::string site = signal_site("notify", signal, offsets);
+    const std::string site = signal_site(api, signal, offsets);
     bound_state(site, signal);
     if (op != NotifyOp::AtomicAdd && op != NotifyOp::Set)
       throw UsageError(
@@ -63,26 +64,40 @@ void notify(const WindowDesc& signal, int peer, const Dims& offsets, std::int32_
     check_peer(site, *d, peer);
     off = cell_offset(site, signal, offsets);
   }
-  const int target = d->members[static_cast<std::size_t>(peer)];
-  if (debug_checks()) debug_check_notify(signal, peer, offsets, off, value, op);
+  return SignalCell{d->members[static_cast<std::size_t>(peer)], off};
+}
+
+std::int64_t notify_begin(const WindowDesc& signal, int peer, const Dims& offsets, const SignalCell& cell,
+                          std::int32_t value, NotifyOp op) {
+  const DomainState* d = signal.state;
+  if (debug_checks()) debug_check_notify(signal, peer, offsets, cell.offset, value, op);
   // Recorded before the notify releases the cell: a waiter that sees the new value also sees the
   // record (debug mode's reuse check and the hang report name the last notify of a cell).
-  d->backend->record_op(OpKind::Notify, static_cast<std::uint8_t>(op), target, value, signal.ref.domain,
-                        signal.ref.buffer, off, &offsets);
-  const std::int64_t t = trace::on() ? trace::now_ns() : 0;
-  d->backend->notify(target, off, value, op);
+  d->backend->record_op(OpKind::Notify, static_cast<std::uint8_t>(op), cell.target, value, signal.ref.domain,
+                        signal.ref.buffer, cell.offset, &offsets);
+  return trace::on() ? trace::now_ns() : 0;
+}
+
+void notify_end(const WindowDesc& signal, const SignalCell& cell, std::int32_t value, NotifyOp op, std::int64_t t) {
   if (t)
     trace::record(trace::Event{trace::Kind::Notify,
                                t,
                                trace::now_ns(),
                                trace::thread_index(),
-                               d->buffer_name(signal.ref.buffer),
-                               target,
-                               off,
+                               signal.state->buffer_name(signal.ref.buffer),
+                               cell.target,
+                               cell.offset,
                                value,
                                0,
                                static_cast<int>(op),
                                {}});
+}
+
+void notify(const WindowDesc& signal, int peer, const Dims& offsets, std::int32_t value, NotifyOp op) {
+  const SignalCell cell = notify_cell("notify", signal, peer, offsets, op);
+  const std::int64_t t = notify_begin(signal, peer, offsets, cell, value, op);
+  signal.state->backend->notify(cell.target, cell.offset, value, op);
+  notify_end(signal, cell, value, op, t);
 }
 
 void wait(const WindowDesc& signal, const Dims& offsets, std::int32_t expected, WaitCmp cmp) {

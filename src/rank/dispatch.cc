@@ -22,6 +22,10 @@ DispatchOutcome run_kernel(Trampoline trampoline, void (*kernel)(), const std::b
   try {
     ArgReader reader(args, bytes);
     trampoline(kernel, reader);
+    // A kernel that returns with non-blocking transfers outstanding completes them (an implicit
+    // system::quiet), so that its dispatch is complete when it returns, as with blocking puts.
+    if (RankRuntime* rt = RankRuntime::current(); rt && rt->nbi().outstanding())
+      rt->nbi().complete(rt->backend_process(), "the end of the kernel (implicit system::quiet)");
   } catch (const WaitTimeoutError& e) {
     out.status = DispatchStatus::WaitTimeout;
     out.text = e.what();
@@ -41,6 +45,8 @@ DispatchOutcome run_kernel(Trampoline trampoline, void (*kernel)(), const std::b
     out.status = DispatchStatus::KernelError;
     out.text = "kernel threw an exception that is not a std::exception";
   }
+  if (out.status != DispatchStatus::Ok)
+    if (RankRuntime* rt = RankRuntime::current()) rt->nbi().forget();
   out.kernel_ns = static_cast<std::uint64_t>(
       std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count());
   return out;

@@ -5,6 +5,7 @@
 
 #include "backend/backend.h"
 #include "rank/domain.h"
+#include "rank/nbi.h"
 
 #include <pld/window.hpp>
 
@@ -62,6 +63,9 @@ class RankRuntime {
   void domain_define(std::unique_ptr<DomainState> state);
   void domains_clear() { domains_.clear(); }
 
+  /// The outstanding non-blocking transfers of this rank (rank/nbi.h).
+  NbiLedger& nbi() { return nbi_; }
+
  private:
   struct Block {
     std::byte* base;
@@ -76,6 +80,7 @@ class RankRuntime {
   std::unordered_map<std::uint32_t, Block> blocks_;
   std::unordered_map<std::uint32_t, Block> devices_;
   std::unordered_map<std::uint32_t, std::unique_ptr<DomainState>> domains_;
+  NbiLedger nbi_;
 };
 
 }  // namespace pld::detail

@@ -121,6 +121,10 @@ struct OpCase {
   int mode = 0;  // atomic / NotifyOp / WaitCmp as int
   std::int64_t value = 0;
   std::uint64_t salt = 0;
+  bool signal = false;  // put_signal: the signal cell, its NotifyOp (as int) and value
+  Dims sshape, soff;
+  int smode = 0;
+  std::int64_t svalue = 0;
 
   std::string str() const {
     std::string s = std::string("dtype ") + dtype_name(dtype) + " peer " + std::to_string(peer) +
@@ -133,6 +137,9 @@ struct OpCase {
     s += " region " + std::to_string(region) + " chunks " + std::to_string(chunk_rows) + "x" +
          std::to_string(chunk_cols) + (pipeline ? " pipeline" : "") + " mode " + std::to_string(mode) + " value " +
          std::to_string(value);
+    if (signal)
+      s += " signal " + sshape.str() + " at " + soff.str() + " op " + std::to_string(smode) + " value " +
+           std::to_string(svalue);
     return s;
   }
 };

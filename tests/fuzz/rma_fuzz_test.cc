@@ -1,14 +1,28 @@
 // Randomized arguments for tensor::put / get (full slice and region, chunk_rows / chunk_cols /
-// pipeline, AtomicType::Add), tensor::remote_store, and system::notify / wait at random cells and
-// peers, against the model (fuzz/model.hpp) with guard bytes around every operand
-// (fuzz/arena.hpp). Seeds and case counts: fuzz/fuzz.hpp.
+// pipeline, AtomicType::Add), their non-blocking forms put_nbi / get_nbi (each followed by
+// system::quiet), put_signal and put_signal_nbi (a put and a signal cell), tensor::remote_store,
+// and system::notify / wait at random cells and peers, against the model (fuzz/model.hpp) with
+// guard bytes around every operand (fuzz/arena.hpp). Seeds and case counts: fuzz/fuzz.hpp.
 #include "fuzz/arena.hpp"
 
 namespace pld::fuzz {
 namespace {
 
-enum RmaOp : int { kPut = 10, kGet, kRemoteStore, kNotify, kWait, kRmaEnd };
-constexpr const char* kRmaOpNames[] = {"tensor::put", "tensor::get", "tensor::remote_store", "notify", "wait"};
+enum RmaOp : int {
+  kPut = 10,
+  kGet,
+  kRemoteStore,
+  kNotify,
+  kWait,
+  kPutNbi,
+  kGetNbi,
+  kPutSignal,
+  kPutSignalNbi,
+  kRmaEnd
+};
+constexpr const char* kRmaOpNames[] = {
+    "tensor::put",     "tensor::get",        "tensor::remote_store",  "notify", "wait", "tensor::put_nbi",
+    "tensor::get_nbi", "tensor::put_signal", "tensor::put_signal_nbi"};
 const char* rma_name(int op) {
   return kRmaOpNames[op - kPut];
 }
@@ -67,6 +81,16 @@ void draw_transfer(Rng& r, OpCase& c) {
   }
 }
 
+// put_signal's signal: a cell of the signal buffer (sometimes outside it), an op, a value.
+void draw_signal(Rng& r, OpCase& c) {
+  c.sshape = draw_shape(r, 4, kSig);
+  c.soff = draw_box(r, c.sshape).offsets;
+  const std::int64_t values[] = {1, -1, 0, 2, 7, INT32_MAX, INT32_MIN, 1000};
+  c.svalue = r.pick(values);
+  const int modes[] = {0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 2, -1};
+  c.smode = r.pick(modes);
+}
+
 OpCase draw_rma(int op, Rng& r, int p) {
   OpCase c;
   c.dtype = op == kNotify || op == kWait ? DType::INT32 : draw_dtype(r);
@@ -78,6 +102,11 @@ OpCase draw_rma(int op, Rng& r, int p) {
   if (op == kPut || op == kGet) {
     draw_transfer(r, c);
     if (op == kPut) c.mode = r.pick(atomics);
+  } else if (op >= kPutNbi) {
+    draw_transfer(r, c);
+    if (op != kGetNbi) c.mode = r.pick(atomics);
+    c.signal = op == kPutSignal || op == kPutSignalNbi;
+    if (c.signal) draw_signal(r, c);
   } else if (op == kRemoteStore) {
     c.wshape = draw_shape(r, esz, kArea, r.chance(92) ? 2 : 0);
     const Box b = draw_box(r, c.wshape);
@@ -110,28 +139,57 @@ bool transfer_ok(const OpCase& c) {
   return c.region ? box_ok(c.wshape, c.woff, c.ext) && box_ok(c.lshape, c.loff, c.ext) : c.wshape == c.lshape;
 }
 
+/// The model of a valid notify: `peer`'s cell `off` of a signal buffer of `shape` becomes `value`
+/// (Set, mode 1) or grows by it (AtomicAdd, mode 0; wrapping).
+void model_notify(Arena& env, int peer, const Dims& shape, const Dims& off, int mode, std::int32_t v) {
+  std::byte* cell = env.model_area(peer, kSigBuf, shape).base + linear_of(shape, off) * 4;
+  std::int32_t now = mode == 1 ? v
+                               : static_cast<std::int32_t>(static_cast<std::uint32_t>(load_elem<std::int32_t>(cell)) +
+                                                           static_cast<std::uint32_t>(v));
+  std::memcpy(cell, &now, 4);
+}
+
+// put, get and their non-blocking and signalling forms; a non-blocking one is followed by quiet.
 template <class T>
-Verdict exec_transfer(Arena& env, const OpCase& c, bool put) {
+Verdict exec_transfer(Arena& env, const OpCase& c, int op) {
+  const bool put = op != kGet && op != kGetNbi, nbi = op == kPutNbi || op == kGetNbi || op == kPutSignalNbi;
   const bool atomic_ok = !put || c.mode == 0 || (c.mode == 1 && atomic_dtype(c.dtype));
-  const bool valid = peer_ok(c.peer, env.p()) && atomic_ok && chunks_ok(c) && transfer_ok(c);
+  const bool signal_ok = !c.signal || ((c.smode == 0 || c.smode == 1) && cell_ok(c.sshape, c.soff));
+  const bool valid = peer_ok(c.peer, env.p()) && atomic_ok && chunks_ok(c) && transfer_ok(c) && signal_ok;
   const auto dst = env.view<T>(kA, c.wshape);
+  const auto sig = env.view<std::int32_t>(kSigBuf, c.sshape);
   const Attempt a = attempt([&] {
     const PutOptions po{static_cast<AtomicType>(c.mode), c.chunk_rows, c.chunk_cols, c.pipeline};
     const GetOptions go{c.chunk_rows, c.chunk_cols, c.pipeline};
+    const auto sv = static_cast<std::int32_t>(c.svalue);
+    const auto sop = static_cast<NotifyOp>(c.smode);
     auto call = [&](const auto& local) {
-      if (put && c.region)
-        tensor::put(dst, c.peer, local, c.woff, c.loff, c.ext, po);
-      else if (put)
-        tensor::put(dst, c.peer, local, po);
-      else if (c.region)
-        tensor::get(local, c.peer, dst, c.loff, c.woff, c.ext, go);
-      else
-        tensor::get(local, c.peer, dst, go);
+      switch (op) {
+        case kPut:
+          return c.region ? tensor::put(dst, c.peer, local, c.woff, c.loff, c.ext, po)
+                          : tensor::put(dst, c.peer, local, po);
+        case kGet:
+          return c.region ? tensor::get(local, c.peer, dst, c.loff, c.woff, c.ext, go)
+                          : tensor::get(local, c.peer, dst, go);
+        case kPutNbi:
+          return c.region ? tensor::put_nbi(dst, c.peer, local, c.woff, c.loff, c.ext, po)
+                          : tensor::put_nbi(dst, c.peer, local, po);
+        case kGetNbi:
+          return c.region ? tensor::get_nbi(local, c.peer, dst, c.loff, c.woff, c.ext, go)
+                          : tensor::get_nbi(local, c.peer, dst, go);
+        case kPutSignal:
+          return c.region ? tensor::put_signal(dst, c.peer, local, c.woff, c.loff, c.ext, sig, c.soff, sv, sop, po)
+                          : tensor::put_signal(dst, c.peer, local, sig, c.soff, sv, sop, po);
+        default:
+          return c.region ? tensor::put_signal_nbi(dst, c.peer, local, c.woff, c.loff, c.ext, sig, c.soff, sv, sop, po)
+                          : tensor::put_signal_nbi(dst, c.peer, local, sig, c.soff, sv, sop, po);
+      }
     };
     if (c.window)
       call(env.view<T>(kB, c.lshape));
     else
       call(env.local<T>(c.lshape));
+    if (nbi) system::quiet();
   });
   if (valid) {
     const Dims ext = c.region ? c.ext : c.wshape;
@@ -142,8 +200,9 @@ Verdict exec_transfer(Arena& env, const OpCase& c, bool put) {
       model_copy<T>(win, woff, local, loff, ext, c.mode == 1);
     else
       model_copy<T>(local, loff, win, woff, ext, false);
+    if (c.signal) model_notify(env, c.peer, c.sshape, c.soff, c.smode, static_cast<std::int32_t>(c.svalue));
   }
-  return verdict(a, valid, put ? "tensor::put" : "tensor::get");
+  return verdict(a, valid, rma_name(op));
 }
 
 template <class T>
@@ -170,14 +229,7 @@ Verdict exec_notify(Arena& env, const OpCase& c) {
   const Attempt a = attempt([&] {
     system::notify(env.view<std::int32_t>(kSigBuf, c.wshape), c.peer, c.woff, v, static_cast<NotifyOp>(c.mode));
   });
-  if (valid) {
-    std::byte* cell = env.model_area(c.peer, kSigBuf, c.wshape).base + linear_of(c.wshape, c.woff) * 4;
-    std::int32_t now = c.mode == 1
-                           ? v
-                           : static_cast<std::int32_t>(static_cast<std::uint32_t>(load_elem<std::int32_t>(cell)) +
-                                                       static_cast<std::uint32_t>(v));
-    std::memcpy(cell, &now, 4);
-  }
+  if (valid) model_notify(env, c.peer, c.wshape, c.woff, c.mode, v);
   return verdict(a, valid, "notify");
 }
 
@@ -209,11 +261,10 @@ Verdict exec_rma(int op, Arena& env, const OpCase& c) {
   env.refill<T>(env.me(), c.salt);
   if (peer_ok(c.peer, env.p()) && c.peer != env.me()) env.refill<T>(c.peer, c.salt);
   switch (op) {
-    case kPut: return exec_transfer<T>(env, c, true);
-    case kGet: return exec_transfer<T>(env, c, false);
     case kRemoteStore: return exec_remote_store<T>(env, c);
     case kNotify: return exec_notify(env, c);
-    default: return exec_wait(env, c);
+    case kWait: return exec_wait(env, c);
+    default: return exec_transfer<T>(env, c, op);
   }
 }
 

@@ -7,6 +7,8 @@
 //   stage_kernel /     the builtin path's stage and check steps around host builtin calls, which
 //   verify_kernel      the host records itself (runner.cpp); stamp_kernel reads the clock
 //   p2p_kernel         latency (notify->wait ping-pong), put and get bandwidth, rank 0 <-> rank 1
+//   put_signal_kernel  put_signal against put and put + notify, rank 0 -> rank 1
+//   nbi_kernel         put_nbi of 64 chunks + quiet against 64 blocking puts, rank 0 -> rank 1
 //
 // Kernels are plain function templates of the executable; every argument travels by value.
 #pragma once
@@ -265,5 +267,14 @@ void stamp_kernel(pld::Tensor<double> out, int field);  // kernels.cpp
 void p2p_kernel(pld::DistributedTensor<std::uint8_t> data, pld::DistributedTensor<std::uint8_t> aux,
                 pld::DistributedTensor<std::int32_t> sig, pld::DistributedTensor<std::int32_t> ping,
                 pld::Tensor<double> out, Args a);  // kernels.cpp
+
+/// put_signal: put_signal, put, and put + notify loops, rank 0 -> rank 1 (rma_kernels.cpp).
+void put_signal_kernel(pld::DistributedTensor<std::uint8_t> data, pld::DistributedTensor<std::uint8_t> aux,
+                       pld::DistributedTensor<std::int32_t> sig, pld::DistributedTensor<std::int32_t> ping,
+                       pld::Tensor<double> out, Args a);
+/// nbi: kNbiChunks put_nbi + quiet, kNbiChunks blocking puts, and those + quiet (rma_kernels.cpp).
+void nbi_kernel(pld::DistributedTensor<std::uint8_t> data, pld::DistributedTensor<std::uint8_t> aux,
+                pld::DistributedTensor<std::int32_t> sig, pld::DistributedTensor<std::int32_t> ping,
+                pld::Tensor<double> out, Args a);
 
 }  // namespace pldbench

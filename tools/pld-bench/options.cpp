@@ -24,6 +24,8 @@ const std::vector<std::pair<std::string, Coll>> kColls = {
     {"all_to_all", Coll::AllToAll},
     {"all_to_all_v", Coll::AllToAllV},
     {"p2p", Coll::P2P},
+    {"put_signal", Coll::PutSignal},
+    {"nbi", Coll::Nbi},
 };
 const std::vector<std::pair<std::string, pld::ReduceOp>> kRedops = {{"sum", pld::ReduceOp::Sum},
                                                                     {"prod", pld::ReduceOp::Prod},
@@ -131,7 +133,7 @@ Options parse_options(int argc, char** argv) {
   std::string min_b = "8", max_b = "64M", step_b;
   app.add_option("--op", op,
                  "benchmark(s), comma-separated or 'all': barrier, allreduce, broadcast, allgather, "
-                 "reduce_scatter, all_to_all, all_to_all_v, p2p")
+                 "reduce_scatter, all_to_all, all_to_all_v, p2p, put_signal, nbi")
       ->capture_default_str();
   if (const int p = pld::launcher_world_size(); p > 0) o.nranks = p;  // under mpirun: one rank per process
   app.add_option("-g,--ranks", o.nranks, "number of ranks (processes forked by pld::run; under mpirun: -n)")
@@ -210,8 +212,9 @@ Options parse_options(int argc, char** argv) {
       throw CLI::ValidationError("--minbytes", fmt::format("{} exceeds --maxbytes {}", o.min_bytes, o.max_bytes));
     if (o.root >= o.nranks)
       throw CLI::ValidationError("--root", fmt::format("{} is not a rank of {} ranks", o.root, o.nranks));
-    const bool p2p = std::find(o.colls.begin(), o.colls.end(), Coll::P2P) != o.colls.end();
-    if (p2p && o.nranks < 2) throw CLI::ValidationError("--op", "p2p needs at least 2 ranks (-g 2)");
+    for (Coll c : o.colls)
+      if (one_sided(c) && o.nranks < 2)
+        throw CLI::ValidationError("--op", fmt::format("{} needs at least 2 ranks (-g 2)", coll_name(c)));
   } catch (const CLI::ParseError& e) {
     std::exit(app.exit(e));
   }

@@ -13,8 +13,18 @@
 namespace pldbench {
 
 /// The benchmarks: one per collective, plus p2p (put/get bandwidth, notify->wait latency, each next
-/// to its bare baseline).
-enum class Coll { Barrier, Allreduce, Broadcast, Allgather, ReduceScatter, AllToAll, AllToAllV, P2P };
+/// to its bare baseline), put_signal (next to put and to put + notify) and nbi (put_nbi of 64
+/// chunks + quiet, next to 64 blocking puts).
+enum class Coll { Barrier, Allreduce, Broadcast, Allgather, ReduceScatter, AllToAll, AllToAllV, P2P, PutSignal, Nbi };
+
+/// The one-sided benchmarks: rank 0 -> rank 1 (the others only join the barriers), uint8 rows, no
+/// host builtin, three loops side by side.
+inline bool one_sided(Coll c) {
+  return c == Coll::P2P || c == Coll::PutSignal || c == Coll::Nbi;
+}
+
+/// nbi: a row of `size` bytes moves as this many chunks of size / kNbiChunks.
+inline constexpr int kNbiChunks = 64;
 
 /// composite: pld::tensor::* inside one kernel that loops; builtin: pld::Host methods, one dispatch
 /// per rank per iteration; both: two column groups side by side.

@@ -88,8 +88,8 @@ void print_table(std::FILE* out, const Options& o, const TableResult& t) {
   for (const Row& r : t.rows)
     for (int g = 0; g < kGroups; ++g) show[g] = show[g] || r.group[g].valid;
   std::fprintf(out, "#\n# %s\n", table_title(t.table).c_str());
-  if (t.table.coll == Coll::P2P && o.path == Path::Builtin)
-    std::fprintf(out, "# (p2p has no host builtin: put/get are measured in a kernel)\n");
+  if (one_sided(t.table.coll) && o.path == Path::Builtin)
+    std::fprintf(out, "# (%s has no host builtin: it is measured in a kernel)\n", coll_name(t.table.coll));
   std::string l1 = "#                                                   ", l2, l3;
   l2 = "#       size         count      type   redop    root";
   l3 = "#        (B)    (elements)                          ";

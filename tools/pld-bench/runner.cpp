@@ -42,7 +42,9 @@ void visit_coll(Coll c, F&& f) {
     case Coll::ReduceScatter: return f(std::integral_constant<Coll, Coll::ReduceScatter>{});
     case Coll::AllToAll: return f(std::integral_constant<Coll, Coll::AllToAll>{});
     case Coll::AllToAllV: return f(std::integral_constant<Coll, Coll::AllToAllV>{});
-    case Coll::P2P: return;
+    case Coll::P2P:
+    case Coll::PutSignal:
+    case Coll::Nbi: return;
   }
 }
 
@@ -109,6 +111,21 @@ std::vector<CopyResult> run_baselines(const Options& o, const Plan& plan, Result
   return copies;
 }
 
+/// The column groups of a one-sided benchmark: what each of its three loops measures.
+void name_groups(Coll c, TableResult& tr) {
+  static constexpr const char* kNames[][6] = {
+      {"put", "rank 0 -> rank 1, tensor::put", "get", "rank 0 <- rank 1, tensor::get", "memcpy",
+       "bare copy, one process"},
+      {"put_signal", "rank 0 -> rank 1, Set", "put", "tensor::put alone", "put+notify", "tensor::put, then notify"},
+      {"put_nbi", "64 chunks of size/64, quiet", "put", "64 blocking puts", "put+quiet",
+       "64 blocking puts, then quiet"}};
+  const auto& n = kNames[c == Coll::P2P ? 0 : c == Coll::PutSignal ? 1 : 2];
+  for (int g = 0; g < kGroups; ++g) {
+    tr.group_names[g] = n[2 * g];
+    tr.group_notes[g] = n[2 * g + 1];
+  }
+}
+
 Measure measured(Iters iters, double loop_ns, std::int64_t wrong, bool check) {
   Measure m;
   m.valid = true;
@@ -126,13 +143,8 @@ void collect(const Options& o, const Plan& plan, pld::HostTensor<double>& res, c
   for (const Table& t : plan.tables) {
     TableResult tr;
     tr.table = t;
-    if (t.coll == Coll::P2P) {
-      tr.group_names[0] = "put";
-      tr.group_names[1] = "get";
-      tr.group_names[2] = "memcpy";
-      tr.group_notes[0] = "rank 0 -> rank 1, tensor::put";
-      tr.group_notes[1] = "rank 0 <- rank 1, tensor::get";
-      tr.group_notes[2] = "bare copy, one process";
+    if (one_sided(t.coll)) {
+      name_groups(t.coll, tr);
     } else {
       tr.group_notes[0] = "in-kernel loop";
       tr.group_notes[1] = "1 dispatch/iter";
@@ -151,11 +163,14 @@ void collect(const Options& o, const Plan& plan, pld::HostTensor<double>& res, c
         for (int r = 0; r < n; ++r) s += res(p.index, r, field);
         return static_cast<std::int64_t>(s);
       };
-      if (t.coll == Coll::P2P) {
+      if (one_sided(t.coll)) {
         row.group[0] = measured(p.composite, field_max(kTime0), field_sum(kWrong0), o.check);
         row.group[1] = measured(p.composite, field_max(kTime1), field_sum(kWrong1), o.check);
         const CopyResult& copy = copies[static_cast<std::size_t>(p.index)];
-        if (pld::launcher_world_size() == 0) row.group[2] = measured(p.composite, copy.loop_ns, copy.wrong, o.check);
+        if (t.coll != Coll::P2P)
+          row.group[2] = measured(p.composite, field_max(kTime2), 0, o.check);
+        else if (pld::launcher_world_size() == 0)
+          row.group[2] = measured(p.composite, copy.loop_ns, copy.wrong, o.check);
         if (res(p.index, 0, kLatency) > 0)
           out.latency_us = per_iter_us(res(p.index, 0, kLatency), lat_iters) / 2, out.latency_iters = lat_iters;
       } else {
@@ -219,7 +234,7 @@ Results run_plan(const Options& o, const Plan& plan) {
         a.total = plan.npoints;
         a.bytes = p.bytes;
 
-        if (p.coll == Coll::P2P) {
+        if (one_sided(p.coll)) {
           const auto bytes = static_cast<pld::Index>(p.bytes);
           const auto data = h.window<std::uint8_t>(w.data, {bytes});
           const auto aux = h.window<std::uint8_t>(w.aux, {bytes});
@@ -233,7 +248,10 @@ Results run_plan(const Options& o, const Plan& plan) {
             latency_done = true;
           }
           a.progress = progress;
-          for (int r = 0; r < n; ++r) h.dispatch(r, p2p_kernel, data, aux, sig, ping, res[p.index][r], a);
+          const auto kernel = p.coll == Coll::P2P         ? p2p_kernel
+                              : p.coll == Coll::PutSignal ? put_signal_kernel
+                                                          : nbi_kernel;
+          for (int r = 0; r < n; ++r) h.dispatch(r, kernel, data, aux, sig, ping, res[p.index][r], a);
           continue;
         }
 

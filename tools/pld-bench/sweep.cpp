@@ -48,7 +48,9 @@ double busbw_factor(Coll c, int n) {
     case Coll::AllToAll:
     case Coll::AllToAllV: return (p - 1) / p;
     case Coll::Broadcast:
-    case Coll::P2P: return 1.0;
+    case Coll::P2P:
+    case Coll::PutSignal:
+    case Coll::Nbi: return 1.0;
     case Coll::Barrier: return 0.0;
   }
   return 0.0;
@@ -68,12 +70,12 @@ Plan make_plan(const Options& o) {
   const int n = o.nranks;
   auto add_row = [&](Table& t, Point p) {
     p.index = plan.npoints++;
-    const bool builtin_cap = p.coll != Coll::P2P;
+    const bool builtin_cap = !one_sided(p.coll);
     p.composite = iters_for(o, p.bytes, o.max_iters, 5);
     p.builtin = builtin_cap ? iters_for(o, p.bytes, std::min(o.max_iters, o.max_builtin_iters), 2) : Iters{};
     std::uint64_t data = p.bytes, aux = 0;
     if (p.coll == Coll::Allgather) aux = p.bytes / static_cast<std::uint64_t>(n);
-    if (p.coll == Coll::AllToAll || p.coll == Coll::AllToAllV || p.coll == Coll::P2P) aux = p.bytes;
+    if (p.coll == Coll::AllToAll || p.coll == Coll::AllToAllV || one_sided(p.coll)) aux = p.bytes;
     plan.data_bytes = std::max(plan.data_bytes, data);
     plan.aux_bytes = std::max(plan.aux_bytes, aux);
     t.rows.push_back(p);
@@ -92,13 +94,15 @@ Plan make_plan(const Options& o) {
         plan.tables.push_back(std::move(t));
         continue;
       }
-      const std::vector<pld::DType> dtypes = c == Coll::P2P ? std::vector<pld::DType>{pld::DType::UINT8} : o.dtypes;
+      const std::vector<pld::DType> dtypes = one_sided(c) ? std::vector<pld::DType>{pld::DType::UINT8} : o.dtypes;
       const std::vector<pld::ReduceOp> redops = reduces(c) ? o.redops : std::vector<pld::ReduceOp>{pld::ReduceOp::Sum};
       std::vector<std::uint64_t> done(dtypes.size(), ~0ull);  // last size per dtype, to drop duplicates
       for (std::uint64_t size : all_sizes) {
         for (std::size_t d = 0; d < dtypes.size(); ++d) {
           const std::uint64_t esz = pld::dtype_size(dtypes[d]);
-          const std::uint64_t unit = row_blocked(c) ? esz * static_cast<std::uint64_t>(n) : esz;
+          const std::uint64_t unit = row_blocked(c)   ? esz * static_cast<std::uint64_t>(n)
+                                     : c == Coll::Nbi ? esz * kNbiChunks
+                                                      : esz;
           const std::uint64_t bytes = std::max(unit, size / unit * unit);
           if (bytes == done[d]) continue;
           done[d] = bytes;

@@ -37,6 +37,7 @@ inline constexpr int kWrong1 = 3;   // builtin wrong elements (p2p: get)
 inline constexpr int kStamp0 = 4;   // builtin: steady_clock before the timed dispatches
 inline constexpr int kStamp1 = 5;   // builtin: after
 inline constexpr int kLatency = 6;  // p2p: notify->wait round-trip loop ns (rank 0)
+inline constexpr int kTime2 = 7;    // put_signal, nbi: the third loop ns
 inline constexpr int kFields = 8;
 
 /// Per-iteration microseconds from per-rank loop nanoseconds: max over ranks / iters.

@@ -77,6 +77,17 @@ class MpiWindow final : public Backend, public NativeCollectives {
   void get(void* dst, int rank, std::uint64_t offset, std::size_t bytes) override;
   void atomic_add(int rank, std::uint64_t offset, const void* src, std::size_t count, DType dtype) override;
   void notify(int rank, std::uint64_t offset, std::int32_t value, NotifyOp op) override;
+  // Put-with-signal and non-blocking transfers (rma.cc). Members sharing this node: copies, as on
+  // shm. RMA: MPI_Put / MPI_Get without a flush, completed by the next notify, fence or quiet;
+  // put_signal = MPI_Put + the notify's flush and accumulate (no local flush of its own).
+  // Messages: the put and its signal are one message; a payload sent on its own is not waited
+  // for, nor is a non-blocking get's reply: quiet waits for both.
+  void put_nbi(int rank, std::uint64_t offset, const void* src, std::size_t bytes) override;
+  void get_nbi(void* dst, int rank, std::uint64_t offset, std::size_t bytes) override;
+  void put_signal(int rank, std::uint64_t offset, const void* src, std::size_t bytes, std::uint64_t signal_offset,
+                  std::int32_t value, NotifyOp op, bool nbi) override;
+  void quiet() override;
+  void fence() override;
   WaitStatus wait(std::uint64_t offset, std::int32_t expected, WaitCmp cmp, const WaitSite& site,
                   std::int32_t* seen) override;
   WaitStatus wait_cells(WaitCell* cells, std::size_t n, WaitCmp cmp, WaitMode mode, const WaitSite& site) override;
@@ -111,6 +122,12 @@ class MpiWindow final : public Backend, public NativeCollectives {
   /// The poll loop of wait and wait_cells (signal.cc).
   template <class Ready, class Record, class Awaited>
   WaitStatus poll_until(Ready&& ready, Record&& record, const WaitSite& site, Awaited&& awaited);
+  /// Local address of heap offset `offset` of `rank` if this process reaches it as memory (its
+  /// own window, or a member sharing this node), else nullptr.
+  std::byte* local_at(int rank, std::uint64_t offset) const;
+  /// MPI_Put / MPI_Get of `bytes` with target rank `t` of the window, in pieces; no flush. Under the MPI mutex.
+  void rma_put(int t, std::uint64_t offset, const void* src, std::size_t bytes);
+  void rma_get(void* dst, int t, std::uint64_t offset, std::size_t bytes);
   void fp16_add(int rank, std::uint64_t offset, const void* src, std::size_t count, DType dtype);
   /// Local address of heap offset `offset` of `rank`'s window if it shares this node's memory.
   std::byte* shared_at(int rank, std::uint64_t offset) const {
@@ -155,6 +172,17 @@ class MpiWindow final : public Backend, public NativeCollectives {
   /// This member's own row is copied at once.
   int post_exchange(bool gather, const void* input, void* target, std::size_t bytes, MPI_Comm comm,
                     Requests& requests) const;
+  /// How all_to_all_v counts a row: `per_row` elements of `type` (MPI_BYTE and the row's bytes,
+  /// or a type of one row).
+  struct RowUnit {
+    MPI_Datatype type;
+    std::size_t per_row;
+  };
+  /// Posts all_to_all_v's exchange: blocks of `rows` rows of `row_bytes`, each sent as its count
+  /// and its first `count` rows.
+  int post_all_to_all_v(const void* input, void* target, std::size_t rows, std::size_t row_bytes, RowUnit unit,
+                        const std::int32_t* send_counts, std::int32_t* recv_counts, MPI_Comm comm,
+                        Requests& requests) const;
   /// Posts a small broadcast of `bytes` from member `root` on `comm` (exchange.cc).
   int post_broadcast(void* data, std::size_t bytes, int root, MPI_Comm comm, Requests& requests) const;
   /// The domain's members by node (hierarchy.cc): `first[k]` is the first domain rank of node k,
@@ -176,9 +204,6 @@ class MpiWindow final : public Backend, public NativeCollectives {
                            MPI_Comm comm, NativeDeadline deadline);
   WaitStatus leader_chain(const NodeRuns& runs, std::byte* data, std::size_t count, DType dtype, ReduceOp op,
                           MPI_Comm comm, NativeDeadline deadline);
-  /// all_to_all_v of small blocks: each row count travels in front of its block, one exchange.
-  WaitStatus packed_all_to_all_v(const void* input, void* target, std::size_t rows, std::size_t row_bytes,
-                                 const std::int32_t* send_counts, std::int32_t* recv_counts, const WaitSite& site);
 
   MpiBackend& engine_;
   std::uint64_t id_ = 0;     // the same on every member: names the window in messages
@@ -253,8 +278,12 @@ class MpiBackend final : public BackendProcess {
   /// Frees every window, the communicators and the control window (collective; at exit).
   void release();
 
-  /// Every put, accumulate and message of this process is complete at its target.
-  void quiet();
+  /// Every put, get, accumulate and message of this process is complete at its target (and
+  /// every non-blocking transfer complete here: sources free, get destinations filled).
+  void quiet() override;
+  /// Puts issued before reach each target before those issued after (RMA: a flush of the
+  /// targets written; messages and shared memory keep the order anyway).
+  void fence() override;
   /// Makes this process's stores into its own windows visible to RMA, and RMA updates to its loads.
   void sync_local();
   void set_wait_policy(double timeout, std::int64_t spin) {
@@ -339,13 +368,24 @@ class MpiBackend final : public BackendProcess {
   };
   void open_messages();
   void register_window(MpiWindow& w, std::uint64_t id);
-  void message_put(int rank, std::uint64_t window, std::uint64_t offset, const void* src, std::size_t bytes);
+  void message_put(int rank, std::uint64_t window, std::uint64_t offset, const void* src, std::size_t bytes,
+                   bool nbi = false);
+  void message_put_signal(int rank, std::uint64_t window, std::uint64_t offset, const void* src, std::size_t bytes,
+                          std::uint64_t signal_offset, std::int32_t value, NotifyOp op, bool nbi);
   void message_add(int rank, std::uint64_t window, std::uint64_t offset, const void* src, std::size_t count,
                    DType dtype);
   void message_notify(int rank, std::uint64_t window, std::uint64_t offset, std::int32_t value, NotifyOp op);
-  void message_get(void* dst, int rank, std::uint64_t window, std::uint64_t offset, std::size_t bytes);
+  void message_get(void* dst, int rank, std::uint64_t window, std::uint64_t offset, std::size_t bytes,
+                   bool nbi = false);
+  /// One put, add or put-with-signal: the header (with `prefix`, put_signal's signal offset) and
+  /// the payload inline, or the header and then the payload straight from `src`, complete before
+  /// it returns — or, `nbi`, left to quiet.
   void send_data(int rank, std::uint64_t window, MessageKind kind, std::int32_t value, std::uint64_t offset,
-                 const void* src, std::size_t bytes);
+                 const void* src, std::size_t bytes, bool nbi = false, std::uint32_t op = 0,
+                 const std::uint64_t* prefix = nullptr);
+  /// Under the mutex: waits (serving messages) until every non-blocking payload send and get
+  /// reply has completed. False when the job aborts first.
+  bool complete_nbi();
   void post(int rank, const void* header, std::size_t header_bytes, const void* payload, std::size_t payload_bytes);
   void mark_written(int rank);
   bool fence_locked(int skip);
@@ -388,7 +428,8 @@ class MpiBackend final : public BackendProcess {
   std::vector<char> acked_;            // per world rank: its last fence is answered
   std::atomic<int> written_count_{0};  // targets written since their last fence
   std::map<std::uint64_t, MpiWindow*> by_id_;
-  std::deque<Send> sends_;  // outstanding sends and their buffers, oldest first
+  std::deque<Send> sends_;                 // outstanding sends and their buffers, oldest first
+  std::vector<MPI_Request> nbi_requests_;  // non-blocking puts' payload sends and gets' reply receives
   std::vector<std::byte> inbox_;
   int reply_tag_ = 2;
   MPI_Win control_ = MPI_WIN_NULL;

@@ -48,9 +48,6 @@ constexpr std::size_t kGatherMax = 1u << 20;
 // took 102 us gathered and 141 us as TwoShot, a 64 KiB one 247 us gathered and 161 us as TwoShot;
 // at P = 2 both move the same bytes and gathering always wins).
 constexpr std::size_t kGatherExtra = 64u << 10;
-// all_to_all_v with P x (count + block) up to this many bytes: one MPI_Ialltoall of the blocks
-// with their counts in front (padding to the largest block costs less than a second exchange).
-constexpr std::size_t kPackedMax = 64u << 10;
 
 // dst = op over the `n` rows of `rows` bytes at `scratch`, in rank order (pld's reduction order).
 void reduce_rows(std::byte* dst, const std::byte* scratch, int n, std::size_t rows, std::size_t count, DType dtype,
@@ -405,81 +402,26 @@ WaitStatus MpiWindow::reduce_scatter(void* target, std::size_t count, DType dtyp
   return st;
 }
 
-// The counts first (MPI_Ialltoall), then the rows (MPI_Ialltoallv), in bytes where every
-// displacement fits an int, else in rows of a row type.
+// One exchange of counts and rows (exchange.cc), in bytes where a block fits an int count, else
+// in rows of a row type.
 WaitStatus MpiWindow::all_to_all_v(const void* input, void* target, std::size_t rows, std::size_t row_bytes,
                                    const std::int32_t* send_counts, std::int32_t* recv_counts, const WaitSite& site) {
-  const int n = static_cast<int>(dirty_.size());
   const std::size_t block = rows * row_bytes;
-  if ((block + sizeof(std::int64_t)) * static_cast<std::size_t>(n) <= kPackedMax)
-    return packed_all_to_all_v(input, target, rows, row_bytes, send_counts, recv_counts, site);
-  const bool in_bytes = block * static_cast<std::size_t>(n) <= INT_MAX;
-  if (!in_bytes && rows * static_cast<std::size_t>(n) > INT_MAX)
-    throw Error(
-        fmt::format("{}: {} rows per rank block x {} ranks exceed MPI's int displacements", site.what, rows, n));
-  struct Arrays {  // kept if the call is abandoned (MPI may still read them)
-    std::vector<int> scount, sdispl, rcount, rdispl;
-  };
-  auto a = std::make_unique<Arrays>();
-  for (auto* v : {&a->scount, &a->sdispl, &a->rcount, &a->rdispl}) v->assign(static_cast<std::size_t>(n), 0);
-  MPI_Datatype row_type = MPI_BYTE;
-  if (!in_bytes && row_bytes > 0) {
+  if (block > INT_MAX && rows > INT_MAX)
+    throw Error(fmt::format("{}: {} rows per rank block exceed MPI's int counts", site.what, rows));
+  RowUnit unit{MPI_BYTE, row_bytes};
+  if (block > INT_MAX) {
     std::lock_guard lock(engine_.mutex_);
-    if (row_bytes <= INT_MAX) {
-      MPI_Type_contiguous(static_cast<int>(row_bytes), MPI_BYTE, &row_type);
-      MPI_Type_commit(&row_type);
-    } else {
-      row_type = bytes_type(row_bytes);
+    unit = {row_bytes <= INT_MAX ? MPI_DATATYPE_NULL : bytes_type(row_bytes), 1};
+    if (unit.type == MPI_DATATYPE_NULL) {
+      MPI_Type_contiguous(static_cast<int>(row_bytes), MPI_BYTE, &unit.type);
+      MPI_Type_commit(&unit.type);
     }
-  }
-  const std::size_t unit = in_bytes ? row_bytes : 1;  // what one count of row_type holds, in rows x unit
-  const WaitStatus st = native_run(site, 2, [&](std::size_t step, MPI_Comm comm, Requests& rq) {
-    if (step == 0) return post_exchange(false, send_counts, recv_counts, sizeof(std::int32_t), comm, rq);
-    for (std::size_t p = 0; p < static_cast<std::size_t>(n); ++p) {
-      a->scount[p] = static_cast<int>(static_cast<std::size_t>(send_counts[p]) * unit);
-      a->rcount[p] = static_cast<int>(static_cast<std::size_t>(recv_counts[p]) * unit);
-      a->sdispl[p] = a->rdispl[p] = static_cast<int>(p * rows * unit);
-    }
-    return MPI_Ialltoallv(input, a->scount.data(), a->sdispl.data(), row_type, target, a->rcount.data(),
-                          a->rdispl.data(), row_type, comm, &rq.emplace_back());
-  });
-  if (st != WaitStatus::Ok) {
-    (void)a.release();
-    return st;
-  }
-  free_type(row_type, engine_.mutex_);
-  return st;
-}
-
-WaitStatus MpiWindow::packed_all_to_all_v(const void* input, void* target, std::size_t rows, std::size_t row_bytes,
-                                          const std::int32_t* send_counts, std::int32_t* recv_counts,
-                                          const WaitSite& site) {
-  const auto n = static_cast<std::size_t>(dirty_.size());
-  const std::size_t block = rows * row_bytes, stride = sizeof(std::int64_t) + (block + 7) / 8 * 8;
-  auto send = std::make_unique<std::vector<std::byte>>(stride * n);  // kept if the call is abandoned
-  auto recv = std::make_unique<std::vector<std::byte>>(stride * n);
-  for (std::size_t p = 0; p < n; ++p) {
-    std::byte* at = send->data() + p * stride;
-    std::memcpy(at, &send_counts[p], sizeof(std::int32_t));
-    const std::size_t bytes = static_cast<std::size_t>(send_counts[p]) * row_bytes;
-    if (bytes) std::memcpy(at + sizeof(std::int64_t), static_cast<const std::byte*>(input) + p * block, bytes);
   }
   const WaitStatus st = native_run(site, 1, [&](std::size_t, MPI_Comm comm, Requests& rq) {
-    if (stride * n <= kExchangeMax) return post_exchange(false, send->data(), recv->data(), stride, comm, rq);
-    return MPI_Ialltoall(send->data(), static_cast<int>(stride), MPI_BYTE, recv->data(), static_cast<int>(stride),
-                         MPI_BYTE, comm, &rq.emplace_back());
+    return post_all_to_all_v(input, target, rows, row_bytes, unit, send_counts, recv_counts, comm, rq);
   });
-  if (st != WaitStatus::Ok) {
-    (void)send.release();
-    (void)recv.release();
-    return st;
-  }
-  for (std::size_t p = 0; p < n; ++p) {
-    const std::byte* at = recv->data() + p * stride;
-    std::memcpy(&recv_counts[p], at, sizeof(std::int32_t));
-    const std::size_t bytes = static_cast<std::size_t>(recv_counts[p]) * row_bytes;
-    if (bytes) std::memcpy(static_cast<std::byte*>(target) + p * block, at + sizeof(std::int64_t), bytes);
-  }
+  if (st == WaitStatus::Ok) free_type(unit.type, engine_.mutex_);  // an abandoned call keeps its type
   return st;
 }
 

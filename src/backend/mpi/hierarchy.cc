@@ -21,7 +21,7 @@ namespace pld::detail {
 
 namespace {
 
-enum Tag : int { kEnter = 1, kDone = 2, kRows = 3, kChain = 4, kResult = 5 };
+enum Tag : int { kEnter = 11, kDone = 12, kRows = 13, kChain = 14, kResult = 15 };  // apart from exchange.cc's
 
 // Pieces the chain streams (its pipeline: while one crosses, the next is reduced).
 constexpr std::size_t kChainPiece = 512u << 10;

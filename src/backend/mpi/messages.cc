@@ -37,17 +37,19 @@ constexpr std::size_t kMaxSends = 4096;     // outstanding sends before a sender
 
 }  // namespace
 
-enum class MessageKind : std::uint32_t { Put = 1, Add, Notify, Get, Fence, FenceAck };
+enum class MessageKind : std::uint32_t { Put = 1, Add, Notify, Get, Fence, FenceAck, PutSignal };
 
 struct MessageHeader {
   MessageKind kind;
-  std::int32_t value;     // notify: the value; add: the dtype; get: the reply tag
+  std::int32_t value;     // notify, put_signal: the value; add: the dtype; get: the reply tag
   std::uint64_t window;   // MpiWindow::id()
   std::uint64_t offset;   // heap offset
   std::uint64_t bytes;    // payload (put, add) or requested (get) bytes
-  std::uint32_t op;       // notify: NotifyOp
+  std::uint32_t op;       // notify, put_signal: NotifyOp
   std::uint32_t inlined;  // the payload follows the header in the same message
 };
+// A PutSignal message is a put whose header is followed by the heap offset of its signal cell
+// (std::uint64_t), then by the payload when inlined: the target applies the put, then the notify.
 
 namespace {
 using Kind = MessageKind;
@@ -129,15 +131,21 @@ void MpiBackend::post(int rank, const void* header, std::size_t header_bytes, co
   if (sends_.size() > kMaxSends) reap_sends();
 }
 
-// Sends one put or add: the header with the payload inline, or the header and then the payload
-// straight from `src` (complete locally before returning, serving incoming messages meanwhile).
+// Sends one put, add or put-with-signal: the header with the payload inline, or the header and then
+// the payload straight from `src` (complete locally before returning, serving incoming messages
+// meanwhile — or, for a non-blocking put, left to quiet).
 void MpiBackend::send_data(int rank, std::uint64_t window, MessageKind kind, std::int32_t value, std::uint64_t offset,
-                           const void* src, std::size_t bytes) {
+                           const void* src, std::size_t bytes, bool nbi, std::uint32_t op,
+                           const std::uint64_t* prefix) {
   mark_written(rank);
   const bool inlined = bytes <= kInlineBytes;
-  const Header h{kind, value, window, offset, bytes, 0, inlined ? 1u : 0u};
-  if (inlined) return post(rank, &h, sizeof h, src, bytes);
-  post(rank, &h, sizeof h, nullptr, 0);
+  struct {
+    Header h;
+    std::uint64_t prefix;
+  } head{{kind, value, window, offset, bytes, op, inlined ? 1u : 0u}, prefix ? *prefix : 0};
+  const std::size_t head_bytes = prefix ? sizeof head : sizeof head.h;
+  if (inlined) return post(rank, &head, head_bytes, src, bytes);
+  post(rank, &head, head_bytes, nullptr, 0);
   std::vector<MPI_Request> pieces;
   for (std::size_t at = 0; at < bytes; at += kPiece) {
     MPI_Request& r = pieces.emplace_back();
@@ -145,17 +153,49 @@ void MpiBackend::send_data(int rank, std::uint64_t window, MessageKind kind, std
                     rank, kMessageTag, message_comm_, &r),
           "MPI_Isend (message payload)");
   }
+  if (nbi) {
+    nbi_requests_.insert(nbi_requests_.end(), pieces.begin(), pieces.end());
+    return;
+  }
   const bool sent = drive([&] {
     int done = 0;
     MPI_Testall(static_cast<int>(pieces.size()), pieces.data(), &done, MPI_STATUSES_IGNORE);
     return done != 0;
   });
-  if (!sent) released(kind == Kind::Put ? "put" : "atomic add");
+  if (!sent) released(kind == Kind::Add ? "atomic add" : "put");
 }
 
-void MpiBackend::message_put(int rank, std::uint64_t window, std::uint64_t offset, const void* src, std::size_t bytes) {
+void MpiBackend::message_put(int rank, std::uint64_t window, std::uint64_t offset, const void* src, std::size_t bytes,
+                             bool nbi) {
   std::lock_guard lock(mutex_);
-  send_data(rank, window, Kind::Put, 0, offset, src, bytes);
+  send_data(rank, window, Kind::Put, 0, offset, src, bytes, nbi);
+}
+
+void MpiBackend::message_put_signal(int rank, std::uint64_t window, std::uint64_t offset, const void* src,
+                                    std::size_t bytes, std::uint64_t signal_offset, std::int32_t value, NotifyOp op,
+                                    bool nbi) {
+  std::lock_guard lock(mutex_);
+  sync_active();
+  if (!fence_locked(rank)) released("put_signal");  // release, as notify: other targets have theirs first
+  send_data(rank, window, Kind::PutSignal, value, offset, src, bytes, nbi, static_cast<std::uint32_t>(op),
+            &signal_offset);
+}
+
+bool MpiBackend::complete_nbi() {
+  if (nbi_requests_.empty()) return true;
+  const bool done = drive([&] {
+    int all = 0;
+    MPI_Testall(static_cast<int>(nbi_requests_.size()), nbi_requests_.data(), &all, MPI_STATUSES_IGNORE);
+    return all != 0;
+  });
+  if (!done)  // the job is aborting: nothing will complete them
+    for (MPI_Request& r : nbi_requests_)
+      if (r != MPI_REQUEST_NULL) {
+        MPI_Cancel(&r);
+        MPI_Request_free(&r);
+      }
+  nbi_requests_.clear();
+  return done;
 }
 
 void MpiBackend::message_add(int rank, std::uint64_t window, std::uint64_t offset, const void* src, std::size_t count,
@@ -173,7 +213,8 @@ void MpiBackend::message_notify(int rank, std::uint64_t window, std::uint64_t of
   post(rank, &h, sizeof h, nullptr, 0);
 }
 
-void MpiBackend::message_get(void* dst, int rank, std::uint64_t window, std::uint64_t offset, std::size_t bytes) {
+void MpiBackend::message_get(void* dst, int rank, std::uint64_t window, std::uint64_t offset, std::size_t bytes,
+                             bool nbi) {
   std::lock_guard lock(mutex_);
   std::vector<MPI_Request> pieces;
   const int tag = reply_tag_;
@@ -186,6 +227,10 @@ void MpiBackend::message_get(void* dst, int rank, std::uint64_t window, std::uin
   }
   const Header h{Kind::Get, tag, window, offset, bytes, 0, 0};
   post(rank, &h, sizeof h, nullptr, 0);
+  if (nbi) {  // the reply lands while this rank drives progress; quiet waits for it
+    nbi_requests_.insert(nbi_requests_.end(), pieces.begin(), pieces.end());
+    return;
+  }
   const bool got = drive([&] {
     int done = 0;
     MPI_Testall(static_cast<int>(pieces.size()), pieces.data(), &done, MPI_STATUSES_IGNORE);
@@ -293,6 +338,16 @@ void MpiBackend::apply(int source, const Header& h, const std::byte* payload) {
                         h.value, message_comm_, &s.request),
               "MPI_Isend (get reply)");
       }
+      return;
+    }
+    case Kind::PutSignal: {
+      std::uint64_t signal = 0;
+      std::memcpy(&signal, payload, sizeof signal);
+      Header put = h;
+      put.kind = Kind::Put;
+      apply(source, put, payload + sizeof signal);
+      const Header notify{Kind::Notify, h.value, h.window, signal, sizeof(std::int32_t), h.op, 1};
+      apply(source, notify, nullptr);
       return;
     }
     case Kind::Fence: {

@@ -3,10 +3,12 @@
 // atomic add as on shm (backend/atomic_add.h). Other members: put and get complete locally before
 // they return (the kernel may reuse its buffer at once); a put is complete at its target after
 // the putter's next notify (signal.cc flushes every target it has written since, in every
-// window). Atomic add is MPI_Accumulate(MPI_SUM) for the types MPI has; fp16 and bf16 take the
-// target's lock cell (32-bit compare-and-swap: the 64-bit one crashes Open MPI's osc/rdma) and
-// read, add in fp32 and write back under it. In a window that also has members elsewhere every
-// atomic add goes through MPI, so that adds from both kinds of member to one cell stay atomic.
+// window). Their non-blocking forms skip the local flush: the next notify, fence or quiet
+// completes them. put_signal is MPI_Put followed by notify, whose flush of the written targets
+// precedes the signal's accumulate (MPI orders neither a put before an accumulate nor two puts). Atomic add is
+// MPI_Accumulate(MPI_SUM) for the types MPI has; fp16 and bf16 take the target's lock cell (32-bit compare-and-swap:
+// the 64-bit one crashes Open MPI's osc/rdma) and read, add in fp32 and write back under it. In a window that also has
+// members elsewhere every atomic add goes through MPI, so that adds from both kinds of member to one cell stay atomic.
 #include "backend/atomic_add.h"
 #include "backend/mpi/backend.h"
 #include "core/copy.h"
@@ -50,39 +52,83 @@ void MpiWindow::mark_dirty(int t) {
   }
 }
 
-void MpiWindow::put(int rank, std::uint64_t offset, const void* src, std::size_t bytes) {
-  if (bytes == 0) return;
-  const int t = target(rank, offset, bytes);
-  if (std::byte* at = rank == engine_.rank_ ? heap_base(rank) + offset : shared_at(rank, offset))
-    return bulk_copy(at, static_cast<const std::byte*>(src), bytes);
-  if (engine_.messages_) return engine_.message_put(rank, id_, offset, src, bytes);
+std::byte* MpiWindow::local_at(int rank, std::uint64_t offset) const {
+  return rank == engine_.rank_ ? heap_base(rank) + offset : shared_at(rank, offset);
+}
+
+void MpiWindow::rma_put(int t, std::uint64_t offset, const void* src, std::size_t bytes) {
   const MPI_Aint disp = static_cast<MPI_Aint>(offset - lo_);
-  std::lock_guard lock(engine_.mutex_);
   for (std::size_t at = 0; at < bytes; at += kPiece) {
     const int n = static_cast<int>(std::min(kPiece, bytes - at));
     engine_.check(MPI_Put(static_cast<const std::byte*>(src) + at, n, MPI_BYTE, t, disp + static_cast<MPI_Aint>(at), n,
                           MPI_BYTE, win_),
                   "MPI_Put");
   }
-  engine_.check(MPI_Win_flush_local(t, win_), "MPI_Win_flush_local");
-  mark_dirty(t);
 }
 
-void MpiWindow::get(void* dst, int rank, std::uint64_t offset, std::size_t bytes) {
-  if (bytes == 0) return;
-  const int t = target(rank, offset, bytes);
-  if (const std::byte* at = rank == engine_.rank_ ? heap_base(rank) + offset : shared_at(rank, offset))
-    return bulk_copy(static_cast<std::byte*>(dst), at, bytes);
-  if (engine_.messages_) return engine_.message_get(dst, rank, id_, offset, bytes);
+void MpiWindow::rma_get(void* dst, int t, std::uint64_t offset, std::size_t bytes) {
   const MPI_Aint disp = static_cast<MPI_Aint>(offset - lo_);
-  std::lock_guard lock(engine_.mutex_);
   for (std::size_t at = 0; at < bytes; at += kPiece) {
     const int n = static_cast<int>(std::min(kPiece, bytes - at));
     engine_.check(
         MPI_Get(static_cast<std::byte*>(dst) + at, n, MPI_BYTE, t, disp + static_cast<MPI_Aint>(at), n, MPI_BYTE, win_),
         "MPI_Get");
   }
+}
+
+void MpiWindow::put(int rank, std::uint64_t offset, const void* src, std::size_t bytes) {
+  if (bytes == 0) return;
+  const int t = target(rank, offset, bytes);
+  if (std::byte* at = local_at(rank, offset)) return bulk_copy(at, static_cast<const std::byte*>(src), bytes);
+  if (engine_.messages_) return engine_.message_put(rank, id_, offset, src, bytes);
+  std::lock_guard lock(engine_.mutex_);
+  rma_put(t, offset, src, bytes);
   engine_.check(MPI_Win_flush_local(t, win_), "MPI_Win_flush_local");
+  mark_dirty(t);
+}
+
+void MpiWindow::put_nbi(int rank, std::uint64_t offset, const void* src, std::size_t bytes) {
+  if (bytes == 0) return;
+  const int t = target(rank, offset, bytes);
+  if (std::byte* at = local_at(rank, offset)) return bulk_copy(at, static_cast<const std::byte*>(src), bytes);
+  if (engine_.messages_) return engine_.message_put(rank, id_, offset, src, bytes, true);
+  std::lock_guard lock(engine_.mutex_);
+  rma_put(t, offset, src, bytes);
+  mark_dirty(t);  // the next flush completes it, locally and at the target
+}
+
+void MpiWindow::put_signal(int rank, std::uint64_t offset, const void* src, std::size_t bytes,
+                           std::uint64_t signal_offset, std::int32_t value, NotifyOp op, bool nbi) {
+  const int t = target(rank, offset, bytes);
+  if (local_at(rank, offset)) return Backend::put_signal(rank, offset, src, bytes, signal_offset, value, op, nbi);
+  if (engine_.messages_)
+    return engine_.message_put_signal(rank, id_, offset, src, bytes, signal_offset, value, op, nbi);
+  {
+    std::lock_guard lock(engine_.mutex_);
+    rma_put(t, offset, src, bytes);
+    mark_dirty(t);
+  }
+  notify(rank, signal_offset, value, op);  // flushes the put to the target before the accumulate
+}
+
+void MpiWindow::get(void* dst, int rank, std::uint64_t offset, std::size_t bytes) {
+  if (bytes == 0) return;
+  const int t = target(rank, offset, bytes);
+  if (const std::byte* at = local_at(rank, offset)) return bulk_copy(static_cast<std::byte*>(dst), at, bytes);
+  if (engine_.messages_) return engine_.message_get(dst, rank, id_, offset, bytes);
+  std::lock_guard lock(engine_.mutex_);
+  rma_get(dst, t, offset, bytes);
+  engine_.check(MPI_Win_flush_local(t, win_), "MPI_Win_flush_local");
+}
+
+void MpiWindow::get_nbi(void* dst, int rank, std::uint64_t offset, std::size_t bytes) {
+  if (bytes == 0) return;
+  const int t = target(rank, offset, bytes);
+  if (const std::byte* at = local_at(rank, offset)) return bulk_copy(static_cast<std::byte*>(dst), at, bytes);
+  if (engine_.messages_) return engine_.message_get(dst, rank, id_, offset, bytes, true);
+  std::lock_guard lock(engine_.mutex_);
+  rma_get(dst, t, offset, bytes);
+  mark_dirty(t);  // the next flush completes it
 }
 
 void MpiWindow::atomic_add(int rank, std::uint64_t offset, const void* src, std::size_t count, DType dtype) {

@@ -110,7 +110,26 @@ void MpiBackend::sync_windows() {
 void MpiBackend::quiet() {
   std::lock_guard lock(mutex_);
   sync_active();
-  if (messages_) fence_locked(-1);  // false: the call is failing anyway (another rank failed)
+  // False: the call is failing anyway (another rank failed). After the fence every target has
+  // taken its payloads, so the non-blocking sends are complete or about to be.
+  if (messages_ && fence_locked(-1)) complete_nbi();
+}
+
+void MpiWindow::quiet() {
+  engine_.quiet();
+}
+
+void MpiWindow::fence() {
+  engine_.fence();
+}
+
+void MpiBackend::fence() {
+  // Messages to one target arrive in order, copies to members on this node are done: only RMA
+  // puts, which MPI does not order, need their flush.
+  if (messages_ || dirty_windows_.load(std::memory_order_relaxed) == 0)
+    return std::atomic_thread_fence(std::memory_order_seq_cst);
+  std::lock_guard lock(mutex_);
+  flush_dirty();
 }
 
 void MpiWindow::notify(int rank, std::uint64_t offset, std::int32_t value, NotifyOp op) {

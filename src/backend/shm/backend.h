@@ -89,6 +89,10 @@ class ShmBackend final : public Backend {
   void get(void* dst, int rank, std::uint64_t offset, std::size_t bytes) override;
   void atomic_add(int rank, std::uint64_t offset, const void* src, std::size_t count, DType dtype) override;
   void notify(int rank, std::uint64_t offset, std::int32_t value, NotifyOp op) override;
+  // Non-blocking transfers complete when they return (copies): put_nbi, get_nbi and put_signal
+  // keep Backend's defaults; quiet and fence are fences (rma.cc).
+  void quiet() override;
+  void fence() override;
   WaitStatus wait(std::uint64_t offset, std::int32_t expected, WaitCmp cmp, const WaitSite& site,
                   std::int32_t* seen) override;
   WaitStatus wait_cells(WaitCell* cells, std::size_t n, WaitCmp cmp, WaitMode mode, const WaitSite& site) override;

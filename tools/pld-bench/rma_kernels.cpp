@@ -1,0 +1,109 @@
+// pld-bench: the one-sided benchmarks of put_signal and the non-blocking puts. Rank 0 sends to
+// rank 1 in three timed loops side by side; rank 1 (and any other rank) only joins the barriers,
+// where it drives progress. The check sends once more and rank 1 compares every byte after the
+// signal (put_signal) or after a notify that follows the quiet (nbi).
+//
+//   put_signal   put_signal(Set)        | put                      | put + notify(Set)
+//   nbi          64 put_nbi + quiet     | 64 blocking puts         | 64 blocking puts + quiet
+#include "kernels.hpp"
+
+namespace pldbench {
+
+namespace {
+
+// Cells of the [2, 16] p2p signal: the timed loops' signals (nobody waits on them) and the check's.
+const pld::Dims kLoopCell{1, 1};
+const pld::Dims kCheckCell{1, 2};
+
+/// Rank 1's part of a check: poisoned before rank 0 sends, compared once the check's signal
+/// (Set to the row's number, which grows from row to row) has arrived.
+template <class Send>
+double checked_send(const pld::DistributedTensor<std::uint8_t>& data, const pld::DistributedTensor<std::int32_t>& sig,
+                    const pld::DistributedTensor<std::int32_t>& ping, const Args& a, int me, Send&& send) {
+  const Pattern<std::uint8_t> pat(PatternKind::Copy, pld::ReduceOp::Sum, pld::nranks(pld::get_comm_ctx(sig)));
+  const auto row = static_cast<std::int32_t>(a.index + 1);
+  double wrong = 0;
+  pld::tensor::barrier(sig);
+  if (me == 1) poison(data);
+  pld::tensor::barrier(sig);
+  if (me == 0) send(row);
+  if (me == 1) {
+    pld::system::wait(ping, kCheckCell, row, pld::WaitCmp::Eq);
+    wrong = static_cast<double>(count_wrong(local_of(data), input_period(pat, 0), 0, data.numel()));
+  }
+  pld::tensor::barrier(sig);  // rank 1 has read before the next row stages
+  return wrong;
+}
+
+}  // namespace
+
+void put_signal_kernel(pld::DistributedTensor<std::uint8_t> data, pld::DistributedTensor<std::uint8_t> aux,
+                       pld::DistributedTensor<std::int32_t> sig, pld::DistributedTensor<std::int32_t> ping,
+                       pld::Tensor<double> out, Args a) {
+  const int me = pld::rank(pld::get_comm_ctx(sig));
+  pin_rank(a.pin, me);
+  const Pattern<std::uint8_t> pat(PatternKind::Copy, pld::ReduceOp::Sum, pld::nranks(pld::get_comm_ctx(sig)));
+  if (me == 0) pat.stage(local_of(aux), 0, 0, aux.numel());
+  double* res = out.data();
+  std::int32_t v = 0;
+  res[kTime0] = time_loop(sig, a.warmup, a.iters, [&] {
+    if (me == 0) pld::tensor::put_signal(data, 1, aux, ping, kLoopCell, ++v, pld::NotifyOp::Set);
+  });
+  res[kTime1] = time_loop(sig, a.warmup, a.iters, [&] {
+    if (me == 0) pld::tensor::put(data, 1, aux);
+  });
+  res[kTime2] = time_loop(sig, a.warmup, a.iters, [&] {
+    if (me != 0) return;
+    pld::tensor::put(data, 1, aux);
+    pld::system::notify(ping, 1, kLoopCell, ++v, pld::NotifyOp::Set);
+  });
+  if (a.check)
+    res[kWrong0] = checked_send(data, sig, ping, a, me, [&](std::int32_t row) {
+      pld::tensor::put_signal(data, 1, aux, ping, kCheckCell, row, pld::NotifyOp::Set);
+    });
+  pld::tensor::barrier(sig);
+  if (me == 0) print_progress(a);
+}
+
+void nbi_kernel(pld::DistributedTensor<std::uint8_t> data, pld::DistributedTensor<std::uint8_t> aux,
+                pld::DistributedTensor<std::int32_t> sig, pld::DistributedTensor<std::int32_t> ping,
+                pld::Tensor<double> out, Args a) {
+  const int me = pld::rank(pld::get_comm_ctx(sig));
+  pin_rank(a.pin, me);
+  const Pattern<std::uint8_t> pat(PatternKind::Copy, pld::ReduceOp::Sum, pld::nranks(pld::get_comm_ctx(sig)));
+  if (me == 0) pat.stage(local_of(aux), 0, 0, aux.numel());
+  const pld::Index chunk = data.numel() / kNbiChunks;
+  auto chunks = [&](bool nbi) {
+    for (int k = 0; k < kNbiChunks; ++k) {
+      const pld::Dims at{k * chunk};
+      if (nbi)
+        pld::tensor::put_nbi(data, 1, aux, at, at, {chunk});
+      else
+        pld::tensor::put(data, 1, aux, at, at, {chunk});
+    }
+  };
+  double* res = out.data();
+  res[kTime0] = time_loop(sig, a.warmup, a.iters, [&] {
+    if (me != 0) return;
+    chunks(true);
+    pld::system::quiet();
+  });
+  res[kTime1] = time_loop(sig, a.warmup, a.iters, [&] {
+    if (me == 0) chunks(false);
+  });
+  res[kTime2] = time_loop(sig, a.warmup, a.iters, [&] {
+    if (me != 0) return;
+    chunks(false);
+    pld::system::quiet();
+  });
+  if (a.check)
+    res[kWrong0] = checked_send(data, sig, ping, a, me, [&](std::int32_t row) {
+      chunks(true);
+      pld::system::quiet();
+      pld::system::notify(ping, 1, kCheckCell, row, pld::NotifyOp::Set);
+    });
+  pld::tensor::barrier(sig);
+  if (me == 0) print_progress(a);
+}
+
+}  // namespace pldbench
