@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <numeric>
 #include <set>
+#include <stdexcept>
 
 namespace pld::test {
 namespace {
@@ -260,6 +261,29 @@ TEST_P(SignalWaits, WaitUntilAllAndSomePerCellExpected) {
       h.dispatch(r, all_and_some, h.window<std::int32_t>(d, {n, 33}), h.window<std::int32_t>(s, {n}), bad[r]);
   });
   for (int r = 0; r < p; ++r) EXPECT_EQ(bad(r, 0), 0) << "rank " << r;
+}
+
+// Rank 0 waits for any of cells nobody writes; rank 1 fails. The failure releases rank 0's wait
+// (the job ends with rank 1's error long before the 600 s deadline, or the test's watchdog fails
+// it).
+void fail_while_waiting(DistributedTensor<std::int32_t> sig) {
+  auto ctx = get_comm_ctx(sig);
+  if (rank(ctx) == 0)
+    system::wait_until_any(sig, std::vector<Dims>{{0}, {1}}, 1, WaitCmp::Ge);
+  else
+    throw std::runtime_error("rank 1 fails on purpose");
+}
+
+TEST(SignalWaitAbort, AFailedRankReleasesAMultiCellWait) {
+  PLD_REQUIRE_RANKS(2);
+  expect_rank_error(
+      [] {
+        run(ranks(2, 600), [](Host& h) {
+          auto b = h.alloc_window_buffer({2}, DType::INT32, "sig");
+          for (int r = 0; r < 2; ++r) h.dispatch(r, fail_while_waiting, h.window<std::int32_t>(b, {2}));
+        });
+      },
+      1, RankFailure::KernelError, "rank 1 fails on purpose");
 }
 
 INSTANTIATE_TEST_SUITE_P(P, SignalWaits, ::testing::ValuesIn(rank_counts(1, 8, {5})), rank_count_name);
