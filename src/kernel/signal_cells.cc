@@ -122,7 +122,13 @@ std::size_t wait_cells(CellWait which, const WindowDesc& signal, std::span<const
   const char* api = cell_wait_name(which);
   std::vector<WaitCell> cs = checked_cells(api, signal, cells, expected, per_cell, cmp);
   const DomainState& d = *signal.state;
-  if (debug_checks()) debug_check_view(api, signal);
+  if (debug_checks()) {
+    // The stale-signal warning of wait, for each cell (the reuse check of wait does not apply:
+    // waiting again on a cell that stays satisfied is how these waits are used).
+    debug_check_view(api, signal);
+    for (std::size_t i = 0; i < cs.size(); ++i)
+      debug_check_wait_entry(signal, cells[i], cs[i].offset, cs[i].expected, cmp);
+  }
   const auto mode = static_cast<WaitMode>(which);
   d.backend->record_op(OpKind::WaitCells,
                        static_cast<std::uint8_t>(static_cast<int>(cmp) | (static_cast<int>(mode) << 4)),
