@@ -1,6 +1,7 @@
 // pld — the kernel side: what runs inside a rank process.
 //
-//   pld::system  get_comm_ctx, rank, nranks, notify, wait
+//   pld::system  get_comm_ctx, rank, nranks, notify, wait (signal_fetch, test and the waits on
+//                several cells: signal.hpp)
 //   pld::tile    load, store, read, write, add/sub/mul/max/min, remote_load, remote_store
 //   pld::tensor  put, get, remote_store
 //   (put_signal, the non-blocking put_nbi / get_nbi / put_signal_nbi and quiet / fence: nbi.hpp)

@@ -5,8 +5,9 @@
 // Host side (host.hpp): DistributedConfig, pld::run, Host, HostTensor.
 // Comm domains (comm_domain.hpp): CommDomain on the host, CommCtx in a kernel.
 // Kernel side (kernel.hpp): pld::system (notify / wait / comm ctx), pld::tile, pld::tensor;
-// put_signal and non-blocking transfers with quiet / fence (nbi.hpp).
-// Atomics on window cells (atomic.hpp): pld::system::atomic_fetch_add, atomic_compare_swap, ...
+// signal.hpp: signal_fetch, test, wait_until_any / all / some; put_signal and non-blocking
+// transfers with quiet / fence (nbi.hpp); atomics on window cells (atomic.hpp):
+// pld::system::atomic_fetch_add, atomic_compare_swap, ...
 // See docs/ for the user guide and examples/tutorial/ for the step-by-step ladder.
 #pragma once
 
@@ -18,6 +19,7 @@
 #include <pld/info.hpp>
 #include <pld/kernel.hpp>
 #include <pld/nbi.hpp>
+#include <pld/signal.hpp>
 #include <pld/task.hpp>
 #include <pld/tensor.hpp>
 #include <pld/types.hpp>

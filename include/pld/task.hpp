@@ -73,10 +73,11 @@ class PLD_API TaskGraph {
 };
 
 namespace system {
-/// Inside a task of a running TaskGraph: registers "signal[offsets] >= expected" (local cell,
-/// counters are monotonic) and returns at once. The task's id completes — and its dependants
-/// start — only when every condition it registered holds. `expected` must be >= 0; only
-/// WaitCmp::Ge is supported. Do no communication in the waiter after registering.
+/// Inside a task of a running TaskGraph: registers "signal[offsets] cmp expected" (local cell)
+/// and returns at once. The task's id completes — and its dependants start — only when every
+/// condition it registered holds at one poll. WaitCmp::Ge (the default) treats the cell as a
+/// monotonic counter: `expected` must be >= 0 and the comparison is unsigned; the other
+/// comparisons are signed, as in wait. Do no communication in the waiter after registering.
 inline void defer_wait(const DistributedTensor<std::int32_t>& signal, const Dims& offsets, std::int32_t expected,
                        WaitCmp cmp = WaitCmp::Ge) {
   detail::defer_wait(detail::desc(signal), offsets, expected, cmp);

@@ -166,8 +166,9 @@ inline constexpr DType dtype_of = detail::DTypeOf<std::remove_cv_t<T>>::value;
 
 /// notify: what happens to the peer's cell. Values are the model's ABI.
 enum class NotifyOp : int { AtomicAdd = 0, Set = 1 };
-/// wait: how the local cell is compared with the expected value (signed int32).
-enum class WaitCmp : int { Eq = 0, Ge = 1 };
+/// wait: how the local cell is compared with the expected value (signed int32): the wait
+/// returns once `cell cmp expected` holds (Ne: !=, Gt: >, Lt: <, Le: <=).
+enum class WaitCmp : int { Eq = 0, Ge = 1, Ne = 2, Gt = 3, Lt = 4, Le = 5 };
 /// put / remote_store: plain store or element-wise atomic add into the peer's window.
 enum class AtomicType : int { None = 0, Add = 1 };
 /// Reduction operator of the collectives.

@@ -28,7 +28,56 @@ struct WaitSite {
   const Dims* offsets = nullptr;
   int writer = -1;             // world rank the protocol says writes the cell (collectives), or -1
   const char* what = nullptr;  // the collective waiting ("allreduce"), or nullptr for a kernel wait
+  // A multi-cell wait: the signal view's shape and the heap offset of its element 0.
+  const Dims* shape = nullptr;
+  std::uint64_t base = 0;
 };
+
+// ---- signals: waits on several cells (wait_until_any / all / some) ----
+
+/// Which cells a multi-cell wait needs: Any and Some end once one cell is satisfied, All once
+/// every cell has been (each cell counts from the moment a poll sees it satisfied).
+enum class WaitMode : std::int32_t { One = 0, Any = 1, All = 2, Some = 3 };
+
+/// One cell of a multi-cell wait. In: its byte offset in the calling rank's heap and the value
+/// it is compared with. Out: the last value read, and whether a poll saw it satisfied.
+struct WaitCell {
+  std::uint64_t offset = 0;
+  std::int32_t expected = 0;
+  std::int32_t value = 0;
+  bool done = false;
+};
+
+/// Cells of one multi-cell wait that a report names (the rest are counted).
+inline constexpr int kWaitReportCells = 64;
+
+/// A multi-cell wait as published for the deadline report (shm control block, mpi wait record):
+/// the signal view's shape and first element, and the first kWaitReportCells cells.
+struct WaitCellsRecord {
+  std::int32_t count = 0;  // cells awaited; 0: a single-cell wait
+  WaitMode mode = WaitMode::One;
+  std::int32_t ndim = 0;
+  std::int64_t shape[kMaxDims] = {};
+  std::uint64_t base = 0;  // heap offset of the view's element 0
+  std::uint64_t offset[kWaitReportCells] = {};
+  std::int32_t expected[kWaitReportCells] = {};
+  std::int32_t value[kWaitReportCells] = {};  // at the end of the wait (mpi; the shm host reads live)
+};
+
+/// The report record of a multi-cell wait of `n` cells on `site`'s view.
+inline void fill_cells_record(WaitCellsRecord& r, const WaitSite& site, const WaitCell* cells, std::size_t n,
+                              WaitMode mode) {
+  r.count = static_cast<std::int32_t>(n);
+  r.mode = mode;
+  r.ndim = site.shape ? site.shape->size() : 0;
+  for (int d = 0; d < r.ndim; ++d) r.shape[d] = (*site.shape)[d];
+  r.base = site.base;
+  for (std::size_t i = 0; i < n && i < static_cast<std::size_t>(kWaitReportCells); ++i) {
+    r.offset[i] = cells[i].offset;
+    r.expected[i] = cells[i].expected;
+    r.value[i] = cells[i].value;
+  }
+}
 
 struct DebugShared;  // debug/checks.h: shared state of the debug-mode checks
 
@@ -140,6 +189,13 @@ class Backend : public BackendProcess {
   /// change of a 4-byte cell wakes a sleeper as notify does.
   virtual std::uint64_t atomic(int rank, std::uint64_t offset, AmoOp op, DType dtype, std::uint64_t operand,
                                std::uint64_t compare) = 0;
+
+  // ---- signals: waits on several cells (wait_until_any / all / some) ----
+  /// Blocks until the calling rank's cells satisfy `cmp` as `mode` asks (Any / Some: one of them;
+  /// All: each of them at some poll), then acquires. Every poll reads every cell not yet done,
+  /// so on return `done` marks every cell seen satisfied and `value` holds the last value read.
+  /// Deadline, abort and report as for wait (the report names every cell).
+  virtual WaitStatus wait_cells(WaitCell* cells, std::size_t n, WaitCmp cmp, WaitMode mode, const WaitSite& site) = 0;
 
   /// The engine's own collectives for calls on signal buffer `signal_buffer` of this domain, or
   /// nullptr (shm, or where the engine's are not the better choice): pld's schedules run then.

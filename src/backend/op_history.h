@@ -31,6 +31,8 @@ enum class OpKind : std::uint8_t {
   RemoteLoad,
   RemoteStore,
   Collective,
+  // signals: a wait on several cells (wait_until_any / all / some)
+  WaitCells,
   // Non-blocking transfers (tensor::put_nbi / get_nbi; put_signal records a Put and a Notify).
   PutNbi,
   GetNbi,
@@ -74,9 +76,12 @@ inline std::int32_t saturate(Index v) {
 struct OpRecord {
   std::uint64_t seq = 0;  // 1-based position in the rank's history; 0 = empty
   OpKind kind = OpKind::None;
-  std::uint8_t flag = 0;   // Notify: NotifyOp; Wait: WaitCmp; RemoteStore/Put: AtomicType; Collective: CollKind;
-                           // Atomic: AmoOp
-  std::int16_t peer = -1;  // world rank of the target (Notify/Put/RemoteStore/Atomic) or source (Get/RemoteLoad)
+  // Notify: NotifyOp; Wait: WaitCmp; WaitCells: WaitCmp | WaitMode << 4; RemoteStore/Put: AtomicType;
+  // Collective: CollKind; Atomic: AmoOp
+  std::uint8_t flag = 0;
+  // World rank of the target (Notify/Put/RemoteStore/Atomic) or source (Get/RemoteLoad); WaitCells:
+  // the number of cells (saturated)
+  std::int16_t peer = -1;
   std::int32_t value = 0;  // Notify: value; Wait: expected; data movement: bytes (saturated); Atomic: operand
   std::uint32_t domain = 0, buffer = 0;
   std::uint64_t offset = 0;

@@ -95,6 +95,10 @@ const char* to_string(WaitCmp cmp) {
   switch (cmp) {
     case WaitCmp::Eq: return "Eq";
     case WaitCmp::Ge: return "Ge";
+    case WaitCmp::Ne: return "Ne";
+    case WaitCmp::Gt: return "Gt";
+    case WaitCmp::Lt: return "Lt";
+    case WaitCmp::Le: return "Le";
   }
   return "?";
 }

@@ -1,6 +1,7 @@
 #include "debug/checks.h"
 
 #include "backend/shm/backend.h"
+#include "backend/wait_cmp.h"
 #include "core/log.h"
 #include "rank/runtime.h"
 
@@ -363,7 +364,7 @@ void debug_check_wait_entry(const WindowDesc& signal, const Dims& offsets, std::
   if (!sh || !base) return;
   const std::int32_t value =
       std::atomic_ref<std::int32_t>(*reinterpret_cast<std::int32_t*>(base + off)).load(std::memory_order_acquire);
-  if (value == 0 || (cmp == WaitCmp::Ge ? value < expected : value != expected)) return;
+  if (value == 0 || !wait_cmp_holds(value, expected, cmp)) return;
   const int me = d.members[static_cast<std::size_t>(d.rank)];
   const int at = notified_slot(sh->notified[me], off, false);
   if (at < 0) return;
@@ -381,7 +382,7 @@ void debug_check_wait_entry(const WindowDesc& signal, const Dims& offsets, std::
       "this wait passes without any notify of this call. A persistent window without reset keeps its signal "
       "values: reset it (WorkerOptions::reset_persistent_windows) or use a fresh signal (or wait for the next "
       "generation, >= {})",
-      signal_site("wait", signal, offsets), d.rank, value, cmp == WaitCmp::Eq ? "==" : ">=", expected, value + 1);
+      signal_site("wait", signal, offsets), d.rank, value, wait_cmp_symbol(cmp), expected, value + 1);
 }
 
 void debug_check_wait_done(const WindowDesc& signal, const Dims& offsets, std::uint64_t off, std::int32_t expected,
@@ -429,9 +430,8 @@ void debug_check_wait_done(const WindowDesc& signal, const Dims& offsets, std::u
       "for {} {} and nothing has reset the cell since (no Set, no negative AtomicAdd), so this wait for {} {} passed "
       "on notifies the earlier one consumed (the cell holds {}). Last notify of this cell: {}. Signal counters are "
       "monotonic: wait for the next generation (>= {}), or give the consumed credits back before reusing the cell",
-      signal_site("wait", signal, offsets), d.rank, prev.cmp == WaitCmp::Eq ? "==" : ">=", prev.expected,
-      cmp == WaitCmp::Eq ? "==" : ">=", expected, seen, writers.empty() ? std::string("none recorded") : writers,
-      prev.expected + 1));
+      signal_site("wait", signal, offsets), d.rank, wait_cmp_symbol(prev.cmp), prev.expected, wait_cmp_symbol(cmp),
+      expected, seen, writers.empty() ? std::string("none recorded") : writers, prev.expected + 1));
 }
 
 void debug_check_view(const char* api, const WindowDesc& w) {

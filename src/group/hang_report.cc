@@ -1,6 +1,8 @@
 // The hang analysis of the process groups: expected writers, wait-for graph, verdicts, DOT output.
 #include "group/hang_report.h"
 
+#include "backend/backend.h"
+#include "backend/wait_cmp.h"
 #include "core/settings.h"
 #include "host/session.h"
 
@@ -24,20 +26,6 @@ namespace pld::detail {
 
 namespace {
 
-std::string buffer_name(const HostSession& s, std::uint32_t domain, std::uint32_t buffer) {
-  if (domain >= s.domains().size()) return fmt::format("buffer #{} of domain #{}", buffer, domain);
-  const DomainRecord& d = s.domain(domain);
-  const std::string name = buffer < d.buffers.size() ? "'" + d.buffers[buffer].name + "'" : fmt::format("#{}", buffer);
-  return domain == 0 ? name : fmt::format("{} of domain {}", name, d.label);
-}
-
-std::string coords(const OpRecord& r) {
-  std::string out = "[";
-  for (int i = 0; i < r.ndim && i < 3; ++i) out += (i ? ", " : "") + std::to_string(r.coords[i]);
-  if (r.ndim > 3) out += ", ...";
-  return out + "]";
-}
-
 const char* state_text(RankSnapshot::State s) {
   switch (s) {
     case RankSnapshot::State::NotRunning: return "not running (its process has ended)";
@@ -55,12 +43,6 @@ std::string join_ranks(const std::vector<int>& rs) {
   return out;
 }
 
-// A rank in the engine's own collective (the mpi backend's MPI_Iallreduce & co.): it waits on no
-// cell, only for every member of the domain to enter the same collective.
-bool in_engine_collective(const RankSnapshot& s) {
-  return s.offsets.size() == 0 && !s.what.empty();
-}
-
 // One expected writer of an awaited cell, and why pld thinks so.
 struct Writer {
   int rank;
@@ -71,8 +53,8 @@ struct Writer {
   int elsewhere = -1;  // it notified the same cell of this other rank instead
 };
 
-std::vector<Writer> expected_writers(int a, const std::vector<RankSnapshot>& ranks, const HostSession& session) {
-  const RankSnapshot& w = ranks[static_cast<std::size_t>(a)];
+std::vector<Writer> cell_writers(int a, const RankSnapshot& w, const std::vector<RankSnapshot>& ranks,
+                                 const HostSession& session) {
   std::vector<Writer> out;
   if (in_engine_collective(w)) {  // the members not in a collective themselves
     if (w.domain >= session.domains().size()) return out;
@@ -145,6 +127,34 @@ std::vector<Writer> expected_writers(int a, const std::vector<RankSnapshot>& ran
   return out;
 }
 
+// The expected writers of rank a's wait: of its cell, or of each of its cells not yet satisfied
+// (a multi-cell wait; each writer once, its reason naming the cell).
+std::vector<Writer> expected_writers(int a, const std::vector<RankSnapshot>& ranks, const HostSession& session) {
+  const RankSnapshot& w = ranks[static_cast<std::size_t>(a)];
+  if (w.cells.empty()) return cell_writers(a, w, ranks, session);
+  std::vector<Writer> out;
+  for (const RankSnapshot::Cell& c : w.cells) {
+    if (wait_cmp_holds(c.value, c.expected, w.cmp)) continue;
+    RankSnapshot one = w;
+    one.offsets = c.offsets;
+    one.offset = c.offset;
+    for (Writer& x : cell_writers(a, one, ranks, session)) {
+      if (std::any_of(out.begin(), out.end(), [&](const Writer& y) { return y.rank == x.rank; })) continue;
+      x.why = fmt::format("cell {}: {}", c.offsets.str(), x.why);
+      out.push_back(std::move(x));
+    }
+  }
+  return out;
+}
+
+// "'sig' [0, 1]", or for a multi-cell wait "'sig' [0, 1] | [0, 2] (2 cells)".
+std::string cell_text(const RankSnapshot& s, const HostSession& session) {
+  std::string t = buffer_name(session, s.domain, s.buffer) + " " + s.offsets.str();
+  if (s.cells.empty()) return t;
+  for (std::size_t i = 1; i < s.cells.size(); ++i) t += " | " + s.cells[i].offsets.str();
+  return t + fmt::format(" ({} cells)", s.cell_count);
+}
+
 // The first cycle reachable in the wait-for graph, as a list of ranks (a -> b -> ... -> a).
 std::vector<int> find_cycle(const std::vector<std::vector<int>>& edges) {
   const int n = static_cast<int>(edges.size());
@@ -181,63 +191,6 @@ std::string dot_escape(const std::string& s) {
   return out;
 }
 
-}  // namespace
-
-std::string describe_op(const OpRecord& op, const HostSession& session) {
-  const std::string buf = buffer_name(session, op.domain, op.buffer);
-  const bool atomic = op.flag == static_cast<std::uint8_t>(AtomicType::Add);
-  switch (op.kind) {
-    case OpKind::Notify:
-      return fmt::format("notify(rank {}, {} {}, {} {})", op.peer, buf, coords(op),
-                         op.flag == static_cast<std::uint8_t>(NotifyOp::Set) ? "Set" : "AtomicAdd", op.value);
-    case OpKind::Wait:
-      return fmt::format("wait({} {}, {} {})", buf, coords(op),
-                         op.flag == static_cast<std::uint8_t>(WaitCmp::Eq) ? "==" : ">=", op.value);
-    case OpKind::Put:
-      return fmt::format("put(rank {}, {} at {}, {} bytes{})", op.peer, buf, coords(op), op.value,
-                         atomic ? ", atomic add" : "");
-    case OpKind::Get: return fmt::format("get(rank {}, {} at {}, {} bytes)", op.peer, buf, coords(op), op.value);
-    case OpKind::RemoteLoad:
-      return fmt::format("remote_load(rank {}, {} at {}, {} bytes)", op.peer, buf, coords(op), op.value);
-    case OpKind::RemoteStore:
-      return fmt::format("remote_store(rank {}, {} at {}, {} bytes{})", op.peer, buf, coords(op), op.value,
-                         atomic ? ", atomic add" : "");
-    case OpKind::Collective:
-      return fmt::format("{}(signal {}, {} elements)", coll_name(static_cast<CollKind>(op.flag)), buf, op.value);
-    case OpKind::PutNbi:
-      return fmt::format("put_nbi(rank {}, {} at {}, {} bytes{})", op.peer, buf, coords(op), op.value,
-                         atomic ? ", atomic add" : "");
-    case OpKind::GetNbi: return fmt::format("get_nbi(rank {}, {} at {}, {} bytes)", op.peer, buf, coords(op), op.value);
-    case OpKind::Atomic:
-      return fmt::format("atomic_{}(rank {}, {} {}, {})", amo_name(static_cast<AmoOp>(op.flag)), op.peer, buf,
-                         coords(op), op.value);
-    case OpKind::None: break;
-  }
-  return "?";
-}
-
-std::string describe_wait(const RankSnapshot& s, const HostSession& session) {
-  if (in_engine_collective(s))
-    return fmt::format(
-        "in {}, MPI's own collective on the domain of signal {} (which it does not use), waiting for "
-        "every member to enter it",
-        s.what, session.describe_buffer(s.domain, s.buffer));
-  std::string t = fmt::format("waiting on signal {} offsets {} for value {} {}; the cell holds {}",
-                              session.describe_buffer(s.domain, s.buffer), s.offsets.str(),
-                              s.cmp == WaitCmp::Eq ? "==" : ">=", s.expected, s.value);
-  if (!s.what.empty()) t += fmt::format(" (inside {})", s.what);
-  return t;
-}
-
-std::string describe_history(const RankSnapshot& s, const HostSession& session) {
-  if (s.history.empty()) return "\n      last operations: none recorded";
-  std::string t = fmt::format("\n      last {} operations (oldest first):", s.history.size());
-  for (const OpRecord& op : s.history) t += fmt::format("\n        #{} {}", op.seq, describe_op(op, session));
-  return t;
-}
-
-namespace {
-
 // The wait-for graph of one snapshot: rank a -> rank b when a waits on a cell b is expected to write.
 struct WaitGraph {
   std::vector<std::vector<int>> edges;
@@ -260,7 +213,7 @@ std::string describe_ranks(const std::vector<RankSnapshot>& ranks, const HostSes
     } else {
       g.cell[static_cast<std::size_t>(r)] =
           in_engine_collective(s) ? fmt::format("MPI's {} on {}", s.what, buffer_name(session, s.domain, s.buffer))
-                                  : fmt::format("{} {}", buffer_name(session, s.domain, s.buffer), s.offsets.str());
+                                  : cell_text(s, session);
       t += describe_wait(s, session);
       auto& ws = g.writers[static_cast<std::size_t>(r)];
       ws = expected_writers(r, ranks, session);
@@ -396,8 +349,8 @@ std::string wait_for_dot(const std::vector<RankSnapshot>& ranks, const WaitGraph
     const auto& s = ranks[r];
     std::string label = s.who + "\\n";
     if (s.state == RankSnapshot::State::Waiting)
-      label += dot_escape(
-          fmt::format("waits {} {} {} (holds {})", g.cell[r], s.cmp == WaitCmp::Eq ? "==" : ">=", s.expected, s.value));
+      label +=
+          dot_escape(fmt::format("waits {} {} {} (holds {})", g.cell[r], wait_cmp_symbol(s.cmp), s.expected, s.value));
     else
       label += state_text(s.state);
     std::string style;

@@ -10,6 +10,7 @@
 
 #include <pld/types.hpp>
 
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -29,7 +30,43 @@ struct RankSnapshot {
   int writer = -1;                // the protocol's writer (collectives), or -1
   std::string what;               // the collective waiting, or empty
   std::vector<OpRecord> history;  // oldest first
+  // A wait on several cells (wait_until_any / all / some): every cell the record names (the
+  // first is the one above), and how many there are in all.
+  struct Cell {
+    Dims offsets;
+    std::uint64_t offset = 0;
+    std::int32_t expected = 0, value = 0;
+  };
+  std::vector<Cell> cells;
+  std::int32_t cell_count = 0;
+  std::int32_t cell_mode = 0;  // WaitMode
 };
+
+/// Fills `s.cells` from a published multi-cell wait; `value(i)` is cell i's current value.
+template <class Record, class Value>
+void snapshot_cells(RankSnapshot& s, const Record& r, Value&& value) {
+  s.cell_count = r.count;
+  s.cell_mode = static_cast<std::int32_t>(r.mode);
+  for (int i = 0; i < r.count && i < static_cast<int>(std::size(r.offset)); ++i) {
+    RankSnapshot::Cell c{{}, r.offset[i], r.expected[i], value(i)};
+    // The cell's coordinates in the signal view: its element index, unravelled by the shape.
+    Index lin = static_cast<Index>((r.offset[i] - r.base) / sizeof(std::int32_t));
+    Dims coords;
+    for (int d = 0; d < r.ndim; ++d) coords.push_back(0);
+    for (int d = r.ndim - 1; d >= 0; --d) {
+      coords[d] = r.shape[d] > 0 ? lin % r.shape[d] : 0;
+      lin = r.shape[d] > 0 ? lin / r.shape[d] : 0;
+    }
+    c.offsets = coords;
+    s.cells.push_back(c);
+  }
+  if (!s.cells.empty()) {
+    s.offsets = s.cells[0].offsets;
+    s.offset = s.cells[0].offset;
+    s.expected = s.cells[0].expected;
+    s.value = s.cells[0].value;
+  }
+}
 
 struct HangReport {
   std::string text;  // per-rank lines, expected writers, last operations, wait-for graph, verdict
@@ -50,5 +87,10 @@ std::string describe_history(const RankSnapshot& s, const HostSession& session);
 
 /// One operation record as text: "notify(rank 1, 'sig' [0, 0], AtomicAdd 1)".
 std::string describe_op(const OpRecord& op, const HostSession& session);
+/// A window buffer as the report names it: "'sig'", or "'sig' of domain evens" (describe.cc).
+std::string buffer_name(const HostSession& s, std::uint32_t domain, std::uint32_t buffer);
+/// A rank in the engine's own collective (the mpi backend's MPI_Iallreduce & co.): it waits on no
+/// cell, only for every member of the domain to enter the same collective.
+bool in_engine_collective(const RankSnapshot& s);
 
 }  // namespace pld::detail

@@ -1,5 +1,7 @@
 // pld::system signals: notify, wait and defer_wait on int32 cells of a signal window.
 #include "kernel/signal.h"
+
+#include "backend/wait_cmp.h"
 #include "debug/checks.h"
 #include "kernel/region.h"
 #include "rank/runtime.h"
@@ -16,8 +18,6 @@
 
 namespace pld::detail {
 
-namespace {
-
 std::string signal_site(const char* api, const WindowDesc& s, const Dims& offsets) {
   const std::string& name = s.state ? s.state->buffer_name(s.ref.buffer) : std::string("?");
   return fmt::format("{}(signal '{}', offsets {})", api, name, offsets.str());
@@ -33,7 +33,11 @@ std::uint64_t cell_offset(const std::string& op, const WindowDesc& s, const Dims
   return s.ref.offset + static_cast<std::uint64_t>(lin) * sizeof(std::int32_t);
 }
 
-}  // namespace
+void check_wait_cmp(const std::string& site, WaitCmp cmp) {
+  if (!wait_cmp_valid(cmp))
+    throw UsageError(fmt::format("{}: cmp {} is not a WaitCmp; pass WaitCmp::Eq, Ne, Gt, Ge, Lt or Le", site,
+                                 static_cast<int>(cmp)));
+}
 
 // Fast check of a signal cell; the slow path (cell_offset) produces the message.
 bool cell_fast(const WindowDesc& s, const Dims& offsets, std::uint64_t* off) {
@@ -99,11 +103,10 @@ void notify(const WindowDesc& signal, int peer, const Dims& offsets, std::int32_
 void wait(const WindowDesc& signal, const Dims& offsets, std::int32_t expected, WaitCmp cmp) {
   const DomainState* d = signal.state;
   std::uint64_t off = 0;
-  if (!d || (cmp != WaitCmp::Eq && cmp != WaitCmp::Ge) || !cell_fast(signal, offsets, &off)) {
+  if (!d || !wait_cmp_valid(cmp) || !cell_fast(signal, offsets, &off)) {
     const std::string site = signal_site("wait", signal, offsets);
     bound_state(site, signal);
-    if (cmp != WaitCmp::Eq && cmp != WaitCmp::Ge)
-      throw UsageError(fmt::format("{}: cmp {} must be WaitCmp::Eq or WaitCmp::Ge", site, static_cast<int>(cmp)));
+    check_wait_cmp(site, cmp);
     off = cell_offset(site, signal, offsets);
   }
   if (debug_checks()) debug_check_view("wait", signal);
@@ -132,8 +135,7 @@ void wait(const WindowDesc& signal, const Dims& offsets, std::int32_t expected, 
       return;
     case WaitStatus::Timeout:
       throw WaitTimeoutError(fmt::format("{}: waited for value {} {} but the cell holds {} at the deadline",
-                                         signal_site("wait", signal, offsets),
-                                         cmp == WaitCmp::Eq ? "==" : ">=", expected, seen));
+                                         signal_site("wait", signal, offsets), wait_cmp_symbol(cmp), expected, seen));
     case WaitStatus::Aborted:
       throw AbortedError(fmt::format("{}: released because another rank failed", signal_site("wait", signal, offsets)));
   }
@@ -142,19 +144,15 @@ void wait(const WindowDesc& signal, const Dims& offsets, std::int32_t expected, 
 void defer_wait(const WindowDesc& signal, const Dims& offsets, std::int32_t expected, WaitCmp cmp) {
   const std::string site = signal_site("defer_wait", signal, offsets);
   const DomainState& d = bound_state(site, signal);
-  if (cmp != WaitCmp::Ge)
-    throw UsageError(
-        fmt::format("{}: only WaitCmp::Ge is supported (deferred conditions are 'counter >= "
-                    "expected' on monotonic counters)",
-                    site));
-  if (expected < 0)
+  check_wait_cmp(site, cmp);
+  if (cmp == WaitCmp::Ge && expected < 0)
     throw UsageError(
         fmt::format("{}: expected {} is negative; deferred conditions compare monotonic non-negative "
                     "counters, pass a value in [0, {}]",
                     site, expected, INT32_MAX));
   const std::uint64_t off = cell_offset(site, signal, offsets);
   const auto* cell = reinterpret_cast<const std::int32_t*>(d.windows_in[static_cast<std::size_t>(d.rank)] + off);
-  task_defer(site, cell, expected,
+  task_defer(site, cell, expected, cmp,
              fmt::format("signal '{}' offsets {}", d.buffer_name(signal.ref.buffer), offsets.str()), off,
              d.buffer_name(signal.ref.buffer));
 }

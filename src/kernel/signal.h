@@ -1,14 +1,27 @@
-// The parts of notify that put_signal shares (kernel/rma.cc): checking the signal cell before any
-// data moves, and the debug check, operation record and trace around the backend's call.
+// Internal helpers of the signal operations: the cell checks and the site text of every message
+// (kernel/signal.cc, kernel/signal_cells.cc), and the parts of notify that put_signal shares
+// (kernel/rma.cc): checking the signal cell before any data moves, and the debug check, operation
+// record and trace around the backend's call.
 #pragma once
 
 #include "rank/domain.h"
 
 #include <pld/detail/kernel.hpp>
+#include <pld/types.hpp>
 
 #include <cstdint>
+#include <string>
 
 namespace pld::detail {
+
+/// "wait(signal 'sig', offsets [0, 1])".
+std::string signal_site(const char* api, const WindowDesc& s, const Dims& offsets);
+/// Byte offset of the cell `offsets` of a signal window, after checking it exists (UsageError).
+std::uint64_t cell_offset(const std::string& op, const WindowDesc& s, const Dims& offsets);
+/// Fast check of a signal cell: false when it is not a cell of `s` (cell_offset then explains).
+bool cell_fast(const WindowDesc& s, const Dims& offsets, std::uint64_t* off);
+/// UsageError unless `cmp` is a WaitCmp enumerator.
+void check_wait_cmp(const std::string& site, WaitCmp cmp);
 
 /// A checked signal cell: the world rank that holds it and its heap offset there.
 struct SignalCell {

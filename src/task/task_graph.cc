@@ -7,6 +7,7 @@
 // moment a waiter is deferred; an abort of the job (another rank failed) ends the polling too.
 #include "task/task_graph.h"
 
+#include "backend/wait_cmp.h"
 #include "core/pool.h"
 #include "rank/runtime.h"
 #include "trace/trace.h"
@@ -43,12 +44,16 @@ using Clock = std::chrono::steady_clock;
 struct Condition {
   const std::int32_t* cell;
   std::int32_t expected;
+  WaitCmp cmp;
   std::string where;
   std::uint64_t offset;  // in the rank's heap (swimlanes)
   std::string buffer;
+  // Ge compares unsigned (counters are monotonic and may wrap past INT32_MAX); the other
+  // comparisons are signed, as in wait.
   bool holds() const {
-    return static_cast<std::uint32_t>(std::atomic_ref<const std::int32_t>(*cell).load(std::memory_order_acquire)) >=
-           static_cast<std::uint32_t>(expected);
+    const std::int32_t v = std::atomic_ref<const std::int32_t>(*cell).load(std::memory_order_acquire);
+    if (cmp == WaitCmp::Ge) return static_cast<std::uint32_t>(v) >= static_cast<std::uint32_t>(expected);
+    return detail::wait_cmp_holds(v, expected, cmp);
   }
 };
 
@@ -173,7 +178,7 @@ std::exception_ptr TaskGraphImpl::overdue(const std::vector<int>& watch) const {
     std::string what;
     for (const Condition& c : task.conditions)
       if (!c.holds())
-        what += fmt::format("; {} >= {} (the cell holds {})", c.where, c.expected,
+        what += fmt::format("; {} {} {} (the cell holds {})", c.where, detail::wait_cmp_symbol(c.cmp), c.expected,
                             std::atomic_ref<const std::int32_t>(*c.cell).load());
     return std::make_exception_ptr(WaitTimeoutError(
         fmt::format("defer_wait in task '{}' of TaskGraph('{}'): conditions still unmet at the deadline{}", task.name,
@@ -194,7 +199,7 @@ void TaskGraphImpl::trace_conditions(const Task& task) const {
                                                c.offset,
                                                c.expected,
                                                std::atomic_ref<const std::int32_t>(*c.cell).load(),
-                                               static_cast<int>(WaitCmp::Ge),
+                                               static_cast<int>(c.cmp),
                                                {}});
 }
 
@@ -352,7 +357,7 @@ void TaskGraph::run() {
 
 namespace detail {
 
-void task_defer(const std::string& op, const std::int32_t* cell, std::int32_t expected, std::string where,
+void task_defer(const std::string& op, const std::int32_t* cell, std::int32_t expected, WaitCmp cmp, std::string where,
                 std::uint64_t offset, std::string buffer) {
   if (!t_running)
     throw UsageError(
@@ -368,7 +373,7 @@ void task_defer(const std::string& op, const std::int32_t* cell, std::int32_t ex
         fmt::format("{}: task '{}' already registered kMaxDeferConditions = {} conditions; split the "
                     "waiter into several tasks",
                     op, task.name, kMaxDeferConditions));
-  task.conditions.push_back(Condition{cell, expected, std::move(where), offset, std::move(buffer)});
+  task.conditions.push_back(Condition{cell, expected, cmp, std::move(where), offset, std::move(buffer)});
   g.peak_conditions = std::max(g.peak_conditions, static_cast<int>(task.conditions.size()));
 }
 

@@ -5,6 +5,7 @@
 // of the same rank that happened before the wait returned.
 #include "trace/trace.h"
 
+#include "backend/wait_cmp.h"
 #include "core/log.h"
 
 #include <pld/detail/atomic.hpp>
@@ -98,12 +99,14 @@ void add_events(Merged& m, int pid, const json& ev) {
                              {"op", e.value("op", 0) == 0 ? "AtomicAdd" : "Set"}}));
       m.notifies[{e.value("peer", -1), e.value("cell", 0ull)}].push_back(Merged::Notify{t0, pid, tid});
     } else if (kind == "wait") {
-      m.out.push_back(slice(fmt::format("wait {}", e.value("name", "")), "wait", pid, tid, t0, t1,
-                            {{"signal", e.value("name", "")},
-                             {"cell", e.value("cell", 0ull)},
-                             {"expected", e.value("value", 0)},
-                             {"seen", e.value("seen", 0)},
-                             {"cmp", e.value("op", 0) == 0 ? "Eq" : "Ge"}}));
+      json args = {{"signal", e.value("name", "")},
+                   {"cell", e.value("cell", 0ull)},
+                   {"expected", e.value("value", 0)},
+                   {"seen", e.value("seen", 0)},
+                   {"cmp", to_string(wait_cmp_from(e.value("op", 0)))}};
+      // A multi-cell wait (wait_until_any / all / some): `cell` is the first satisfied cell.
+      if (e.contains("args") && e["args"].is_object() && !e["args"].empty()) args["cells"] = e["args"];
+      m.out.push_back(slice(fmt::format("wait {}", e.value("name", "")), "wait", pid, tid, t0, t1, args));
       m.waits.push_back(Merged::Wait{t0, t1, pid, tid, e.value("cell", 0ull)});
     } else if (kind == "atomic") {
       const char* op = detail::amo_name(static_cast<detail::AmoOp>(e.value("op", 0)));

@@ -136,6 +136,34 @@ TEST(HangReport, NamesTheRankThatNeverNotified) {
   EXPECT_HAS(dot, "r3 -> r2");
 }
 
+// A wait on several cells: rank 0 waits for all of cells [1, 0] and [2, 0]; rank 1 notifies its
+// cell, rank 2 never does. The report names both cells with their values and writers.
+void wait_all_cells(DistributedTensor<std::int32_t> sig) {
+  auto ctx = get_comm_ctx(sig);
+  const int me = rank(ctx);
+  if (me == 0) system::wait_until_all(sig, std::vector<Dims>{{1, 0}, {2, 0}}, 1, WaitCmp::Ge);
+  if (me == 1) system::notify(sig, 0, {1, 0}, 1, NotifyOp::AtomicAdd);
+}
+
+TEST(HangReport, MultiCellWaitNamesEveryCell) {
+  PLD_REQUIRE_RANKS(3);
+  DotDir dir;
+  const std::string msg = hang_message(ranks(3, deadline()), [](Host& h) {
+    auto b = h.alloc_window_buffer({3, 1}, DType::INT32, "cells");
+    for (int r = 0; r < 3; ++r) h.dispatch(r, wait_all_cells, h.window<std::int32_t>(b, {3, 1}));
+  });
+  EXPECT_HAS(msg, "in wait_until_all on signal 'cells' of domain world for all of 2 cells:");
+  EXPECT_HAS(msg, "cell offsets [1, 0] for value >= 1; the cell holds 1 (satisfied)");
+  EXPECT_HAS(msg, "cell offsets [2, 0] for value >= 1; the cell holds 0\n");
+  EXPECT_HAS(msg, "expected writer: rank 2 — cell [2, 0]: presumed");
+  EXPECT_HAS(msg, "Wait-for graph: rank 0 -> rank 2\n");
+  EXPECT_HAS(msg, "Rank 2 never notified: rank 0 waits for it");
+  EXPECT_HAS(msg, "#1 wait_until_all('cells' [1, 0] and 1 more cells, >= 1)");
+  if (!is_output_rank()) return;
+  const std::string dot = dot_of(msg);
+  EXPECT_HAS(dot, "r0 -> r2 [label=\"'cells' [1, 0] | [2, 0] (2 cells)\"");
+}
+
 // Set-vs-AtomicAdd: ranks 1 and 2 both Set rank 0's counter to 1; rank 0 waits for 2. Nothing
 // fails at the notify (a Set is legal); the hang report shows the value, the writers and their
 // Sets, and calls it a lost update.

@@ -99,7 +99,7 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{kOffsetsRank, "signal offsets [0] have rank 1 but the signal has rank 2"},
                       Case{kOffsetOutside, "signal cell exceeds dimension 0: offset 2 + extent 1 > 2"},
                       Case{kNotifyOp, "must be NotifyOp::AtomicAdd or NotifyOp::Set"},
-                      Case{kWaitCmp, "must be WaitCmp::Eq or WaitCmp::Ge"},
+                      Case{kWaitCmp, "cmp 9 is not a WaitCmp; pass WaitCmp::Eq, Ne, Gt, Ge, Lt or Le"},
                       Case{kRemoteLoadPastEnd, "reads past the end: pass a smaller valid_shape"},
                       Case{kRemoteLoadPeer, "tile::remote_load: peer 2 out of range"},
                       Case{kRemoteStoreRank1Target, "target rank must be >= 2"},

@@ -161,7 +161,7 @@ void arena_cases(Arena& env, const char* name, int op, int p, int part, std::int
     if (case_part(p, i) != part || case_actor(p, i) != env.me()) continue;
     env.log().start(i);
     Rng r = case_rng(seed, op, p, i);
-    const OpCase c = draw(r, env.p());
+    const auto c = draw(r, env.p());
     Verdict v = exec(env, c);
     const std::string mem = env.compare();
     if (!mem.empty()) {

@@ -123,8 +123,9 @@ OpCase draw_rma(int op, Rng& r, int p) {
     c.woff = draw_box(r, c.wshape).offsets;
     const std::int64_t values[] = {1, -1, 0, 2, 7, INT32_MAX, INT32_MIN, 1000};
     c.value = op == kWait ? r.pick(values) & INT64_MAX % 4096 : r.pick(values);
-    const int modes[] = {0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 2, -1};
-    c.mode = r.pick(modes);
+    const int notify_modes[] = {0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 2, -1};
+    const int wait_modes[] = {0, 0, 0, 0, 1, 1, 1, 1, 2, 3, 4, 5, 6, -1};  // WaitCmp Eq..Le, and invalid ones
+    c.mode = op == kWait ? r.pick(wait_modes) : r.pick(notify_modes);
   }
   return c;
 }
@@ -233,14 +234,22 @@ Verdict exec_notify(Arena& env, const OpCase& c) {
 }
 
 // A wait whose condition already holds (the model knows the cell): a valid wait must return.
+// Cells hold small values (fuzz/model.hpp), so cur +- 1 never overflows.
 Verdict exec_wait(Arena& env, const OpCase& c) {
-  const bool valid = (c.mode == 0 || c.mode == 1) && cell_ok(c.wshape, c.woff);
+  const bool valid = c.mode >= 0 && c.mode <= 5 && cell_ok(c.wshape, c.woff);
   std::int32_t expected = static_cast<std::int32_t>(c.value);
   if (cell_ok(c.wshape, c.woff)) {
     const std::int32_t cur =
         load_elem<std::int32_t>(env.model_area(env.me(), kSigBuf, c.wshape).base + linear_of(c.wshape, c.woff) * 4);
-    expected =
-        c.mode == 1 ? static_cast<std::int32_t>(std::max<std::int64_t>(INT32_MIN, std::int64_t{cur} - c.value)) : cur;
+    switch (static_cast<WaitCmp>(c.mode)) {
+      case WaitCmp::Ge:
+        expected = static_cast<std::int32_t>(std::max<std::int64_t>(INT32_MIN, std::int64_t{cur} - c.value));
+        break;
+      case WaitCmp::Ne: expected = cur ^ 1; break;
+      case WaitCmp::Gt: expected = cur - 1; break;
+      case WaitCmp::Lt: expected = cur + 1; break;
+      default: expected = cur; break;  // Eq, Le, and the invalid values
+    }
   }
   const Attempt a = attempt(
       [&] { system::wait(env.view<std::int32_t>(kSigBuf, c.wshape), c.woff, expected, static_cast<WaitCmp>(c.mode)); });

@@ -95,6 +95,34 @@ TEST(Tasks, WaitersDeferredLaterArePolledToo) {
     for (int k = 0; k < 5; ++k) pld::run(ranks(2, 10), chained_waiters, threads);
 }
 
+// Deferred conditions with every comparison: a cell that starts at 0 and is Set to -3 by task
+// "set" satisfies Eq -3, Ne 0, Lt 0, Le -3, Gt -4; the waiter holding all five completes once the
+// Set happened, and "after" (its dependant) sees the cell at -3.
+void every_cmp_kernel(DistributedTensor<std::int32_t> sig, Tensor<std::int32_t> out) {
+  const int me = rank(get_comm_ctx(sig));
+  TaskGraph g(2, "every cmp");
+  auto w = g.add("await -3", [&] {
+    system::defer_wait(sig, {1, 0}, -3, WaitCmp::Eq);
+    system::defer_wait(sig, {1, 0}, 0, WaitCmp::Ne);
+    system::defer_wait(sig, {1, 0}, 0, WaitCmp::Lt);
+    system::defer_wait(sig, {1, 0}, -3, WaitCmp::Le);
+    system::defer_wait(sig, {1, 0}, -4, WaitCmp::Gt);
+  });
+  g.add("set", [&] { system::notify(sig, me, {1, 0}, -3, NotifyOp::Set); });
+  g.add("after", [&] { out(0) = tile::read(sig, {1, 0}); }, {w});
+  g.run();
+}
+
+TEST(Tasks, DeferredConditionsTakeEveryComparison) {
+  auto out = HostTensor<std::int32_t>::zeros({2, 1});
+  pld::run(ranks(2, 10), [&](Host& h) {
+    auto sig = h.window<std::int32_t>(h.alloc_window_buffer({2, 16}, DType::INT32, "sig"), {2, 16});
+    for (int r = 0; r < 2; ++r) h.dispatch(r, every_cmp_kernel, sig, out[r]);
+  });
+  EXPECT_EQ(out(0, 0), -3);
+  EXPECT_EQ(out(1, 0), -3);
+}
+
 void never_kernel(DistributedTensor<std::int32_t> sig) {
   TaskGraph g(1, "stuck");
   auto w = g.add("await nothing", [&] { system::defer_wait(sig, {0, 3}, 1); });
@@ -118,13 +146,23 @@ TEST(Tasks, DeferredConditionsHaveTheWaitDeadline) {
   }
 }
 
-enum class Misuse { Outside, Eq, Negative, TooManyConditions, TooManyDeferred, LaterDep, Threads, RunTwice, Throws };
+enum class Misuse {
+  Outside,
+  BadCmp,
+  Negative,
+  TooManyConditions,
+  TooManyDeferred,
+  LaterDep,
+  Threads,
+  RunTwice,
+  Throws
+};
 
 void misuse_kernel(DistributedTensor<std::int32_t> sig, Misuse m, Tensor<std::int32_t> ran) {
   TaskGraph g(1, "misuse");
   switch (m) {
     case Misuse::Outside: system::defer_wait(sig, {0, 0}, 1); break;
-    case Misuse::Eq: g.add("w", [&] { system::defer_wait(sig, {0, 0}, 1, WaitCmp::Eq); }); break;
+    case Misuse::BadCmp: g.add("w", [&] { system::defer_wait(sig, {0, 0}, 1, static_cast<WaitCmp>(9)); }); break;
     case Misuse::Negative: g.add("w", [&] { system::defer_wait(sig, {0, 0}, -1); }); break;
     case Misuse::TooManyConditions:
       g.add("w", [&] {
@@ -160,7 +198,7 @@ void misuse_program(Host& h, Misuse m, HostTensor<std::int32_t>& ran) {
 TEST(Tasks, EveryMisuseIsNamed) {
   const std::pair<Misuse, const char*> cases[] = {
       {Misuse::Outside, "must be called inside a task of a running TaskGraph"},
-      {Misuse::Eq, "only WaitCmp::Ge is supported"},
+      {Misuse::BadCmp, "cmp 9 is not a WaitCmp; pass WaitCmp::Eq, Ne, Gt, Ge, Lt or Le"},
       {Misuse::Negative, "expected -1 is negative"},
       {Misuse::TooManyConditions, "kMaxDeferConditions = 64"},
       {Misuse::TooManyDeferred, "more than kMaxDeferredTasks = 64"},

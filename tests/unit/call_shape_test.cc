@@ -173,5 +173,35 @@ TEST(CallShape, WorkerOptionsForms) {
   EXPECT_TRUE(kept.submit(persistent_step, x).wait());
 }
 
+// The signal reads and multi-cell waits: a braced std::vector<Dims> of cells, one expected value
+// or a std::vector of them, every WaitCmp; the result types are what the docs say.
+void signal_forms(Sig sig, Tensor<std::int32_t> out) {
+  const int me = rank(get_comm_ctx(sig));
+  system::notify(sig, me, {0}, 2, NotifyOp::Set);
+  system::notify(sig, me, {1}, 2, NotifyOp::Set);
+  const std::vector<Dims> cells = {{0}, {1}};
+  static_assert(std::same_as<decltype(system::signal_fetch(sig, {0})), std::int32_t>);
+  static_assert(std::same_as<decltype(system::test(sig, {0}, 1, WaitCmp::Gt)), bool>);
+  const std::int32_t fetched = system::signal_fetch(sig, {0});
+  const bool t = system::test(sig, {0}, 1, WaitCmp::Gt);
+  const std::size_t any = system::wait_until_any(sig, cells, 2, WaitCmp::Eq);
+  system::wait_until_all(sig, cells, std::vector<std::int32_t>{2, 1}, WaitCmp::Ge);
+  const std::vector<std::size_t> some = system::wait_until_some(sig, cells, 3, WaitCmp::Lt);
+  system::wait_until_all(sig, std::span<const Dims>(cells), 3, WaitCmp::Ne);
+  out(0) = fetched + (t ? 10 : 0) + static_cast<std::int32_t>(any < 2 ? 100 : 0) +
+           static_cast<std::int32_t>(some.size()) * 1000;
+}
+
+TEST(CallShape, SignalReadsAndMultiCellWaits) {
+  PLD_REQUIRE_RANKS(2);
+  auto out = HostTensor<std::int32_t>::zeros({2, 1});
+  run(ranks(2), [&](Host& h) {
+    auto b = h.alloc_window_buffer({2}, DType::INT32, "sig");
+    for (int r = 0; r < 2; ++r) h.dispatch(r, signal_forms, h.window<std::int32_t>(b, {2}), out[r]);
+  });
+  EXPECT_EQ(out(0, 0), 2112);
+  EXPECT_EQ(out(1, 0), 2112);
+}
+
 }  // namespace
 }  // namespace pld::test

@@ -31,6 +31,15 @@ TEST(DType, SizesAndNames) {
   EXPECT_EQ(dtype_of<std::int8_t>, DType::INT8);
 }
 
+TEST(WaitCmp, KeepsTheModelsValuesAndNamesEveryComparison) {
+  EXPECT_EQ(static_cast<int>(WaitCmp::Eq), 0);
+  EXPECT_EQ(static_cast<int>(WaitCmp::Ge), 1);
+  const std::pair<WaitCmp, const char*> names[] = {{WaitCmp::Eq, "Eq"}, {WaitCmp::Ge, "Ge"}, {WaitCmp::Ne, "Ne"},
+                                                   {WaitCmp::Gt, "Gt"}, {WaitCmp::Lt, "Lt"}, {WaitCmp::Le, "Le"}};
+  for (const auto& [cmp, name] : names) EXPECT_STREQ(to_string(cmp), name);
+  EXPECT_STREQ(to_string(static_cast<WaitCmp>(9)), "?");
+}
+
 TEST(Half, Fp16RoundsToNearestEven) {
   EXPECT_EQ(static_cast<float>(fp16(1.0f)), 1.0f);
   EXPECT_EQ(fp16(1.0f).bits, 0x3c00);

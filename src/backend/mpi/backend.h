@@ -54,7 +54,8 @@ struct MpiWaitRecord {
   std::int32_t expected = 0, value = 0;
   std::uint64_t offset = 0;
   int writer = -1;
-  char what[32] = {};  // the collective waiting, or empty
+  char what[32] = {};     // the collective waiting, or empty
+  WaitCellsRecord cells;  // a multi-cell wait (count 0: a single-cell wait)
 };
 
 /// One comm domain's window: the heap offsets [lo, lo + bytes) of every member, where the
@@ -91,6 +92,7 @@ class MpiWindow final : public Backend, public NativeCollectives {
                   std::int32_t* seen) override;
   std::uint64_t atomic(int rank, std::uint64_t offset, AmoOp op, DType dtype, std::uint64_t operand,
                        std::uint64_t compare) override;
+  WaitStatus wait_cells(WaitCell* cells, std::size_t n, WaitCmp cmp, WaitMode mode, const WaitSite& site) override;
   void progress() override;
   void acquire() override;
   bool aborting() const override;
@@ -119,6 +121,9 @@ class MpiWindow final : public Backend, public NativeCollectives {
   /// Rank of world rank `rank` in the window's group (throws for a non-member: a bug).
   int target(int rank, std::uint64_t offset, std::size_t bytes) const;
   void mark_dirty(int target);
+  /// The poll loop of wait and wait_cells (signal.cc).
+  template <class Ready, class Record, class Awaited>
+  WaitStatus poll_until(Ready&& ready, Record&& record, const WaitSite& site, Awaited&& awaited);
   /// Local address of heap offset `offset` of `rank` if this process reaches it as memory (its
   /// own window, or a member sharing this node), else nullptr.
   std::byte* local_at(int rank, std::uint64_t offset) const;

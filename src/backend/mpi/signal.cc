@@ -13,7 +13,9 @@
 //            pt2pt deliver nothing otherwise); back off from spinning to yielding, then to short
 //            sleeps (a remote accumulate cannot wake a futex) — but never to sleeps without
 //            passive progress; then MPI_Win_sync of every window of the call (acquire).
+//            A wait on several cells (wait_cells) is the same loop polling every cell.
 #include "backend/mpi/backend.h"
+#include "backend/wait_cmp.h"
 #include "core/cpu_relax.h"
 
 #include <sched.h>
@@ -33,7 +35,7 @@ namespace pld::detail {
 namespace {
 
 bool satisfied(std::int32_t value, std::int32_t expected, WaitCmp cmp) {
-  return cmp == WaitCmp::Eq ? value == expected : value >= expected;
+  return wait_cmp_holds(value, expected, cmp);
 }
 
 // Yield this long before sleeping: the awaited rank usually needs the core only briefly.
@@ -58,15 +60,16 @@ extern "C" void on_sigterm(int sig) {
 // The wait as the deadline report and the SIGUSR1 snapshot show it.
 MpiWaitRecord wait_record(const WaitSite& site, WaitCmp cmp, std::int32_t expected, std::int32_t value,
                           std::uint64_t offset) {
-  MpiWaitRecord w{.valid = true,
-                  .domain = site.domain,
-                  .buffer = site.buffer,
-                  .offsets = site.offsets ? *site.offsets : Dims{},
-                  .cmp = cmp,
-                  .expected = expected,
-                  .value = value,
-                  .offset = offset,
-                  .writer = site.writer};
+  MpiWaitRecord w;
+  w.valid = true;
+  w.domain = site.domain;
+  w.buffer = site.buffer;
+  w.offsets = site.offsets ? *site.offsets : Dims{};
+  w.cmp = cmp;
+  w.expected = expected;
+  w.value = value;
+  w.offset = offset;
+  w.writer = site.writer;
   if (site.what) std::snprintf(w.what, sizeof w.what, "%s", site.what);
   return w;
 }
@@ -161,72 +164,69 @@ void MpiBackend::progress() {
   MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, comm_, &flag, MPI_STATUS_IGNORE);
 }
 
-WaitStatus MpiWindow::wait(std::uint64_t offset, std::int32_t expected, WaitCmp cmp, const WaitSite& site,
-                           std::int32_t* seen) {
-  target(engine_.rank_, offset, sizeof(std::int32_t));
-  std::atomic_ref<std::int32_t> cell(*reinterpret_cast<std::int32_t*>(heap_base(engine_.rank_) + offset));
+// The poll loop of wait and wait_cells: `ready()` reads the cells, `record()` is the wait as a
+// report shows it and `awaited(buf, size)` writes what it waits on into the line the SIGTERM
+// handler prints.
+template <class Ready, class Record, class Awaited>
+WaitStatus MpiWindow::poll_until(Ready&& ready, Record&& record, const WaitSite& site, Awaited&& awaited) {
   const MpiBackend& e = engine_;
   using Clock = std::chrono::steady_clock;
   Clock::time_point start{}, deadline{};
   auto nap = std::chrono::microseconds(10);
   WaitStatus status = WaitStatus::Ok;
-  std::int32_t v = cell.load(std::memory_order_acquire);
-  auto record = [&] { return wait_record(site, cmp, expected, v, offset); };
   // A call whose windows are all shared needs no MPI progress to see a notify: its spin phase is
   // the shm backend's.
   const bool shared = e.active_shared_.load(std::memory_order_relaxed);
-  for (std::int64_t round = 0; !satisfied(v, expected, cmp); ++round) {
+  for (std::int64_t round = 0; !ready(); ++round) {
     if (shared && round < e.wait_spin_)
       cpu_relax();
     else if (!e.passive_progress_ || round % 64 == 63)
       progress();
-    if (round >= e.wait_spin_) {
-      // Past the spin phase: yield for up to kYieldBudget, then sleep in growing naps (a remote
-      // accumulate cannot wake a futex). Checks of the clock, the deadline and the abort word
-      // happen here only.
-      const auto now = Clock::now();
-      if (start == Clock::time_point{}) {
-        start = now;
-        g_wait_len.store(0, std::memory_order_release);
-        const int n =
-            std::snprintf(g_wait_line, sizeof g_wait_line,
-                          "pld: rank %d was ended by the launcher while waiting%s%s on the signal cell at heap "
-                          "offset %llu for %s %d (it held %d)\n",
-                          e.rank_, site.what ? " in " : "", site.what ? site.what : "",
-                          static_cast<unsigned long long>(offset), cmp == WaitCmp::Eq ? "==" : ">=", expected, v);
-        g_wait_len.store(std::min<int>(n, sizeof g_wait_line - 1), std::memory_order_release);
-        deadline = now + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(e.wait_timeout_));
-      }
-      if (aborting()) {
-        status = WaitStatus::Aborted;
-        break;
-      }
-      if (e.usr1_) {  // SIGUSR1 (mpirun forwards it to every rank): print this wait, carry on
-        const unsigned u = e.usr1_->load(std::memory_order_relaxed);
-        if (engine_.usr1_seen_.exchange(u) != u && e.snapshot_) {
-          try {
-            e.snapshot_(record());
-          } catch (...) {  // a diagnostic must not fail the wait
-          }
+    if (round < e.wait_spin_) continue;
+    // Past the spin phase: yield for up to kYieldBudget, then sleep in growing naps (a remote
+    // accumulate cannot wake a futex). Checks of the clock, the deadline and the abort word
+    // happen here only.
+    const auto now = Clock::now();
+    if (start == Clock::time_point{}) {
+      start = now;
+      g_wait_len.store(0, std::memory_order_release);
+      int n =
+          std::snprintf(g_wait_line, sizeof g_wait_line, "pld: rank %d was ended by the launcher while waiting%s%s ",
+                        e.rank_, site.what ? " in " : "", site.what ? site.what : "");
+      n = std::min<int>(n, sizeof g_wait_line - 2);
+      n += awaited(g_wait_line + n, sizeof g_wait_line - 1 - static_cast<std::size_t>(n));
+      n = std::min<int>(n, sizeof g_wait_line - 2);
+      g_wait_line[n++] = '\n';
+      g_wait_len.store(n, std::memory_order_release);
+      deadline = now + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(e.wait_timeout_));
+    }
+    if (aborting()) {
+      status = WaitStatus::Aborted;
+      break;
+    }
+    if (e.usr1_) {  // SIGUSR1 (mpirun forwards it to every rank): print this wait, carry on
+      const unsigned u = e.usr1_->load(std::memory_order_relaxed);
+      if (engine_.usr1_seen_.exchange(u) != u && e.snapshot_) {
+        try {
+          e.snapshot_(record());
+        } catch (...) {  // a diagnostic must not fail the wait
         }
       }
-      if (now >= deadline) {
-        status = WaitStatus::Timeout;
-        break;
-      }
-      // Without passive progress an incoming put or accumulate completes only while this rank
-      // drives progress, so a napping waiter would stretch every peer's RMA to the nap (over
-      // TCP: an 8-byte put 17 -> 210 us); it keeps yielding instead, as Open MPI's own waits do.
-      if (!e.passive_progress_ || now - start < kYieldBudget) {
-        sched_yield();
-      } else {
-        std::this_thread::sleep_for(nap);
-        nap = std::min(nap * 2, std::chrono::microseconds(1000));
-      }
     }
-    v = cell.load(std::memory_order_acquire);
+    if (now >= deadline) {
+      status = WaitStatus::Timeout;
+      break;
+    }
+    // Without passive progress an incoming put or accumulate completes only while this rank
+    // drives progress, so a napping waiter would stretch every peer's RMA to the nap (over
+    // TCP: an 8-byte put 17 -> 210 us); it keeps yielding instead, as Open MPI's own waits do.
+    if (!e.passive_progress_ || now - start < kYieldBudget) {
+      sched_yield();
+    } else {
+      std::this_thread::sleep_for(nap);
+      nap = std::min(nap * 2, std::chrono::microseconds(1000));
+    }
   }
-  *seen = v;
   if (start != Clock::time_point{} && status != WaitStatus::Timeout) g_wait_len.store(0, std::memory_order_release);
   if (status != WaitStatus::Ok) {  // the first wait the call's deadline or abort ends, for the report
     std::lock_guard lock(engine_.mutex_);
@@ -237,6 +237,45 @@ WaitStatus MpiWindow::wait(std::uint64_t offset, std::int32_t expected, WaitCmp 
   else
     engine_.sync_local();
   return status;
+}
+
+WaitStatus MpiWindow::wait(std::uint64_t offset, std::int32_t expected, WaitCmp cmp, const WaitSite& site,
+                           std::int32_t* seen) {
+  target(engine_.rank_, offset, sizeof(std::int32_t));
+  std::atomic_ref<std::int32_t> cell(*reinterpret_cast<std::int32_t*>(heap_base(engine_.rank_) + offset));
+  std::int32_t v = 0;
+  auto ready = [&] {
+    v = cell.load(std::memory_order_acquire);
+    return satisfied(v, expected, cmp);
+  };
+  auto awaited = [&](char* out, std::size_t size) {
+    return std::snprintf(out, size, "on the signal cell at heap offset %llu for %s %d (it held %d)",
+                         static_cast<unsigned long long>(offset), wait_cmp_symbol(cmp), expected, v);
+  };
+  const WaitStatus status = poll_until(
+      ready, [&] { return wait_record(site, cmp, expected, v, offset); }, site, awaited);
+  *seen = v;
+  return status;
+}
+
+WaitStatus MpiWindow::wait_cells(WaitCell* cells, std::size_t n, WaitCmp cmp, WaitMode mode, const WaitSite& site) {
+  for (std::size_t i = 0; i < n; ++i) target(engine_.rank_, cells[i].offset, sizeof(std::int32_t));
+  std::byte* heap = heap_base(engine_.rank_);
+  auto load = [heap](std::uint64_t off) {
+    return std::atomic_ref<std::int32_t>(*reinterpret_cast<std::int32_t*>(heap + off)).load(std::memory_order_acquire);
+  };
+  auto ready = [&] { return poll_cells(cells, n, cmp, mode == WaitMode::All, load); };
+  auto record = [&] {
+    MpiWaitRecord r = wait_record(site, cmp, cells[0].expected, cells[0].value, cells[0].offset);
+    fill_cells_record(r.cells, site, cells, n, mode);
+    return r;
+  };
+  auto awaited = [&](char* out, std::size_t size) {
+    return std::snprintf(out, size, "on %zu signal cells (%s of them; the first at heap offset %llu for %s %d)", n,
+                         mode == WaitMode::All ? "all" : "any", static_cast<unsigned long long>(cells[0].offset),
+                         wait_cmp_symbol(cmp), cells[0].expected);
+  };
+  return poll_until(ready, record, site, awaited);
 }
 
 bool MpiBackend::complete(MPI_Request& request, double limit) {

@@ -31,6 +31,11 @@ struct alignas(64) RankSlot {
   std::int64_t wait_offsets[kMaxDims] = {};
   std::int32_t wait_writer = -1;  // world rank that the protocol says writes the cell, or -1
   char wait_what[24] = {};        // the collective waiting, or "" for a kernel wait
+  // Waits on several cells (wait_cells) sleep on the doorbell, which notify rings when
+  // bell_sleepers is non-zero; such a sleeper also counts in `sleepers`.
+  std::atomic<std::uint32_t> bell{0};
+  std::atomic<std::int32_t> bell_sleepers{0};
+  WaitCellsRecord wait_cells;  // the multi-cell wait in progress (count 0: a single-cell wait)
 };
 
 /// Message counters of one host <-> rank socket, in shared memory, so that either side can spin
@@ -92,6 +97,7 @@ class ShmBackend final : public Backend {
                   std::int32_t* seen) override;
   std::uint64_t atomic(int rank, std::uint64_t offset, AmoOp op, DType dtype, std::uint64_t operand,
                        std::uint64_t compare) override;
+  WaitStatus wait_cells(WaitCell* cells, std::size_t n, WaitCmp cmp, WaitMode mode, const WaitSite& site) override;
 
   // Host side.
   ControlBlock& control() { return *control_; }
@@ -108,10 +114,17 @@ class ShmBackend final : public Backend {
   bool may_spin() const { return wait_spin_ > 0; }
 
  private:
-  /// Wakes the threads of `rank` asleep on `cell` (after a change of it), if it has any.
+  /// Wakes the threads of `rank` asleep on `cell` or on its doorbell (after a change of the
+  /// cell), if it has any.
   void wake(int rank, std::int32_t* cell);
   /// Unmaps what the constructor mapped (idempotent).
   void release();
+  // The phases of wait and wait_cells (signal.cc).
+  template <class Ready>
+  bool spin_until(Ready&& ready);
+  void publish_wait(std::uint64_t offset, std::int32_t expected, WaitCmp cmp, const WaitSite& site);
+  template <class Ready, class Sleep>
+  WaitStatus sleep_until(Ready&& ready, Sleep&& sleep);
 
   int world_size_;
   std::uint64_t heap_bytes_;

@@ -5,8 +5,11 @@
 // futex in bounded slices so that an abort or the deadline is noticed (without a spin phase it
 // keeps yielding for up to kYieldBudget first). The sleeper count and the cell form a Dekker pair
 // (both seq_cst): either the notifier sees the sleeper and wakes it, or the sleeper sees the new
-// value before it sleeps.
+// value before it sleeps. A wait on several cells (wait_cells) polls them all the same way and
+// sleeps on the rank's doorbell, which notify rings only when the rank has such a sleeper: the
+// single-cell notify -> wait path costs what it did (one load of the sleeper count).
 #include "backend/shm/backend.h"
+#include "backend/wait_cmp.h"
 #include "core/cpu_relax.h"
 
 #include <linux/futex.h>
@@ -35,7 +38,7 @@ void futex_sleep(std::int32_t* addr, std::int32_t seen, double seconds) {
 }
 
 bool satisfied(std::int32_t value, std::int32_t expected, WaitCmp cmp) {
-  return cmp == WaitCmp::Eq ? value == expected : value >= expected;
+  return wait_cmp_holds(value, expected, cmp);
 }
 
 // Every 64 polls (~1 us here) the spin phase yields its core while the host's dispatch loop is
@@ -65,24 +68,34 @@ void ShmBackend::notify(int rank, std::uint64_t offset, std::int32_t value, Noti
   wake(rank, cell);
 }
 
+// Only when the target has a sleeper: its single-cell sleepers sleep on the cell, its multi-cell
+// sleepers on the rank's doorbell, which any notify to the rank rings. The doorbell and its
+// sleeper count form a second Dekker pair: a multi-cell sleeper counts itself, reads the bell,
+// then reads its cells before it sleeps on the bell value it read.
 void ShmBackend::wake(int rank, std::int32_t* cell) {
-  if (control_->slots[rank].sleepers.load(std::memory_order_seq_cst) > 0) futex_wake_all(cell);
+  RankSlot& slot = control_->slots[rank];
+  if (slot.sleepers.load(std::memory_order_seq_cst) == 0) return;
+  futex_wake_all(cell);
+  if (slot.bell_sleepers.load(std::memory_order_seq_cst) > 0) {
+    slot.bell.fetch_add(1, std::memory_order_seq_cst);
+    futex_wake_all(reinterpret_cast<std::int32_t*>(&slot.bell));
+  }
 }
 
-WaitStatus ShmBackend::wait(std::uint64_t offset, std::int32_t expected, WaitCmp cmp, const WaitSite& site,
-                            std::int32_t* seen) {
-  auto* cell = reinterpret_cast<std::int32_t*>(heap_base(my_rank_) + offset);
-  std::atomic_ref<std::int32_t> a(*cell);
-  std::int32_t v = a.load(std::memory_order_acquire);
-  for (std::int64_t i = 0; !satisfied(v, expected, cmp) && i < wait_spin_; ++i) {
+// Spin phase of a wait: polls `ready()` for PLD_WAIT_SPIN rounds.
+template <class Ready>
+bool ShmBackend::spin_until(Ready&& ready) {
+  bool ok = ready();
+  for (std::int64_t i = 0; !ok && i < wait_spin_; ++i) {
     cpu_relax();
     if ((i & kSpinCheckMask) == kSpinCheckMask && control_->host_busy.load(std::memory_order_relaxed)) sched_yield();
-    v = a.load(std::memory_order_acquire);
+    ok = ready();
   }
-  *seen = v;
-  if (satisfied(v, expected, cmp)) return WaitStatus::Ok;
+  return ok;
+}
 
-  // Slow path: publish the wait (deadline reports, abort wake-ups), then yield, then sleep.
+// Publishes the wait in the rank's slot (deadline reports, abort wake-ups).
+void ShmBackend::publish_wait(std::uint64_t offset, std::int32_t expected, WaitCmp cmp, const WaitSite& site) {
   RankSlot& slot = control_->slots[my_rank_];
   slot.wait_domain = site.domain;
   slot.wait_buffer = site.buffer;
@@ -96,13 +109,19 @@ WaitStatus ShmBackend::wait(std::uint64_t offset, std::int32_t expected, WaitCmp
   for (const char* c = site.what; c && *c && w + 1 < sizeof slot.wait_what; ++c) slot.wait_what[w++] = *c;
   slot.wait_what[w] = '\0';
   slot.state.store(static_cast<std::uint32_t>(RankState::Waiting), std::memory_order_seq_cst);
+}
 
+// Slow phase of a wait, after publish_wait: yields, then sleeps in bounded slices with
+// `sleep(left)` (which counts itself as a sleeper and re-checks before it sleeps) until
+// `ready()`, the abort or the deadline.
+template <class Ready, class Sleep>
+WaitStatus ShmBackend::sleep_until(Ready&& ready, Sleep&& sleep) {
   using Clock = std::chrono::steady_clock;
   const auto deadline = Clock::now() + std::chrono::duration<double>(wait_timeout_);
+  RankSlot& slot = control_->slots[my_rank_];
   WaitStatus status = WaitStatus::Ok;
   for (int round = 0;; ++round) {
-    v = a.load(std::memory_order_acquire);
-    if (satisfied(v, expected, cmp)) break;
+    if (ready()) break;
     if (control_->abort.load(std::memory_order_acquire)) {
       status = WaitStatus::Aborted;
       break;
@@ -117,16 +136,57 @@ WaitStatus ShmBackend::wait(std::uint64_t offset, std::int32_t expected, WaitCmp
       continue;
     }
     slot.sleepers.fetch_add(1, std::memory_order_seq_cst);
-    v = a.load(std::memory_order_seq_cst);
-    if (!satisfied(v, expected, cmp) && !control_->abort.load(std::memory_order_seq_cst))
-      futex_sleep(cell, v, std::min(left, kSleepSlice));
+    sleep(std::min(left, kSleepSlice));
     slot.sleepers.fetch_sub(1, std::memory_order_seq_cst);
   }
-  *seen = v;
   if (status != WaitStatus::Timeout)  // a timed-out wait stays published for the host's report
     slot.state.store(static_cast<std::uint32_t>(RankState::Running), std::memory_order_release);
   std::atomic_thread_fence(std::memory_order_acquire);
   return status;
+}
+
+WaitStatus ShmBackend::wait(std::uint64_t offset, std::int32_t expected, WaitCmp cmp, const WaitSite& site,
+                            std::int32_t* seen) {
+  auto* cell = reinterpret_cast<std::int32_t*>(heap_base(my_rank_) + offset);
+  std::atomic_ref<std::int32_t> a(*cell);
+  std::int32_t v = 0;
+  auto ready = [&] {
+    v = a.load(std::memory_order_acquire);
+    return satisfied(v, expected, cmp);
+  };
+  if (spin_until(ready)) {
+    *seen = v;
+    return WaitStatus::Ok;
+  }
+  publish_wait(offset, expected, cmp, site);
+  control_->slots[my_rank_].wait_cells.count = 0;
+  const WaitStatus status = sleep_until(ready, [&](double seconds) {
+    const std::int32_t now = a.load(std::memory_order_seq_cst);
+    if (!satisfied(now, expected, cmp) && !control_->abort.load(std::memory_order_seq_cst))
+      futex_sleep(cell, now, seconds);
+  });
+  *seen = v;
+  return status;
+}
+
+WaitStatus ShmBackend::wait_cells(WaitCell* cells, std::size_t n, WaitCmp cmp, WaitMode mode, const WaitSite& site) {
+  std::byte* heap = heap_base(my_rank_);
+  const bool all = mode == WaitMode::All;
+  auto load = [heap](std::uint64_t off) {
+    return std::atomic_ref<std::int32_t>(*reinterpret_cast<std::int32_t*>(heap + off)).load(std::memory_order_seq_cst);
+  };
+  auto ready = [&] { return poll_cells(cells, n, cmp, all, load); };
+  if (spin_until(ready)) return WaitStatus::Ok;
+  RankSlot& slot = control_->slots[my_rank_];
+  publish_wait(cells[0].offset, cells[0].expected, cmp, site);
+  fill_cells_record(slot.wait_cells, site, cells, n, mode);
+  return sleep_until(ready, [&](double seconds) {
+    slot.bell_sleepers.fetch_add(1, std::memory_order_seq_cst);
+    const std::uint32_t bell = slot.bell.load(std::memory_order_seq_cst);
+    if (!ready() && !control_->abort.load(std::memory_order_seq_cst))
+      futex_sleep(reinterpret_cast<std::int32_t*>(&slot.bell), static_cast<std::int32_t>(bell), seconds);
+    slot.bell_sleepers.fetch_sub(1, std::memory_order_seq_cst);
+  });
 }
 
 void ShmBackend::abort_waits() {
@@ -135,6 +195,8 @@ void ShmBackend::abort_waits() {
     RankSlot& slot = control_->slots[r];
     if (slot.state.load(std::memory_order_acquire) == static_cast<std::uint32_t>(RankState::Waiting))
       futex_wake_all(reinterpret_cast<std::int32_t*>(bases_[static_cast<std::size_t>(r)] + slot.wait_offset));
+    slot.bell.fetch_add(1, std::memory_order_seq_cst);
+    futex_wake_all(reinterpret_cast<std::int32_t*>(&slot.bell));
   }
 }
 

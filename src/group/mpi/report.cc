@@ -35,6 +35,7 @@ RankSnapshot snapshot_of(std::string who, const MpiWaitRecord& wait, const OpRec
   s.offset = wait.offset;
   s.writer = wait.writer;
   s.what.assign(wait.what, strnlen(wait.what, sizeof wait.what));
+  if (wait.cells.count > 0) snapshot_cells(s, wait.cells, [&](int i) { return wait.cells.value[i]; });
   return s;
 }
 

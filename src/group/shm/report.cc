@@ -3,6 +3,7 @@
 // deadline the report goes into the RankError; on SIGUSR1 it is printed and the call continues.
 #include "group/shm/group.h"
 
+#include "backend/wait_cmp.h"
 #include "core/log.h"
 #include "group/hang_report.h"
 #include "group/report.h"
@@ -38,12 +39,15 @@ std::vector<RankSnapshot> hang_snapshot(ShmBackend& backend, const std::vector<s
       s.domain = slot.wait_domain;
       s.buffer = slot.wait_buffer;
       for (int d = 0; d < slot.wait_ndim && d < kMaxDims; ++d) s.offsets.push_back(slot.wait_offsets[d]);
-      s.cmp = slot.wait_cmp == static_cast<int>(WaitCmp::Eq) ? WaitCmp::Eq : WaitCmp::Ge;
+      s.cmp = wait_cmp_from(slot.wait_cmp);
       s.expected = slot.wait_expected;
       s.offset = slot.wait_offset;
       s.value = backend.peek(static_cast<int>(r), slot.wait_offset);
       s.writer = slot.wait_writer;
       s.what.assign(slot.wait_what, strnlen(slot.wait_what, sizeof slot.wait_what));
+      if (slot.wait_cells.count > 0)
+        snapshot_cells(s, slot.wait_cells,
+                       [&](int i) { return backend.peek(static_cast<int>(r), slot.wait_cells.offset[i]); });
     }
     OpRecord recs[kOpHistory];
     const int n = c.history[r].read(recs);
