@@ -65,9 +65,12 @@ std::uint64_t atomic(const char* api, const WindowDesc& cell, int peer, const Di
   const DomainState* d = cell.state;
   const int target = d->members[static_cast<std::size_t>(peer)];
   if (debug_checks()) debug_check_atomic(api, cell, peer, offsets, off, op, operand);
-  // Recorded before the atomic lands, as notify is: a waiter that sees its effect also sees the record.
-  d->backend->record_op(OpKind::Atomic, static_cast<std::uint8_t>(op), target, static_cast<std::int32_t>(operand),
-                        cell.ref.domain, cell.ref.buffer, off, &offsets);
+  // Recorded before the atomic lands, as notify is: a waiter that sees its effect also sees the
+  // record. A fetch only reads, like signal_fetch and test, and is not recorded (a polling loop
+  // would fill the history and push out the writes a hang report needs).
+  if (op != AmoOp::Fetch)
+    d->backend->record_op(OpKind::Atomic, static_cast<std::uint8_t>(op), target, static_cast<std::int32_t>(operand),
+                          cell.ref.domain, cell.ref.buffer, off, &offsets);
   const std::int64_t t = trace::on() ? trace::now_ns() : 0;
   const std::uint64_t old = d->backend->atomic(target, off, op, cell.dtype, operand, compare);
   if (t)

@@ -60,8 +60,10 @@ std::uint64_t MpiWindow::atomic(int rank, std::uint64_t offset, AmoOp op, DType 
     old = engine_.message_atomic(rank, id_, offset, op, dtype, operand, compare);
   } else {
     // Without passive progress a peer's RMA into this rank lands only while it drives progress,
-    // which an RMA atomic does not do for incoming operations: a rank polling a cell must.
-    if (!engine_.passive_progress_) engine_.progress();
+    // which an RMA atomic does not do for incoming operations: a rank polling a cell must. On its
+    // own cell it always does, as a wait drives progress now and then whatever PLD_MPI_PROGRESS
+    // claims: a poll loop there must not depend on the claim being right.
+    if (!engine_.passive_progress_ || rank == engine_.rank_) engine_.progress();
     old = rma_atomic(rank, t, offset, op, dtype, operand, compare);
   }
   if (engine_.active_shared_.load(std::memory_order_relaxed))
