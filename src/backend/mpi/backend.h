@@ -193,6 +193,13 @@ class MpiWindow final : public Backend, public NativeCollectives {
   int post_all_to_all_v(const void* input, void* target, std::size_t rows, std::size_t row_bytes, RowUnit unit,
                         const std::int32_t* send_counts, std::int32_t* recv_counts, MPI_Comm comm,
                         Requests& requests) const;
+  /// Small all_to_all_v: posts one message to each member, its count (8 bytes) and then only that
+  /// many rows, out of and into `packed` (2 x P x (8 + block) bytes: what is sent, what arrives);
+  /// unpack_all_to_all_v moves what arrived into `target` and `recv_counts`.
+  int post_packed_all_to_all_v(const void* input, std::byte* packed, std::size_t block, std::size_t row_bytes,
+                               const std::int32_t* send_counts, MPI_Comm comm, Requests& requests) const;
+  void unpack_all_to_all_v(const std::byte* packed, void* target, std::size_t block, std::size_t row_bytes,
+                           std::int32_t* recv_counts) const;
   /// Posts a small broadcast of `bytes` from member `root` on `comm` (exchange.cc).
   int post_broadcast(void* data, std::size_t bytes, int root, MPI_Comm comm, Requests& requests) const;
   /// The domain's members by node (hierarchy.cc): `first[k]` is the first domain rank of node k,

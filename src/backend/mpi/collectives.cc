@@ -337,15 +337,11 @@ WaitStatus MpiWindow::broadcast(void* data, std::size_t bytes, int root, const W
   });
 }
 
-// allgather and all_to_all: an exchange when small, else one MPI call of that signature, in bytes
-// or in blocks of a row type.
+// allgather and all_to_all: one MPI call of that signature, in bytes or in blocks of a row type
+// (libnbc's allgather was as fast as an exchange of messages at every size over TCP).
 WaitStatus MpiWindow::block_exchange(bool gather, const void* input, void* target, std::size_t row_bytes,
                                      const WaitSite& site) {
   if (row_bytes == 0) return WaitStatus::Ok;
-  if (row_bytes * dirty_.size() <= kExchangeMax)
-    return native_run(site, 1, [&](std::size_t, MPI_Comm comm, Requests& rq) {
-      return post_exchange(gather, input, target, row_bytes, comm, rq);
-    });
   const Block b = block_of(row_bytes, engine_.mutex_);
   const auto call = gather ? &MPI_Iallgather : &MPI_Ialltoall;
   const WaitStatus st = native_run(site, 1, [&](std::size_t, MPI_Comm comm, Requests& rq) {
@@ -417,6 +413,18 @@ WaitStatus MpiWindow::all_to_all_v(const void* input, void* target, std::size_t 
       MPI_Type_contiguous(static_cast<int>(row_bytes), MPI_BYTE, &unit.type);
       MPI_Type_commit(&unit.type);
     }
+  }
+  const std::size_t n = dirty_.size(), stride = sizeof(std::int64_t) + block;
+  if (stride * n <= kExchangeMax) {  // small: one message a peer, its count in front of its rows
+    std::byte* packed = native_scratch(2 * stride * n);
+    const WaitStatus st = native_run(
+        site, 1,
+        [&](std::size_t, MPI_Comm comm, Requests& rq) {
+          return post_packed_all_to_all_v(input, packed, block, row_bytes, send_counts, comm, rq);
+        },
+        [&](std::size_t) { unpack_all_to_all_v(packed, target, block, row_bytes, recv_counts); });
+    if (st != WaitStatus::Ok) abandon_native_scratch();
+    return st;
   }
   const WaitStatus st = native_run(site, 1, [&](std::size_t, MPI_Comm comm, Requests& rq) {
     return post_all_to_all_v(input, target, rows, row_bytes, unit, send_counts, recv_counts, comm, rq);

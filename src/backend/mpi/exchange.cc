@@ -78,4 +78,46 @@ int MpiWindow::post_all_to_all_v(const void* input, void* target, std::size_t ro
   return MPI_SUCCESS;
 }
 
+int MpiWindow::post_packed_all_to_all_v(const void* input, std::byte* packed, std::size_t block, std::size_t row_bytes,
+                                        const std::int32_t* send_counts, MPI_Comm comm, Requests& requests) const {
+  const int n = static_cast<int>(dirty_.size()), me = target_[static_cast<std::size_t>(engine_.rank_)];
+  const std::size_t stride = sizeof(std::int64_t) + block;
+  auto* in = static_cast<const std::byte*>(input);
+  std::byte* arrived = packed + stride * static_cast<std::size_t>(n);
+  for (int p = 0; p < n; ++p) {
+    const std::size_t bytes = static_cast<std::size_t>(send_counts[p]) * row_bytes;
+    std::byte* at = (p == me ? arrived : packed) + static_cast<std::size_t>(p) * stride;
+    const std::int64_t count = send_counts[p];
+    std::memcpy(at, &count, sizeof count);
+    if (bytes) std::memcpy(at + sizeof count, in + static_cast<std::size_t>(p) * block, bytes);
+  }
+  for (int p = 0; p < n; ++p) {
+    if (p == me) continue;
+    const int rc = MPI_Irecv(arrived + static_cast<std::size_t>(p) * stride, static_cast<int>(stride), MPI_BYTE, p,
+                             kRow, comm, &requests.emplace_back());
+    if (rc != MPI_SUCCESS) return rc;
+  }
+  for (int k = 1; k < n; ++k) {
+    const int p = (me + k) % n;
+    const auto bytes = static_cast<int>(sizeof(std::int64_t) + static_cast<std::size_t>(send_counts[p]) * row_bytes);
+    const int rc = MPI_Isend(packed + static_cast<std::size_t>(p) * stride, bytes, MPI_BYTE, p, kRow, comm,
+                             &requests.emplace_back());
+    if (rc != MPI_SUCCESS) return rc;
+  }
+  return MPI_SUCCESS;
+}
+
+void MpiWindow::unpack_all_to_all_v(const std::byte* packed, void* target, std::size_t block, std::size_t row_bytes,
+                                    std::int32_t* recv_counts) const {
+  const std::size_t n = dirty_.size(), stride = sizeof(std::int64_t) + block;
+  const std::byte* arrived = packed + stride * n;
+  for (std::size_t p = 0; p < n; ++p) {
+    std::int64_t count = 0;
+    std::memcpy(&count, arrived + p * stride, sizeof count);
+    recv_counts[p] = static_cast<std::int32_t>(count);
+    const std::size_t bytes = static_cast<std::size_t>(count) * row_bytes;
+    if (bytes) std::memcpy(static_cast<std::byte*>(target) + p * block, arrived + p * stride + sizeof count, bytes);
+  }
+}
+
 }  // namespace pld::detail
