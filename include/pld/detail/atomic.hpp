@@ -58,7 +58,7 @@ T amo_value(std::uint64_t bits) {
     return static_cast<T>(static_cast<std::make_unsigned_t<T>>(bits));
   } else {
     T value{};
-    std::memcpy(&value, &bits, sizeof(T) < sizeof bits ? sizeof(T) : sizeof bits);
+    std::memcpy(static_cast<void*>(&value), &bits, sizeof(T) < sizeof bits ? sizeof(T) : sizeof bits);
     return value;
   }
 }
