@@ -18,6 +18,19 @@
 
 namespace pld::test {
 
+/// The reference model of a wait comparison (written out here, not taken from the library).
+inline bool cmp_holds(std::int32_t v, std::int32_t e, WaitCmp cmp) {
+  switch (cmp) {
+    case WaitCmp::Eq: return v == e;
+    case WaitCmp::Ne: return v != e;
+    case WaitCmp::Gt: return v > e;
+    case WaitCmp::Ge: return v >= e;
+    case WaitCmp::Lt: return v < e;
+    case WaitCmp::Le: return v <= e;
+  }
+  return false;
+}
+
 /// The rank counts of the multi-process tests: one rank, the smallest pair, odd counts (uneven
 /// splits), a power of two, and more ranks than a small machine's cores. A suite runs at the
 /// counts of this list that it needs (rank_counts), each as a gtest parameter P, so a failure names

@@ -25,18 +25,6 @@ bool cmp_ok(int mode) {
   return mode >= 0 && mode <= 5;
 }
 
-bool holds(std::int32_t v, std::int32_t e, int mode) {
-  switch (static_cast<WaitCmp>(mode)) {
-    case WaitCmp::Eq: return v == e;
-    case WaitCmp::Ne: return v != e;
-    case WaitCmp::Gt: return v > e;
-    case WaitCmp::Ge: return v >= e;
-    case WaitCmp::Lt: return v < e;
-    case WaitCmp::Le: return v <= e;
-  }
-  return false;
-}
-
 bool cell_ok(const Dims& shape, const Dims& offsets) {
   if (offsets.size() != shape.size()) return false;
   for (int d = 0; d < shape.size(); ++d)
@@ -168,7 +156,8 @@ Verdict exec_signal(int op, Arena& env, const SignalCase& drawn) {
   std::vector<std::size_t> model;
   if (valid && op != kFetch)
     for (std::size_t i = 0; i < c.cells.size(); ++i)
-      if (holds(cells.get(c.cells[i]), expected[c.per_cell ? i : 0], c.mode)) model.push_back(i);
+      if (test::cmp_holds(cells.get(c.cells[i]), expected[c.per_cell ? i : 0], static_cast<WaitCmp>(c.mode)))
+        model.push_back(i);
   const auto cmp = static_cast<WaitCmp>(c.mode);
   std::string wrong;
   const Attempt a = attempt([&] {

@@ -17,17 +17,6 @@ class SignalWaits : public ::testing::TestWithParam<int> {};
 constexpr WaitCmp kAllCmps[] = {WaitCmp::Eq, WaitCmp::Ne, WaitCmp::Gt, WaitCmp::Ge, WaitCmp::Lt, WaitCmp::Le};
 
 // The reference of a comparison: value cmp expected.
-bool holds(std::int32_t v, std::int32_t e, WaitCmp cmp) {
-  switch (cmp) {
-    case WaitCmp::Eq: return v == e;
-    case WaitCmp::Ne: return v != e;
-    case WaitCmp::Gt: return v > e;
-    case WaitCmp::Ge: return v >= e;
-    case WaitCmp::Lt: return v < e;
-    case WaitCmp::Le: return v <= e;
-  }
-  return false;
-}
 
 // Each rank Sets -5 on its right neighbour's cell, then checks every comparison against expected
 // values around -5 with test (against the reference), and waits with every comparison that holds
@@ -41,12 +30,12 @@ void every_cmp(DistributedTensor<std::int32_t> sig, Tensor<std::int32_t> bad) {
   const std::vector<Dims> cells = {{1}, {0}, {2}};  // cells 1 and 2 hold 0
   for (WaitCmp cmp : kAllCmps)
     for (std::int32_t e = -7; e <= -3; ++e) {
-      wrong += system::test(sig, {0}, e, cmp) != holds(-5, e, cmp);
-      if (!holds(-5, e, cmp)) continue;
+      wrong += system::test(sig, {0}, e, cmp) != cmp_holds(-5, e, cmp);
+      if (!cmp_holds(-5, e, cmp)) continue;
       system::wait(sig, {0}, e, cmp);
       // Cells 1 and 2 (value 0) get an expected value that they fail; cell 0 (index 1) holds.
       std::int32_t fail = 0;
-      while (holds(0, fail, cmp)) fail = cmp == WaitCmp::Lt || cmp == WaitCmp::Le ? fail - 1 : fail + 1;
+      while (cmp_holds(0, fail, cmp)) fail = cmp == WaitCmp::Lt || cmp == WaitCmp::Le ? fail - 1 : fail + 1;
       const std::vector<std::int32_t> per_cell = {fail, e, fail};
       wrong += system::wait_until_any(sig, cells, per_cell, cmp) != 1;
       wrong += system::wait_until_some(sig, cells, per_cell, cmp) != std::vector<std::size_t>{1};
