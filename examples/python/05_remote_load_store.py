@@ -100,7 +100,8 @@ def main():
         pld.run(config, rma_program, x, v, pulled, pushed, summed)
         if pld.is_output_rank():
             print(f"rank 0: pulled[0][0][0] = {pulled[0, 0, 0]:g} (x[{1 % P}]), pushed[0][0][0] = "
-                  f"{pushed[0, 0, 0]:g} (x[{P - 1}]), summed[0][0][0..2] = " + " ".join(f"{s:g}" for s in summed[0, 0, :3]))
+                  f"{pushed[0, 0, 0]:g} (x[{P - 1}]), summed[0][0][0..2] = "
+                  + " ".join(f"{s:g}" for s in summed[0, 0, :3]))
 
         # =======================================================================================
         # STEP 3: the golden.

@@ -104,7 +104,8 @@ def main():
         host_out = np.zeros((P, ROUNDS, P, SIZE), np.float32)
         pld.run(config, allgather_program, x, out, lib_out, host_out)
         if pld.is_output_rank():
-            print(f"round 0, element 0 of the slices of ranks 0..{P - 1}: " + " ".join(f"{v:.4f}" for v in x[:, 0, 0, 0]))
+            print(f"round 0, element 0 of the slices of ranks 0..{P - 1}: "
+                  + " ".join(f"{v:.4f}" for v in x[:, 0, 0, 0]))
             print(f"round 0, element 0 of rank {P - 1}'s gathered rows:  " +
                   " ".join(f"{v:.4f}" for v in out[P - 1, 0, :, 0]))
 

@@ -146,7 +146,8 @@ def main():
             s_want[:, it, 0] = s
             gathered_want[:, it] = s * x[:, it, 0]
         if pld.is_output_rank():
-            print(f"iteration 0, root {root_of(0, P)}, element 0: w = {w_out[0, 0, 0, 0]:g}, s = {s_out[0, 0, 0, 0]:g}, "
+            print(f"iteration 0, root {root_of(0, P)}, element 0: w = {w_out[0, 0, 0, 0]:g}, "
+                  f"s = {s_out[0, 0, 0, 0]:g}, "
                   "gathered[*] = " + " ".join(f"{v:g}" for v in gathered_out[0, 0, :, 0]))
 
         check = tutorial.Checker()
