@@ -105,7 +105,7 @@ def config():
 
 def py_collective(name, iters, warmup):
     out = pld.HostTensor.zeros((P, 1), pld.DType.FP64)
-    pld.run(config(), collective_program, name, out, iters, warmup)
+    pld.run(config(), lambda h, o: collective_program(h, name, o, iters, warmup), out)
     seconds = float(out.numpy().max()) / iters
     factor = 2 * (P - 1) / P if name == "allreduce" else (P - 1) / P
     return MIB / seconds / 1e9 * factor  # busbw, GB/s
@@ -113,7 +113,7 @@ def py_collective(name, iters, warmup):
 
 def py_latency(iters, warmup):
     out = pld.HostTensor.zeros((P, 1), pld.DType.FP64)
-    pld.run(config(), ping_pong_program, out, iters, warmup)
+    pld.run(config(), lambda h, o: ping_pong_program(h, o, iters, warmup), out)
     return float(out.numpy()[0, 0]) / iters / 2 * 1e6  # one way, us
 
 
