@@ -13,6 +13,7 @@ packages=(
   iproute2                              # ip netns: the two-"node" mpi tests (tests/mpi/netns_run.sh)
   gnuplot-nox                           # busbw plot of bench/compare_mpi.sh
   clang-format                          # the format check (scripts/format.sh)
+  python3-dev pybind11-dev python3-numpy python3-pytest  # the Python package (python/) and its tests
 )
 missing=()
 for p in "${packages[@]}"; do

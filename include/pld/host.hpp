@@ -267,6 +267,7 @@ class PLD_API Host {
  private:
   // Made by pld for each orchestrator call (pld::run, DistributedWorker), through detail::Access.
   friend struct detail::Access;
+  friend void detail::record_encoded_dispatch(Host&, int, detail::Trampoline, void (*)(), detail::ArgWriter&);
   explicit Host(detail::HostSession* session);
 
   template <class R, class... P, class... A>

@@ -29,6 +29,11 @@ void Host::record_dispatch(int rank, detail::Trampoline trampoline, void (*kerne
 }
 
 namespace detail {
+void record_encoded_dispatch(Host& host, int rank, Trampoline trampoline, void (*kernel)(), ArgWriter& writer) {
+  host.check_rank("dispatch", rank);
+  host.record_dispatch(rank, trampoline, kernel, writer);
+}
+
 void throw_unshared_tensor(int arg_index) {
   throw UsageError(
       fmt::format("Host::dispatch: argument {} is a Tensor that does not view pld shared memory; "

@@ -27,7 +27,13 @@ namespace {
 
 constexpr double kShutdownGrace = 2.0;  // seconds a rank gets to exit before SIGKILL
 
+RankForkHooks g_fork_hooks;  // set once by a language binding, before any group starts
+
 }  // namespace
+
+void set_rank_fork_hooks(const RankForkHooks& hooks) {
+  g_fork_hooks = hooks;
+}
 
 void ShmGroup::fork_rank(int r) {
   std::fflush(nullptr);  // buffered output must not be duplicated into the child
@@ -40,7 +46,9 @@ void ShmGroup::fork_rank(int r) {
   Doorbell& bell = backend_->control().bells[r];
   bell.posted.store(0);
   bell.replied.store(0);
+  if (g_fork_hooks.prepare) g_fork_hooks.prepare();
   const pid_t pid = fork();
+  if (pid != 0 && g_fork_hooks.parent) g_fork_hooks.parent();
   if (pid < 0) {
     const int e = errno;
     close(sv[0]);
@@ -48,6 +56,7 @@ void ShmGroup::fork_rank(int r) {
     throw RankError(r, RankFailure::Startup, fmt::format("pld: cannot fork {}: {}", who(r), std::strerror(e)));
   }
   if (pid == 0) {
+    if (g_fork_hooks.child) g_fork_hooks.child();
     close(sv[0]);
     std::vector<int> close_fds;  // the host's descriptors this child must not keep
     for (const Rank& other : ranks_)

@@ -1,0 +1,139 @@
+// pld.Host and pld.CommDomain: window buffers, views, comm domains, dispatch and host callbacks of
+// one orchestrator call (the host builtin collectives: collectives.cc).
+#include "host.h"
+
+#include <pld/error.hpp>
+
+#include <fmt/format.h>
+
+namespace pld::python {
+
+namespace {
+
+WindowBuffer alloc(CommDomain& domain, py::handle size, py::handle dtype, const std::string& name) {
+  if (dtype.is_none()) {
+    if (!PyIndex_Check(size.ptr()) || py::isinstance<py::bool_>(size))
+      throw UsageError(
+          fmt::format("alloc_window_buffer: size {} is not a byte count; pass nbytes (int) or a shape "
+                      "and a dtype: alloc_window_buffer((n, 1), pld.DType.INT32, 'sig')",
+                      py::repr(size).cast<std::string>()));
+    const auto bytes = py::reinterpret_steal<py::int_>(PyNumber_Index(size.ptr())).cast<long long>();
+    if (bytes < 0)
+      throw UsageError(fmt::format("alloc_window_buffer: nbytes {} is negative; pass a byte count >= 0", bytes));
+    return domain.alloc_window_buffer(static_cast<std::uint64_t>(bytes), name);
+  }
+  return domain.alloc_window_buffer(dims_of(size, "alloc_window_buffer", "shape"),
+                                    dtype_of(dtype, "alloc_window_buffer"), name);
+}
+
+Window view(const CommDomain& domain, const WindowBuffer& buffer, py::handle shape, py::handle dtype) {
+  Window w;
+  w.shape = dims_of(shape, "window", "shape");
+  w.dtype = dtype_of(dtype, "window");
+  w.ref = visit_dtype(w.dtype, [&](auto tag) { return domain.window<decltype(tag)>(buffer, w.shape).ref(); });
+  return w;
+}
+
+/// Holds a callback's Python function and arguments; released under the GIL.
+struct PyCallback {
+  std::shared_ptr<py::object> fn;
+  std::shared_ptr<py::tuple> args;
+  void operator()() const {
+    py::gil_scoped_acquire gil;
+    (*fn)(**args);
+  }
+};
+
+std::shared_ptr<py::object> gil_shared(py::object o) {
+  return std::shared_ptr<py::object>(new py::object(std::move(o)), [](py::object* p) {
+    py::gil_scoped_acquire gil;
+    delete p;
+  });
+}
+
+void bind_domain(py::module_& m) {
+  py::class_<PyDomain>(m, "CommDomain",
+                       "A comm domain: a subset of the world's ranks with its own windows and signals (h.domain()).")
+      .def("size", [](const PyDomain& d) { return d.domain.size(); })
+      .def("ranks", [](const PyDomain& d) { return d.domain.ranks(); })
+      .def(
+          "alloc_window_buffer",
+          [](PyDomain& d, py::handle size, py::handle dtype, const std::string& name) {
+            check_alive(d.alive, "CommDomain.alloc_window_buffer");
+            return alloc(d.domain, size, dtype, name);
+          },
+          py::arg("size"), py::arg("dtype") = py::none(), py::arg("name") = "",
+          "Reserves nbytes (or shape elements of dtype) at the same offset of every member's window.")
+      .def(
+          "window",
+          [](const PyDomain& d, const WindowBuffer& b, py::handle shape, py::handle dtype) {
+            check_alive(d.alive, "CommDomain.window");
+            return view(d.domain, b, shape, dtype);
+          },
+          py::arg("buffer"), py::arg("shape"), py::arg("dtype"), "A typed view of buffer with shape.");
+}
+
+}  // namespace
+
+void check_alive(const CallAlive& alive, const char* api) {
+  if (!alive || !*alive)
+    throw UsageError(
+        fmt::format("{}: the orchestrator call this handle belongs to has returned; use the Host "
+                    "passed to the orchestrator, inside it",
+                    api));
+}
+
+void bind_host(py::module_& m) {
+  bind_domain(m);
+  py::class_<PyHost> host(m, "Host", "The orchestrator's handle (pld.run passes it as the first argument).");
+  host.def("world_size", [](const PyHost& h) { return h.get("Host.world_size").world_size(); })
+      .def("world",
+           [](const PyHost& h) {
+             return PyDomain{h.get("Host.world").world(), h.alive};
+           })
+      .def(
+          "alloc_window_buffer",
+          [](const PyHost& h, py::handle size, py::handle dtype, const std::string& name) {
+            return alloc(h.get("Host.alloc_window_buffer").world(), size, dtype, name);
+          },
+          py::arg("size"), py::arg("dtype") = py::none(), py::arg("name") = "",
+          "alloc_window_buffer(nbytes, name='') or alloc_window_buffer(shape, dtype, name=''): reserves a buffer "
+          "at the same offset of every rank's window, zero-filled.")
+      .def(
+          "window",
+          [](const PyHost& h, const WindowBuffer& b, py::handle shape, py::handle dtype) {
+            return view(h.get("Host.window").world(), b, shape, dtype);
+          },
+          py::arg("buffer"), py::arg("shape"), py::arg("dtype"),
+          "A typed view (pld.DistributedTensor) of buffer with shape; it must fit the buffer.")
+      .def(
+          "domain",
+          [](const PyHost& h, const std::vector<int>& ranks) {
+            return PyDomain{h.get("Host.domain").domain(ranks), h.alive};
+          },
+          py::arg("ranks"), "A comm domain over the given world ranks (domain-local rank i is the i-th smallest).")
+      .def(
+          "dispatch",
+          [](const PyHost& h, int rank, py::handle kernel, const py::args& args) {
+            record_python_dispatch(h.get("Host.dispatch"), rank, kernel, args);
+          },
+          py::arg("rank"), py::arg("kernel"),
+          "dispatch(rank, kernel, *args): runs the Python function kernel(*args) in rank's process. Arguments: "
+          "window views, HostTensor slices, numbers, strings, enums, tuples and other picklable values.")
+      .def(
+          "callback",
+          [](const PyHost& h, py::object fn, const py::args& args) {
+            Host& host = h.get("Host.callback");
+            if (!PyCallable_Check(fn.ptr()))
+              throw UsageError(fmt::format("Host.callback: fn {} is not callable; pass a function",
+                                           py::repr(fn).cast<std::string>()));
+            auto held = gil_shared(py::tuple(args));
+            host.callback(PyCallback{gil_shared(std::move(fn)),
+                                     std::shared_ptr<py::tuple>(held, reinterpret_cast<py::tuple*>(held.get()))});
+          },
+          py::arg("fn"),
+          "callback(fn, *args): runs fn(*args) on the host after every dispatch recorded before it has finished.");
+  bind_host_collectives(host);
+}
+
+}  // namespace pld::python

@@ -1,0 +1,150 @@
+// The host builtin collectives on pld.Host: each records one builtin dispatch per member of the
+// operands' comm domain, checked on the host before any rank starts. Without a signal pld uses
+// its own per-domain signal window.
+#include "host.h"
+
+#include <pld/collectives.hpp>
+#include <pld/error.hpp>
+
+#include <fmt/format.h>
+
+#include <optional>
+
+namespace pld::python {
+
+namespace {
+
+using Int32Window = DistributedTensor<std::int32_t>;
+
+std::optional<Int32Window> signal_opt(py::handle signal, const char* api) {
+  if (signal.is_none()) return std::nullopt;
+  const Window& s = window_of(signal, api, "signal");
+  if (s.dtype != DType::INT32)
+    throw UsageError(fmt::format("{}: signal has dtype {}; a signal is an INT32 window ([nranks] or [nranks, k])", api,
+                                 dtype_name(s.dtype)));
+  return s.typed<std::int32_t>();
+}
+
+/// Calls `f(typed target, typed other operands...)` for the target's element type.
+template <class F>
+void with_type(const Window& target, F&& f) {
+  visit_dtype(target.dtype, [&](auto tag) { f(tag); });
+}
+
+const Window& operand(py::handle v, const char* api, const char* what, const Window* like = nullptr) {
+  const Window& w = window_of(v, api, what);
+  if (like && w.dtype != like->dtype)
+    throw UsageError(fmt::format("{}: {} has dtype {} but target has {}; give both the same dtype", api, what,
+                                 dtype_name(w.dtype), dtype_name(like->dtype)));
+  return w;
+}
+
+}  // namespace
+
+void bind_host_collectives(py::class_<PyHost>& host) {
+  host.def(
+      "barrier",
+      [](const PyHost& h, py::handle signal, py::object domain) {
+        Host& host = h.get("Host.barrier");
+        if (auto s = signal_opt(signal, "Host.barrier")) return host.barrier(*s);
+        if (!domain.is_none()) return host.barrier(domain.cast<const PyDomain&>().domain);
+        host.barrier();
+      },
+      py::arg("signal") = py::none(), py::kw_only(), py::arg("domain") = py::none(),
+      "Barrier of the signal's (or domain's, or the world's) members.");
+  host.def(
+      "allreduce",
+      [](const PyHost& h, py::handle target, py::handle signal, ReduceOp op, AllreduceMode mode, int core_num,
+         bool reproducible) {
+        Host& host = h.get("Host.allreduce");
+        const Window& t = operand(target, "Host.allreduce", "target");
+        const AllreduceOptions o{op, mode, core_num, reproducible};
+        const auto s = signal_opt(signal, "Host.allreduce");
+        with_type(t, [&](auto tag) {
+          using T = decltype(tag);
+          s ? host.allreduce(t.typed<T>(), *s, o) : host.allreduce(t.typed<T>(), o);
+        });
+      },
+      py::arg("target"), py::arg("signal") = py::none(), py::kw_only(), py::arg("op") = ReduceOp::Sum,
+      py::arg("mode") = AllreduceMode::Auto, py::arg("core_num") = 1, py::arg("reproducible") = false);
+  host.def(
+      "broadcast",
+      [](const PyHost& h, py::handle target, py::handle signal, int root, int core_num) {
+        Host& host = h.get("Host.broadcast");
+        const Window& t = operand(target, "Host.broadcast", "target");
+        const BroadcastOptions o{root, core_num};
+        const auto s = signal_opt(signal, "Host.broadcast");
+        with_type(t, [&](auto tag) {
+          using T = decltype(tag);
+          s ? host.broadcast(t.typed<T>(), *s, o) : host.broadcast(t.typed<T>(), o);
+        });
+      },
+      py::arg("target"), py::arg("signal") = py::none(), py::kw_only(), py::arg("root") = 0, py::arg("core_num") = 1);
+  host.def(
+      "reduce_scatter",
+      [](const PyHost& h, py::handle target, py::handle signal, ReduceOp op, int core_num) {
+        Host& host = h.get("Host.reduce_scatter");
+        const Window& t = operand(target, "Host.reduce_scatter", "target");
+        const ReduceScatterOptions o{op, core_num};
+        const auto s = signal_opt(signal, "Host.reduce_scatter");
+        with_type(t, [&](auto tag) {
+          using T = decltype(tag);
+          s ? host.reduce_scatter(t.typed<T>(), *s, o) : host.reduce_scatter(t.typed<T>(), o);
+        });
+      },
+      py::arg("target"), py::arg("signal") = py::none(), py::kw_only(), py::arg("op") = ReduceOp::Sum,
+      py::arg("core_num") = 1);
+  host.def(
+      "allgather",
+      [](const PyHost& h, py::handle local, py::handle target, py::handle signal, int core_num) {
+        Host& host = h.get("Host.allgather");
+        const Window& t = operand(target, "Host.allgather", "target");
+        const Window& l = operand(local, "Host.allgather", "local", &t);
+        const AllgatherOptions o{core_num};
+        const auto s = signal_opt(signal, "Host.allgather");
+        with_type(t, [&](auto tag) {
+          using T = decltype(tag);
+          s ? host.allgather(l.typed<T>(), t.typed<T>(), *s, o) : host.allgather(l.typed<T>(), t.typed<T>(), o);
+        });
+      },
+      py::arg("local"), py::arg("target"), py::arg("signal") = py::none(), py::kw_only(), py::arg("core_num") = 1);
+  host.def(
+      "all_to_all",
+      [](const PyHost& h, py::handle input, py::handle target, py::handle signal, int core_num) {
+        Host& host = h.get("Host.all_to_all");
+        const Window& t = operand(target, "Host.all_to_all", "target");
+        const Window& in = operand(input, "Host.all_to_all", "input", &t);
+        const AllToAllOptions o{core_num};
+        const auto s = signal_opt(signal, "Host.all_to_all");
+        with_type(t, [&](auto tag) {
+          using T = decltype(tag);
+          s ? host.all_to_all(in.typed<T>(), t.typed<T>(), *s, o) : host.all_to_all(in.typed<T>(), t.typed<T>(), o);
+        });
+      },
+      py::arg("input"), py::arg("target"), py::arg("signal") = py::none(), py::kw_only(), py::arg("core_num") = 1);
+  host.def(
+      "all_to_all_v",
+      [](const PyHost& h, py::handle input, py::handle target, py::handle signal, py::handle send_counts,
+         py::handle recv_counts, int core_num) {
+        Host& host = h.get("Host.all_to_all_v");
+        const Window& t = operand(target, "Host.all_to_all_v", "target");
+        const Window& in = operand(input, "Host.all_to_all_v", "input", &t);
+        const auto sc = signal_opt(send_counts, "Host.all_to_all_v");
+        const auto rc = signal_opt(recv_counts, "Host.all_to_all_v");
+        if (!sc || !rc)
+          throw UsageError(
+              "Host.all_to_all_v: send_counts and recv_counts are required; pass INT32 windows by keyword");
+        const AllToAllVCounts counts{*sc, *rc};
+        const AllToAllVOptions o{core_num};
+        const auto s = signal_opt(signal, "Host.all_to_all_v");
+        with_type(t, [&](auto tag) {
+          using T = decltype(tag);
+          s ? host.all_to_all_v(in.typed<T>(), t.typed<T>(), *s, counts, o)
+            : host.all_to_all_v(in.typed<T>(), t.typed<T>(), counts, o);
+        });
+      },
+      py::arg("input"), py::arg("target"), py::arg("signal") = py::none(), py::kw_only(),
+      py::arg("send_counts") = py::none(), py::arg("recv_counts") = py::none(), py::arg("core_num") = 1);
+}
+
+}  // namespace pld::python

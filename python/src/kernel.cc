@@ -1,0 +1,182 @@
+// Python kernels: the kernel table, recording a dispatch of a Python function, and the trampoline
+// that runs it in the rank (identification contract: kernel.h). Also pld.get_comm_ctx, rank and
+// nranks.
+#include "kernel.h"
+
+#include "errors.h"
+#include "host.h"
+
+#include <pld/comm_domain.hpp>
+#include <pld/detail/host.hpp>
+#include <pld/error.hpp>
+
+#include <fmt/format.h>
+
+#include <unordered_map>
+#include <vector>
+
+namespace pld::python {
+
+namespace {
+
+constexpr std::uint32_t kFrameMagic = 0x504b3031;  // "PK01"
+
+struct KernelEntry {
+  py::object fn;
+  std::string name;  // "module:qualname"
+};
+
+// Never destroyed: the table outlives the interpreter's last dispatch, and the ranks exit
+// without running destructors.
+std::vector<KernelEntry>& kernel_table() {
+  static auto* table = new std::vector<KernelEntry>();
+  return *table;
+}
+std::unordered_map<PyObject*, std::uint64_t>& kernel_ids() {
+  static auto* ids = new std::unordered_map<PyObject*, std::uint64_t>();
+  return *ids;
+}
+
+std::string attr_or(py::handle fn, const char* attr, const char* fallback) {
+  py::object v = py::getattr(fn, attr, py::none());
+  return v.is_none() ? fallback : py::str(v).cast<std::string>();
+}
+
+/// "module.qualname" for messages.
+std::string display_name(const std::string& name) {
+  std::string s = name;
+  if (const auto colon = s.find(':'); colon != std::string::npos) s[colon] = '.';
+  return s;
+}
+
+[[noreturn]] void unknown_kernel(const std::string& name, const std::string& why) {
+  throw UsageError(
+      fmt::format("dispatch: kernel {} is not known in the rank process ({}); define kernels at module "
+                  "level, and for a DistributedWorker before it starts",
+                  display_name(name), why));
+}
+
+py::object resolve_kernel(std::uint64_t id, const std::string& name) {
+  auto& table = kernel_table();
+  if (id < table.size() && table[id].name == name) return table[id].fn;
+  const auto colon = name.find(':');
+  const std::string module = name.substr(0, colon);
+  const std::string qualname = name.substr(colon + 1);
+  if (qualname.find('<') != std::string::npos) unknown_kernel(name, "a lambda or nested function has no import path");
+  try {
+    py::object obj = py::module_::import("importlib").attr("import_module")(module);
+    std::size_t at = 0;
+    for (std::size_t dot; (dot = qualname.find('.', at)) != std::string::npos; at = dot + 1)
+      obj = obj.attr(qualname.substr(at, dot - at).c_str());
+    return obj.attr(qualname.substr(at).c_str());
+  } catch (py::error_already_set& e) {
+    unknown_kernel(name, e.what());
+  }
+}
+
+}  // namespace
+
+void flush_stdio() {
+  for (const char* stream : {"stdout", "stderr"}) {
+    py::object s = py::module_::import("sys").attr(stream);
+    if (!s.is_none()) {
+      try {
+        s.attr("flush")();
+      } catch (py::error_already_set&) {
+      }
+    }
+  }
+}
+
+namespace {
+
+/// Turns a Python kernel's exception into the C++ exception the runtime reports: a wait deadline
+/// and an abort keep their classes (the host's hang report depends on them), anything else is a
+/// UsageError carrying the kernel's name, the exception and the rank's traceback.
+[[noreturn]] void rethrow_kernel_error(py::error_already_set& e, const std::string& name) {
+  if (e.matches(error_class(ErrorKind::WaitTimeout))) throw WaitTimeoutError(py::str(e.value()).cast<std::string>());
+  if (e.matches(error_class(ErrorKind::Aborted))) throw AbortedError(py::str(e.value()).cast<std::string>());
+  std::string trace;
+  try {
+    py::object lines = py::module_::import("traceback").attr("format_exception")(e.type(), e.value(), e.trace());
+    trace = py::str("").attr("join")(lines).cast<std::string>();
+  } catch (py::error_already_set&) {
+    trace = std::string(kTracebackMarker) + "\n  (unavailable)\n";
+  }
+  const std::string type = attr_or(e.type(), "__qualname__", "Exception");
+  const std::string module = attr_or(e.type(), "__module__", "builtins");
+  throw UsageError(fmt::format("{}{}' raised {}{}: {}\n{}", kKernelMarker, display_name(name),
+                               module == "builtins" ? "" : module + ".", type, py::str(e.value()).cast<std::string>(),
+                               trace));
+}
+
+/// Holds the GIL for the kernel: the rank process released it after fork (run.cc), the mpi
+/// backend runs kernels on the host thread with the GIL released by pld.run.
+struct GilHold {
+  PyGILState_STATE state = PyGILState_Ensure();
+  ~GilHold() { PyGILState_Release(state); }
+};
+
+void python_kernel(void (*)(), detail::ArgReader& reader) {
+  GilHold gil;
+  if (reader.value<std::uint32_t>() != kFrameMagic) throw UsageError("dispatch: not a Python kernel frame (internal)");
+  const auto id = reader.value<std::uint64_t>();
+  const std::string name = read_string(reader);
+  try {
+    py::object fn = resolve_kernel(id, name);
+    py::tuple args = decode_args(reader);
+    fn(*args);
+    flush_stdio();
+  } catch (py::error_already_set& e) {
+    flush_stdio();
+    rethrow_kernel_error(e, name);
+  }
+}
+
+}  // namespace
+
+std::uint64_t register_kernel(py::handle fn) {
+  if (!PyCallable_Check(fn.ptr()))
+    throw UsageError(fmt::format("Host.dispatch: kernel {} is not callable; pass a Python function",
+                                 py::repr(fn).cast<std::string>()));
+  auto& ids = kernel_ids();
+  if (auto it = ids.find(fn.ptr()); it != ids.end()) return it->second;
+  auto& table = kernel_table();
+  const std::string name = attr_or(fn, "__module__", "__main__") + ":" + attr_or(fn, "__qualname__", "<unnamed>");
+  table.push_back({py::reinterpret_borrow<py::object>(fn), name});
+  ids.emplace(fn.ptr(), table.size() - 1);
+  return table.size() - 1;
+}
+
+void record_python_dispatch(Host& host, int rank, py::handle kernel, const py::args& args) {
+  const std::uint64_t id = register_kernel(kernel);
+  detail::ArgWriter writer;
+  writer.value(kFrameMagic);
+  writer.value(id);
+  const std::string& name = kernel_table()[id].name;
+  writer.value(static_cast<std::uint32_t>(name.size()));
+  write_bytes(writer, name.data(), name.size());
+  encode_args(writer, args);
+  detail::record_encoded_dispatch(host, rank, &python_kernel, reinterpret_cast<void (*)()>(&python_kernel), writer);
+}
+
+void bind_kernel(py::module_& m) {
+  py::class_<CommCtx>(m, "CommCtx", "A rank's view of a window's comm domain (pld.get_comm_ctx(dt)).")
+      .def("rank", &CommCtx::rank, "Domain-local rank of the calling process.")
+      .def("nranks", &CommCtx::nranks, "Number of ranks in the domain.")
+      .def("world_rank", &CommCtx::world_rank, py::arg("peer"), "World rank of domain-local rank peer.");
+  m.def(
+      "get_comm_ctx",
+      [](py::handle dt) { return detail::comm_ctx("get_comm_ctx", window_of(dt, "get_comm_ctx", "dt").state); },
+      py::arg("dt"), "The comm context of the domain dt's window belongs to (inside a kernel).");
+  m.def(
+      "rank", [](const CommCtx& ctx) { return ctx.rank(); }, py::arg("ctx"), "Domain-local rank of the caller.");
+  m.def(
+      "nranks", [](const CommCtx& ctx) { return ctx.nranks(); }, py::arg("ctx"), "Number of ranks in the domain.");
+  m.def(
+      "register_kernel", [](py::handle fn) { return register_kernel(fn); }, py::arg("fn"),
+      "Registers fn in this process's kernel table before rank processes fork (a DistributedWorker does this for "
+      "its programs' kernels); returns its id.");
+}
+
+}  // namespace pld::python

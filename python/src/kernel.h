@@ -1,0 +1,43 @@
+// Python kernels: how a dispatch names its Python function and carries its arguments, and how the
+// rank runs it (kernel.cc, args.cc).
+//
+// Kernel identification (the contract a fork-once worker relies on): the first dispatch of a
+// function registers it in this process's kernel table, under the id it gets there and the name
+// "module:qualname". A dispatch frame carries both. In the rank the id is looked up first, and used
+// when the table entry there has the same name (the rank process was forked after the function was
+// registered: pld.run always; a DistributedWorker for functions registered before it started, see
+// register_kernel); otherwise the rank imports `module` and follows `qualname`, which finds any
+// module-level function, and fails with a UsageError naming the function when that does not work
+// (a lambda, a nested function or one defined after the worker forked).
+#pragma once
+
+#include "bindings.h"
+
+#include <pld/detail/dispatch.hpp>
+
+#include <cstdint>
+#include <string>
+
+namespace pld::python {
+
+/// Registers `fn` in this process's kernel table (idempotent) and returns its id. A
+/// DistributedWorker registers its programs' kernels before it forks its ranks.
+std::uint64_t register_kernel(py::handle fn);
+
+/// Encodes the dispatch arguments: window views and host tensors are noted on the writer (the
+/// runtime delivers their domains and shared blocks to the rank), everything else by value.
+void encode_args(detail::ArgWriter& writer, const py::args& args);
+/// Decodes them in the rank: window views bound to the rank's domains, host tensors as numpy
+/// arrays over the shared block.
+py::tuple decode_args(detail::ArgReader& reader);
+
+void write_bytes(detail::ArgWriter& writer, const void* data, std::size_t size);
+std::string read_string(detail::ArgReader& reader);
+
+}  // namespace pld::python
+
+namespace pld::python {
+/// Flushes Python's sys.stdout and sys.stderr (before a fork, after a kernel: a rank process ends
+/// with _exit, which does not flush Python's buffers). Needs the GIL.
+void flush_stdio();
+}  // namespace pld::python

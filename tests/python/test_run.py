@@ -1,0 +1,105 @@
+"""pld.run: orchestrators, dispatch of Python kernels, numpy arrays and HostTensors as host
+tensors, argument kinds, callbacks and the config's validation."""
+import numpy as np
+import pytest
+
+import pld
+
+
+def fill_kernel(out, value):
+    out[...] = value
+
+
+def test_run_writes_numpy_results_back(config2):
+    out = np.zeros((2, 1, 4), np.float32)
+
+    def orch(h, o):
+        assert h.world_size() == 2
+        for r in range(h.world_size()):
+            h.dispatch(r, fill_kernel, o[r], r + 1)
+
+    pld.run(config2, orch, out)
+    assert (out[0] == 1).all() and (out[1] == 2).all()
+
+
+def test_run_with_host_tensor_is_zero_copy(config2):
+    t = pld.HostTensor.zeros((2, 3), pld.DType.INT32)
+    pld.run(config2, lambda h, x: [h.dispatch(r, fill_kernel, x[r], 5) for r in range(2)], t)
+    assert (t.numpy() == 5).all()
+    assert np.asarray(t).dtype == np.int32
+
+
+def echo_kernel(out, a, b, c, d, e, f, g):
+    assert a is None and b is True and c == -3 and d == 2.5 and e == "text"
+    assert f == (1, [2, 3]) and g == {"k": 1}
+    out[0] = 1
+
+
+def test_argument_kinds(config2):
+    out = np.zeros((2, 1), np.int64)
+
+    def orch(h, o):
+        for r in range(2):
+            h.dispatch(r, echo_kernel, o[r], None, True, -3, 2.5, "text", (1, [2, 3]), {"k": 1})
+
+    pld.run(config2, orch, out)
+    assert (out == 1).all()
+
+
+def enum_kernel(out, op, cmp, dt):
+    assert op == pld.ReduceOp.Max and cmp == pld.WaitCmp.Ge and dt == pld.DType.BF16
+    out[0] = 1
+
+
+def test_enum_arguments(config2):
+    out = np.zeros((2, 1), np.int32)
+    pld.run(config2,
+            lambda h, o: [h.dispatch(r, enum_kernel, o[r], pld.ReduceOp.Max, pld.WaitCmp.Ge, pld.DType.BF16)
+                          for r in range(2)], out)
+    assert (out == 1).all()
+
+
+def test_callback_runs_between_dispatches(config2):
+    out = np.zeros((2, 1), np.float32)
+    seen = []
+
+    def orch(h, o):
+        for r in range(2):
+            h.dispatch(r, fill_kernel, o[r], 3)
+        h.callback(lambda x: seen.append(x.numpy().copy()), o)
+
+    pld.run(config2, orch, out)
+    assert len(seen) == 1 and (seen[0] == 3).all()
+
+
+def test_bad_config():
+    with pytest.raises(pld.UsageError, match="device_ids is empty"):
+        pld.DistributedConfig(device_ids=[])
+    with pytest.raises(pld.UsageError, match="appears twice"):
+        pld.DistributedConfig(device_ids=[0, 0])
+    with pytest.raises(pld.UsageError, match="config is a list"):
+        pld.run([0, 1], lambda h: None)
+
+
+def test_bad_dispatch(config2):
+    with pytest.raises(pld.UsageError, match="rank 5 out of range"):
+        pld.run(config2, lambda h: h.dispatch(5, fill_kernel, 0, 0))
+    with pytest.raises(pld.UsageError, match="not callable"):
+        pld.run(config2, lambda h: h.dispatch(0, 42))
+    with pytest.raises(pld.UsageError, match="numpy array"):
+        pld.run(config2, lambda h: [h.dispatch(r, fill_kernel, np.zeros(2), 1) for r in range(2)])
+
+
+def test_host_handle_dies_with_the_call(config2):
+    kept = []
+    pld.run(config2, lambda h: kept.append(h))
+    with pytest.raises(pld.UsageError, match="has returned"):
+        kept[0].world_size()
+
+
+def test_orchestrator_exception_propagates(config2):
+    def orch(h):
+        raise KeyError("mine")
+
+    with pytest.raises(KeyError, match="mine"):
+        pld.run(config2, orch)
