@@ -118,9 +118,12 @@ is lost; using it after that raises pld.UsageError.
       .def("copy_to", &copy_to, py::arg("dst"), py::arg("src"))
       .def("copy_from", &copy_from, py::arg("src"), py::arg("out"))
       .def("free_tensor", &free_tensor, py::arg("tensor"))
-      .def("stacked_ids", [](Worker& w, Index batch, std::vector<int> ids) {
-        return w.core().stacked_ids("DistributedWorker.alloc_stacked_tensor", batch, std::move(ids));
-      });
+      .def(
+          "stacked_ids",
+          [](Worker& w, Index batch, std::vector<int> ids) {
+            return w.core().stacked_ids("DistributedWorker.alloc_stacked_tensor", batch, std::move(ids));
+          },
+          py::arg("batch"), py::arg("ids"));
 }
 
 }  // namespace pld::python
