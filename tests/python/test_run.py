@@ -103,3 +103,45 @@ def test_orchestrator_exception_propagates(config2):
 
     with pytest.raises(KeyError, match="mine"):
         pld.run(config2, orch)
+
+
+def domain_kernel(out, data, sig):
+    ctx = pld.get_comm_ctx(data)
+    out[0] = pld.rank(ctx)
+    out[1] = pld.nranks(ctx)
+    pld.tensor.barrier(sig)
+
+
+def test_sub_domain_and_alloc_forms():
+    out = np.full((3, 2), -1, np.int64)
+
+    def orch(h, o):
+        pair = h.domain([0, 2])
+        assert pair.size() == 2 and pair.ranks() == [0, 2]
+        data = pair.window(pair.alloc_window_buffer(64, "pair_data"), (1, 16), np.float32)
+        sig = pair.window(pair.alloc_window_buffer((2, 1), pld.DType.INT32, "sig"), (2, 1), pld.DType.INT32)
+        assert h.alloc_window_buffer(256, "bytes").nbytes == 256
+        assert h.alloc_window_buffer((4, 2), np.float16).nbytes == 16
+        with pytest.raises(pld.UsageError, match="byte form takes no dtype"):
+            h.alloc_window_buffer(16, np.float32)
+        with pytest.raises(pld.UsageError, match="not a byte count"):
+            h.alloc_window_buffer(1.5)
+        with pytest.raises(pld.UsageError, match="heap"):
+            h.alloc_window_buffer(1 << 50)
+        for r in (0, 2):
+            h.dispatch(r, domain_kernel, o[r], data, sig)
+
+    pld.run(pld.DistributedConfig(device_ids=[0, 1, 2]), orch, out)
+    assert out.tolist() == [[0, 2], [-1, -1], [1, 2]]
+
+
+def printing_kernel(rank):
+    print(f"kernel line from rank {rank}")
+
+
+def test_prints_appear_once(capfd, config2):
+    print("host line before the run", end="")
+    pld.run(config2, lambda h: [h.dispatch(r, printing_kernel, r) for r in range(2)])
+    out = capfd.readouterr().out
+    assert out.count("host line before the run") == 1
+    assert out.count("kernel line from rank 0") == 1 and out.count("kernel line from rank 1") == 1
