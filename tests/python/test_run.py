@@ -145,3 +145,39 @@ def test_prints_appear_once(capfd, config2):
     out = capfd.readouterr().out
     assert out.count("host line before the run") == 1
     assert out.count("kernel line from rank 0") == 1 and out.count("kernel line from rank 1") == 1
+
+
+def test_callback_exception_fails_the_call(config2):
+    def bad(_):
+        raise LookupError("from the callback")
+
+    def orch(h):
+        h.dispatch(0, printing_kernel, 0)
+        h.dispatch(1, printing_kernel, 1)
+        h.callback(bad, 1)
+        with pytest.raises(pld.UsageError, match="not callable"):
+            h.callback(3)
+
+    with pytest.raises(LookupError, match="from the callback"):
+        pld.run(config2, orch)
+
+
+def test_launcher_queries_on_shm():
+    assert pld.launcher_world_size() == 0
+    assert pld.is_output_rank()
+    t = pld.HostTensor.arange((2, 3), np.int32)
+    pld.gather(t)  # nothing to do on shm
+    assert t.numpy().ravel().tolist() == list(range(6))
+    assert pld.register_kernel(fill_kernel) == pld.register_kernel(fill_kernel)
+    with pytest.raises(pld.UsageError, match="not callable"):
+        pld.register_kernel(5)
+
+
+def wrong_type_kernel(out):
+    pld.tile.load([1, 2, 3], (0,), (1,))
+
+
+def test_python_side_type_checks_name_op_value_and_fix(config2):
+    with pytest.raises(pld.RankError, match=r"tile::load: src is a list; pass a numpy array"):
+        pld.run(config2, lambda h, o: [h.dispatch(r, wrong_type_kernel, o[r]) for r in range(2)],
+                np.zeros((2, 1)))
