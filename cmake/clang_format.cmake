@@ -3,7 +3,7 @@
 # each file that differs. scripts/format.sh runs it with FIX=ON; the CTest format.check without.
 cmake_minimum_required(VERSION 3.25)
 set(globs)
-foreach(dir src include tests examples tools bench)
+foreach(dir src include tests examples tools bench python)
   foreach(ext cc h hpp cpp)
     list(APPEND globs ${ROOT}/${dir}/*.${ext})
   endforeach()

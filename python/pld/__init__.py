@@ -20,6 +20,10 @@ from ._pld import (  # noqa: F401
 from ._host import bfloat16, from_bfloat16, to_bfloat16  # noqa: F401
 from ._run import run  # noqa: F401
 from . import system, tile, tensor  # noqa: F401
+from ._pld import TaskGraph, TaskId, kMaxDeferConditions, kMaxDeferredTasks, kMaxTaskThreads  # noqa: F401
+from .worker import (  # noqa: F401
+    BenchmarkStats, DeviceTensor, DistributedWorker, RunHandle, StackedDeviceTensor,
+)
 
 __all__ = [
     "AbortedError", "AllreduceMode", "AtomicType", "BackendKind", "CommCtx", "CommDomain", "DType",
@@ -27,4 +31,6 @@ __all__ = [
     "RankFailure", "ReduceOp", "UsageError", "WaitCmp", "WaitTimeoutError", "WindowBuffer", "bfloat16", "dtype",
     "from_bfloat16", "gather", "get_comm_ctx", "is_output_rank", "launcher_world_size", "nranks", "rank",
     "register_kernel", "run", "system", "tensor", "tile", "to_bfloat16",
+    "BenchmarkStats", "DeviceTensor", "DistributedWorker", "RunHandle", "StackedDeviceTensor", "TaskGraph", "TaskId",
+    "kMaxDeferConditions", "kMaxDeferredTasks", "kMaxTaskThreads",
 ]

@@ -7,22 +7,20 @@ from ._pld import DistributedConfig, HostTensor, UsageError, _run
 def run(config, orchestrator, *host_tensors):
     """Runs orchestrator(h, *host_tensors) on the host and its dispatches on the ranks; returns when
     every rank has finished. host_tensors are pld.HostTensor (shared from the start, no copy) or
-    numpy arrays, which are copied into shared memory for the call and copied back afterwards.
+    numpy arrays, which are copied into shared memory for the call and copied back afterwards;
+    other values (numbers, strings, ...) reach the orchestrator unchanged, as in C++.
     Raises pld.UsageError for bad input and pld.RankError for a failure on a rank; either way no
     rank process and no shared memory is left behind."""
     if not isinstance(config, DistributedConfig):
         raise UsageError(f"pld.run: config is a {type(config).__name__}; pass pld.DistributedConfig(device_ids=[...])")
     shared, copies = [], []
-    for i, t in enumerate(host_tensors):
-        if isinstance(t, HostTensor):
-            shared.append(t)
-        elif isinstance(t, np.ndarray):
+    for t in host_tensors:
+        if isinstance(t, np.ndarray):
             h = HostTensor.from_numpy(t)
             shared.append(h)
             copies.append((t, h))
         else:
-            raise UsageError(f"pld.run: host tensor {i} is a {type(t).__name__}; pass numpy arrays or "
-                             "pld.HostTensor")
+            shared.append(t)
     for array, _ in copies:
         if not array.flags.writeable:
             raise UsageError("pld.run: a numpy array passed as a host tensor is read-only; results are written "

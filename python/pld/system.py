@@ -7,6 +7,7 @@ from ._pld import get_comm_ctx, nranks, rank  # noqa: F401
 
 notify = _s.notify
 wait = _s.wait
+defer_wait = _s.defer_wait
 signal_fetch = _s.signal_fetch
 test = _s.test
 wait_until_any = _s.wait_until_any

@@ -2,6 +2,7 @@
 // views and host tensors travel address-free as the C++ codecs send them; numbers, strings, enums
 // and tuples/lists of them as values; anything else picklable as a pickle.
 #include "kernel.h"
+#include "worker.h"
 
 #include <pld/error.hpp>
 
@@ -104,6 +105,15 @@ void encode_one(detail::ArgWriter& w, py::handle v, std::size_t index) {
     w.value(t.offset);
     w.value(t.shape);
     w.value(t.dtype);
+  } else if (py::isinstance<DeviceTensor>(v)) {  // resident: the rank reads its own memory
+    const auto& t = v.cast<const DeviceTensor&>();
+    detail::check_device_live("Host.dispatch", *t.alloc);
+    w.note_device(t.alloc);
+    w.value(Tag::Tensor);
+    w.value(t.alloc->id | detail::kDeviceBlockBit);
+    w.value(std::uint64_t{0});
+    w.value(t.shape);
+    w.value(t.dtype);
   } else if (PyTuple_CheckExact(v.ptr())) {
     encode_sequence(w, v, Tag::Tuple, index);
   } else if (PyList_CheckExact(v.ptr())) {
@@ -125,7 +135,9 @@ py::object decode_tensor(detail::ArgReader& r) {
   const auto offset = r.value<std::uint64_t>();
   const auto shape = r.value<Dims>();
   const auto dtype = r.value<DType>();
-  std::byte* base = block ? detail::rank_block_base(block) : nullptr;
+  std::byte* base = (block & detail::kDeviceBlockBit) ? detail::rank_device_base(block & ~detail::kDeviceBlockBit)
+                    : block                           ? detail::rank_block_base(block)
+                                                      : nullptr;
   return numpy_view(base ? base + offset : nullptr, shape, dtype, py::handle());
 }
 

@@ -31,6 +31,8 @@ void bind_tile(py::module_& m);
 void bind_signal(py::module_& m);
 void bind_rma(py::module_& m);
 void bind_collectives(py::module_& m);
+void bind_worker(py::module_& m);
+void bind_task(py::module_& m);
 
 // ----- dtypes and shapes (types.cc) ------------------------------------------------------------
 

@@ -76,6 +76,10 @@ void bind_kernel_collectives(py::module_& t) {
       },
       py::arg("target"), py::arg("signal"), py::kw_only(), py::arg("root") = 0, py::arg("core_num") = 1,
       "Every rank's target becomes rank root's; returns target.");
+}
+
+/// allgather, reduce_scatter, all_to_all and all_to_all_v (the collectives over [P, SIZE] rows).
+void bind_kernel_row_collectives(py::module_& t) {
   t.def(
       "allgather",
       [](py::handle local, py::handle target, py::handle signal, int core_num) {
@@ -135,6 +139,7 @@ void bind_kernel_collectives(py::module_& t) {
 void bind_collectives(py::module_& m) {
   auto t = py::reinterpret_borrow<py::module_>(m.attr("_tensor"));
   bind_kernel_collectives(t);
+  bind_kernel_row_collectives(t);
 }
 
 }  // namespace pld::python

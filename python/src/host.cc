@@ -10,20 +10,33 @@ namespace pld::python {
 
 namespace {
 
-WindowBuffer alloc(CommDomain& domain, py::handle size, py::handle dtype, const std::string& name) {
-  if (dtype.is_none()) {
-    if (!PyIndex_Check(size.ptr()) || py::isinstance<py::bool_>(size))
+/// alloc_window_buffer(nbytes[, name]) or alloc_window_buffer(shape, dtype[, name]).
+WindowBuffer alloc(CommDomain& domain, py::handle size, py::handle dtype, std::string name) {
+  const char* api = "alloc_window_buffer";
+  if (py::isinstance<py::tuple>(size) || py::isinstance<py::list>(size)) {
+    if (dtype.is_none())
       throw UsageError(
-          fmt::format("alloc_window_buffer: size {} is not a byte count; pass nbytes (int) or a shape "
-                      "and a dtype: alloc_window_buffer((n, 1), pld.DType.INT32, 'sig')",
-                      py::repr(size).cast<std::string>()));
-    const auto bytes = py::reinterpret_steal<py::int_>(PyNumber_Index(size.ptr())).cast<long long>();
-    if (bytes < 0)
-      throw UsageError(fmt::format("alloc_window_buffer: nbytes {} is negative; pass a byte count >= 0", bytes));
-    return domain.alloc_window_buffer(static_cast<std::uint64_t>(bytes), name);
+          "alloc_window_buffer: a shape needs a dtype; pass alloc_window_buffer(shape, dtype, name) "
+          "or a byte count");
+    return domain.alloc_window_buffer(dims_of(size, api, "shape"), dtype_of(dtype, api), name);
   }
-  return domain.alloc_window_buffer(dims_of(size, "alloc_window_buffer", "shape"),
-                                    dtype_of(dtype, "alloc_window_buffer"), name);
+  if (!PyIndex_Check(size.ptr()) || py::isinstance<py::bool_>(size))
+    throw UsageError(
+        fmt::format("alloc_window_buffer: size {} is not a byte count or a shape; pass nbytes (int) or a "
+                    "shape and a dtype: alloc_window_buffer((n, 1), pld.DType.INT32, 'sig')",
+                    py::repr(size).cast<std::string>()));
+  if (py::isinstance<py::str>(dtype) && name.empty()) {
+    name = dtype.cast<std::string>();  // alloc_window_buffer(nbytes, name)
+  } else if (!dtype.is_none()) {
+    throw UsageError(fmt::format(
+        "alloc_window_buffer: nbytes {} with dtype {}; the byte form takes no dtype, the "
+        "element form takes a shape tuple: alloc_window_buffer(({},), dtype)",
+        py::repr(size).cast<std::string>(), py::repr(dtype).cast<std::string>(), py::repr(size).cast<std::string>()));
+  }
+  const auto bytes = py::reinterpret_steal<py::int_>(PyNumber_Index(size.ptr())).cast<long long>();
+  if (bytes < 0)
+    throw UsageError(fmt::format("alloc_window_buffer: nbytes {} is negative; pass a byte count >= 0", bytes));
+  return domain.alloc_window_buffer(static_cast<std::uint64_t>(bytes), name);
 }
 
 Window view(const CommDomain& domain, const WindowBuffer& buffer, py::handle shape, py::handle dtype) {

@@ -17,6 +17,8 @@ using CallAlive = std::shared_ptr<bool>;
 /// Throws UsageError naming `api` when the call is over.
 void check_alive(const CallAlive& alive, const char* api);
 
+/// pld.Host: the Host of one orchestrator call. A DistributedWorker's call wraps its Host the same
+/// way: PyHost{&host, alive}, with `*alive = false` once the orchestrator returned.
 struct PyHost {
   Host* host;
   CallAlive alive;

@@ -39,9 +39,7 @@ const Window& operand(py::handle v, const char* api, const char* what, const Win
   return w;
 }
 
-}  // namespace
-
-void bind_host_collectives(py::class_<PyHost>& host) {
+void bind_host_reductions(py::class_<PyHost>& host) {
   host.def(
       "barrier",
       [](const PyHost& h, py::handle signal, py::object domain) {
@@ -94,6 +92,10 @@ void bind_host_collectives(py::class_<PyHost>& host) {
       },
       py::arg("target"), py::arg("signal") = py::none(), py::kw_only(), py::arg("op") = ReduceOp::Sum,
       py::arg("core_num") = 1);
+}
+
+/// The host forms of allgather, all_to_all and all_to_all_v (an input operand besides the target).
+void bind_host_exchanges(py::class_<PyHost>& host) {
   host.def(
       "allgather",
       [](const PyHost& h, py::handle local, py::handle target, py::handle signal, int core_num) {
@@ -145,6 +147,13 @@ void bind_host_collectives(py::class_<PyHost>& host) {
       },
       py::arg("input"), py::arg("target"), py::arg("signal") = py::none(), py::kw_only(),
       py::arg("send_counts") = py::none(), py::arg("recv_counts") = py::none(), py::arg("core_num") = 1);
+}
+
+}  // namespace
+
+void bind_host_collectives(py::class_<PyHost>& host) {
+  bind_host_reductions(host);
+  bind_host_exchanges(host);
 }
 
 }  // namespace pld::python

@@ -17,4 +17,6 @@ PYBIND11_MODULE(_pld, m) {
   bind_signal(m);
   bind_rma(m);
   bind_collectives(m);
+  bind_worker(m);
+  bind_task(m);
 }

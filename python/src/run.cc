@@ -18,7 +18,8 @@ namespace {
 // The shm backend forks rank processes from whichever thread starts them (pld.run's caller, or a
 // DistributedWorker's executor thread), usually with the GIL released. The hooks take the GIL and
 // fork the interpreter as os.fork does; the child then releases the GIL again, and each Python
-// kernel takes it for its run.
+// kernel takes it for its run. A caller that waits for another thread to start ranks (a
+// DistributedWorker's constructor, a recovering run) releases the GIL while it waits.
 PyGILState_STATE g_fork_gil;
 
 void fork_prepare() {

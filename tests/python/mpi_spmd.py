@@ -27,6 +27,7 @@ def ring_kernel(out, data, sig):
     out[...] = pld.tile.remote_load(data, prv, (0, 0), (1, N))
     pld.tensor.allreduce(data, sig, op=pld.ReduceOp.Sum)
     out[0, 0] = pld.tile.read(data, (0, 0))
+    assert (data.numpy() == out[0, 0]).all()  # this rank's window copy as a numpy array
 
 
 def test_ring_and_allreduce(config):

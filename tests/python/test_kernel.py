@@ -202,3 +202,25 @@ def test_window_has_no_memory_on_the_host(config2):
             h.window(h.alloc_window_buffer(16), "4", np.float32)
         assert w.shape == (16,) and w.dtype == pld.DType.FP32
     pld.run(config2, orch)
+
+
+def strided_kernel(out, data):
+    src = np.zeros((2, 2 * N), np.float32)[:, ::2]  # not C-contiguous
+    pld.tile.store(src, (0, 0), data)
+
+
+def test_non_contiguous_array_is_refused():
+    with pytest.raises(pld.RankError, match="not C-contiguous; pass numpy.ascontiguousarray"):
+        run_on(1, strided_kernel, ((2, N), pld.DType.FP32))
+
+
+def test_explicit_shm_backend():
+    out = np.zeros((2, 1), np.int64)
+    config = pld.DistributedConfig(device_ids=[3, 7], backend=pld.BackendKind.Shm, heap_bytes=1 << 24)
+    assert config.world_size() == 2 and config.device_ids == [3, 7]
+    pld.run(config, lambda h, o: [h.dispatch(r, ctx_rank_kernel, o[r], r) for r in range(2)], out)
+    assert out.ravel().tolist() == [0, 1]
+
+
+def ctx_rank_kernel(out, r):
+    out[0] = r

@@ -103,3 +103,81 @@ def test_orchestrator_exception_propagates(config2):
 
     with pytest.raises(KeyError, match="mine"):
         pld.run(config2, orch)
+
+
+def domain_kernel(out, data, sig):
+    ctx = pld.get_comm_ctx(data)
+    out[0] = pld.rank(ctx)
+    out[1] = pld.nranks(ctx)
+    pld.tensor.barrier(sig)
+
+
+def test_sub_domain_and_alloc_forms():
+    out = np.full((3, 2), -1, np.int64)
+
+    def orch(h, o):
+        pair = h.domain([0, 2])
+        assert pair.size() == 2 and pair.ranks() == [0, 2]
+        data = pair.window(pair.alloc_window_buffer(64, "pair_data"), (1, 16), np.float32)
+        sig = pair.window(pair.alloc_window_buffer((2, 1), pld.DType.INT32, "sig"), (2, 1), pld.DType.INT32)
+        assert h.alloc_window_buffer(256, "bytes").nbytes == 256
+        assert h.alloc_window_buffer((4, 2), np.float16).nbytes == 16
+        with pytest.raises(pld.UsageError, match="byte form takes no dtype"):
+            h.alloc_window_buffer(16, np.float32)
+        with pytest.raises(pld.UsageError, match="not a byte count"):
+            h.alloc_window_buffer(1.5)
+        with pytest.raises(pld.UsageError, match="heap"):
+            h.alloc_window_buffer(1 << 50)
+        for r in (0, 2):
+            h.dispatch(r, domain_kernel, o[r], data, sig)
+
+    pld.run(pld.DistributedConfig(device_ids=[0, 1, 2]), orch, out)
+    assert out.tolist() == [[0, 2], [-1, -1], [1, 2]]
+
+
+def printing_kernel(rank):
+    print(f"kernel line from rank {rank}")
+
+
+def test_prints_appear_once(capfd, config2):
+    print("host line before the run", end="")
+    pld.run(config2, lambda h: [h.dispatch(r, printing_kernel, r) for r in range(2)])
+    out = capfd.readouterr().out
+    assert out.count("host line before the run") == 1
+    assert out.count("kernel line from rank 0") == 1 and out.count("kernel line from rank 1") == 1
+
+
+def test_callback_exception_fails_the_call(config2):
+    def bad(_):
+        raise LookupError("from the callback")
+
+    def orch(h):
+        h.dispatch(0, printing_kernel, 0)
+        h.dispatch(1, printing_kernel, 1)
+        h.callback(bad, 1)
+        with pytest.raises(pld.UsageError, match="not callable"):
+            h.callback(3)
+
+    with pytest.raises(LookupError, match="from the callback"):
+        pld.run(config2, orch)
+
+
+def test_launcher_queries_on_shm():
+    assert pld.launcher_world_size() == 0
+    assert pld.is_output_rank()
+    t = pld.HostTensor.arange((2, 3), np.int32)
+    pld.gather(t)  # nothing to do on shm
+    assert t.numpy().ravel().tolist() == list(range(6))
+    assert pld.register_kernel(fill_kernel) == pld.register_kernel(fill_kernel)
+    with pytest.raises(pld.UsageError, match="not callable"):
+        pld.register_kernel(5)
+
+
+def wrong_type_kernel(out):
+    pld.tile.load([1, 2, 3], (0,), (1,))
+
+
+def test_python_side_type_checks_name_op_value_and_fix(config2):
+    with pytest.raises(pld.RankError, match=r"tile::load: src is a list; pass a numpy array"):
+        pld.run(config2, lambda h, o: [h.dispatch(r, wrong_type_kernel, o[r]) for r in range(2)],
+                np.zeros((2, 1)))
