@@ -27,7 +27,6 @@ Run:  python3 04_barrier.py -d 0,1      (any number of ranks)
       python3 04_barrier.py -d 0,1 --use-builtin
 """
 
-import functools
 import sys
 
 import numpy as np
@@ -116,9 +115,8 @@ def barrier_kernel(x1, x2, y1, y2, tally, after, data, signal, use_builtin):
 
 # =============================================================================================
 # STEP 5: the host orchestrator: a data window and a [P, 1] signal window (one row per rank).
-# pld.run passes only host arrays to the orchestrator; other values reach it bound in advance
-# (functools.partial, or a closure: the orchestrator runs in this process). A kernel gets them as
-# dispatch arguments.
+# pld.run hands numpy arrays to the orchestrator as shared host tensors and other values (here
+# the flag) unchanged; a kernel gets the flag as a dispatch argument.
 # =============================================================================================
 def barrier_program(h, x1, x2, y1, y2, tally, after, use_builtin):
     P = h.world_size()
@@ -148,7 +146,7 @@ def main():
         y2 = np.zeros((P, 1, SIZE), np.float32)
         tally = np.full((P, P), -1, np.int32)
         after = np.full((P, P), -1, np.int32)
-        pld.run(config, functools.partial(barrier_program, use_builtin=use_builtin), x1, x2, y1, y2, tally, after)
+        pld.run(config, barrier_program, x1, x2, y1, y2, tally, after, use_builtin)
 
         if pld.is_output_rank():
             for r in range(P):
