@@ -10,7 +10,7 @@ and reaches a peer's copy by naming the peer. This step does both:
                                                                   -> z[r]     = x[(r-1+P) % P]
 
 Concepts introduced:
-  - h.alloc_window_buffer(nbytes, name=...) and h.alloc_window_buffer(shape, dtype, name),
+  - h.alloc_window_buffer(nbytes, name) and h.alloc_window_buffer(shape, dtype, name),
     h.window(buf, shape, dtype)
   - a window view: the only kind of memory a peer can reach
   - pld.tile.load / pld.tile.store on your own copy of a window
@@ -67,7 +67,7 @@ def window_kernel(x, y, fresh, z, data, ready):
 # hand every rank a view. Both forms: bytes, or shape + dtype.
 # =============================================================================================
 def window_program(h, x, y, fresh, z):
-    data_buf = h.alloc_window_buffer(SIZE * 4, name="data")                # size in BYTES
+    data_buf = h.alloc_window_buffer(SIZE * 4, "data")                     # size in BYTES
     ready_buf = h.alloc_window_buffer((1, 1), pld.DType.INT32, "ready")  # shape + dtype
     for r in range(h.world_size()):
         h.dispatch(r, window_kernel, x[r], y[r], fresh[r], z[r], h.window(data_buf, (1, SIZE), np.float32),

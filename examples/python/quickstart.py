@@ -34,7 +34,7 @@ def reduce_step(inp, out, data, signal):
 
 # Host orchestrator: allocates the windows and dispatches one kernel per rank.
 def orchestrator(h, inp, out):
-    data_buf = h.alloc_window_buffer(SIZE * 4, name="data")  # bytes
+    data_buf = h.alloc_window_buffer(SIZE * 4, "data")  # bytes
     sig_buf = h.alloc_window_buffer((h.world_size(), 1), pld.DType.INT32, "signal")
     for r in range(h.world_size()):
         h.dispatch(r, reduce_step, inp[r], out[r], h.window(data_buf, (1, SIZE), np.float32),
