@@ -74,8 +74,9 @@ def main():
 
     def body():
         w0 = tutorial.small_integers((n, SIZE), 17)
-        # Arrays a worker's program dispatches slices of live in shared memory (pld.run copies
-        # plain numpy arrays there itself; a worker's calls take pld.HostTensor).
+        # The gradients live in shared memory from the start: rt(...) would copy plain numpy
+        # arrays in and back as pld.run does, but submit() returns before its call runs, so a
+        # submitted call takes pld.HostTensor.
         xs = [pld.HostTensor.from_numpy(tutorial.small_integers((n, SIZE), 100 + s, -4, 4)) for s in range(STEPS)]
         trace = []
 
