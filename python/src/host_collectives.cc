@@ -52,8 +52,10 @@ void bind_host_reductions(py::class_<PyHost>& host) {
       "Barrier of the signal's (or domain's, or the world's) members.");
   host.def(
       "allreduce",
-      [](const PyHost& h, py::handle target, py::handle signal, ReduceOp op, AllreduceMode mode, int core_num,
+      [](const PyHost& h, py::handle target, py::handle signal, py::handle op_in, py::handle mode_in, int core_num,
          bool reproducible) {
+        const AllreduceMode mode = enum_of<AllreduceMode>(mode_in, "Host.allreduce", "mode");
+        const ReduceOp op = enum_of<ReduceOp>(op_in, "Host.allreduce", "op");
         Host& host = h.get("Host.allreduce");
         const Window& t = operand(target, "Host.allreduce", "target");
         const AllreduceOptions o{op, mode, core_num, reproducible};
@@ -80,7 +82,8 @@ void bind_host_reductions(py::class_<PyHost>& host) {
       py::arg("target"), py::arg("signal") = py::none(), py::kw_only(), py::arg("root") = 0, py::arg("core_num") = 1);
   host.def(
       "reduce_scatter",
-      [](const PyHost& h, py::handle target, py::handle signal, ReduceOp op, int core_num) {
+      [](const PyHost& h, py::handle target, py::handle signal, py::handle op_in, int core_num) {
+        const ReduceOp op = enum_of<ReduceOp>(op_in, "Host.reduce_scatter", "op");
         Host& host = h.get("Host.reduce_scatter");
         const Window& t = operand(target, "Host.reduce_scatter", "target");
         const ReduceScatterOptions o{op, core_num};
