@@ -129,6 +129,14 @@ class ScopedEnv {
   std::optional<std::string> old_;
 };
 
+/// The round count of a contention test: `full`, divided by PLD_TEST_ROUND_DIVISOR when set (the
+/// CTest entries on MPI's emulated 64-bit atomics over TCP, where every call is a lock round trip).
+inline int test_rounds(int full) {
+  const char* v = std::getenv("PLD_TEST_ROUND_DIVISOR");
+  const long divisor = v && *v ? std::strtol(v, nullptr, 10) : 1;
+  return divisor > 1 ? std::max(1, static_cast<int>(full / divisor)) : full;
+}
+
 /// Whether the ranks run the collectives' RMA schedules (under mpirun, or PLD_COLL_RMA set and not 0, as the
 /// CTest entries collective_tests.rma.* do): LL is off then.
 inline bool coll_rma() {
