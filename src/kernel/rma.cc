@@ -4,7 +4,9 @@
 // first), records the operation (backend/op_history.h), and moves the addressed box in runs of
 // contiguous elements through the backend (backend/*/rma.cc). put_signal hands its last run to
 // the backend together with the signal (Backend::put_signal), so a backend can send both at once;
-// a non-blocking put's source runs are checksummed in debug mode (rank/nbi.h).
+// in debug mode a non-blocking put's source runs are checksummed and a non-blocking get's
+// destination runs remembered until quiet, and a put whose source is such a destination fails
+// (rank/nbi.h).
 #include "debug/checks.h"
 #include "kernel/region.h"
 #include "kernel/signal.h"
@@ -174,26 +176,34 @@ void send_signal(const Transfer& t, int world_peer, const Run& held) {
   notify_end(s.window, cell, s.value, s.op, t0);
 }
 
-/// Books a non-blocking transfer: outstanding until quiet, and in debug mode a put's source.
+/// Books a non-blocking transfer: outstanding until quiet, and in debug mode a put's source or a
+/// get's destination.
 void book_nbi(const Transfer& t, NbiLedger::Spans* spans, Index bytes) {
   NbiLedger& ledger = RankRuntime::get(t.api).nbi();
   ledger.issued();
-  if (spans && !spans->empty())
-    ledger.track(fmt::format("{} to peer {} of window '{}' ({} bytes)", t.api, t.peer,
-                             t.window.state->buffer_name(t.window.ref.buffer), bytes),
-                 std::move(*spans));
+  if (!spans || spans->empty()) return;
+  const bool to_peer = t.dir == Direction::ToPeer;
+  std::string what = fmt::format("{} {} peer {} of window '{}' ({} bytes)", t.api, to_peer ? "to" : "from", t.peer,
+                                 t.window.state->buffer_name(t.window.ref.buffer), bytes);
+  if (to_peer)
+    ledger.track(std::move(what), std::move(*spans));
+  else
+    ledger.track_get(std::move(what), std::move(*spans));
 }
 
 void transfer(const Transfer& t) {
   const bool to_peer = t.dir == Direction::ToPeer;
   const OpKind kind = t.nbi ? (to_peer ? OpKind::PutNbi : OpKind::GetNbi) : (to_peer ? OpKind::Put : OpKind::Get);
   NbiLedger::Spans spans;
-  const bool track = t.nbi && to_peer && debug_checks();
+  const bool track = t.nbi && debug_checks();
   if (plain_full_slice(t)) {
     const DomainState& d = *t.window.state;
     const int world_peer = d.members[static_cast<std::size_t>(t.peer)];
     const std::size_t bytes = static_cast<std::size_t>(t.local.shape.numel()) * dtype_size(t.local.dtype);
-    if (debug_checks()) debug_check_view(t.api, t.window);
+    if (debug_checks()) {
+      debug_check_view(t.api, t.window);
+      if (to_peer) check_nbi_read(t.api, t.local, zeros_like(t.local.shape), t.local.shape);
+    }
     if (t.signal) {
       d.backend->record_op(kind, 0, world_peer, saturate(static_cast<Index>(bytes)), t.window.ref.domain,
                            t.window.ref.buffer, t.window.ref.offset, nullptr);
@@ -226,6 +236,7 @@ void transfer(const Transfer& t) {
                              t.window_offsets, t.local_offsets, t.shape);
   const int world_peer = d.members[static_cast<std::size_t>(t.peer)];
   const Index bytes = r.shape.numel() * static_cast<Index>(dtype_size(t.window.dtype));
+  if (to_peer && debug_checks()) check_nbi_read(t.api, t.local, r.local_offsets, r.shape);
   record(t.api, kind, t.atomic, d, world_peer, t.window, bytes, &r.window_offsets);
   const Issue how{t.atomic, t.nbi, t.signal != nullptr, track ? &spans : nullptr};
   const Run held = move_boxes(d, world_peer, t.dir, how, t.window, Box{t.window.shape, r.window_offsets, r.shape},
