@@ -516,7 +516,7 @@ TEST_P(CollectivesLarge, ReductionsOfTensOfMiB) {
   for (int r = 0; r < p; ++r) EXPECT_EQ(wrong(r, 0), 0) << "P=" << p << " rank " << r;
 }
 
-INSTANTIATE_TEST_SUITE_P(P, Collectives, ::testing::ValuesIn(types_and_ranks(AllTypes{}, rank_counts())),
+INSTANTIATE_TEST_SUITE_P(P, Collectives, ::testing::ValuesIn(every_type_and_ranks(rank_counts())),
                          type_and_ranks_name);
 INSTANTIATE_TEST_SUITE_P(P, CollectivesLarge, ::testing::ValuesIn(rank_counts(2, 3)), rank_count_name);
 
