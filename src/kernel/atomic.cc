@@ -35,8 +35,7 @@ inline bool atomic_fast(const AmoCall& c, std::uint64_t* off) {
   const DomainState* d = c.state;
   const Dims& shape = *c.shape;
   const Dims& offsets = *c.offsets;
-  if (!d || !amo_dtype(c.dtype) || c.peer < 0 || c.peer >= d->nranks() || offsets.size() != shape.size())
-    return false;
+  if (!d || !amo_dtype(c.dtype) || c.peer < 0 || c.peer >= d->nranks() || offsets.size() != shape.size()) return false;
   Index lin = 0;
   for (int i = 0; i < shape.size(); ++i) {
     if (offsets[i] < 0 || offsets[i] >= shape[i]) return false;

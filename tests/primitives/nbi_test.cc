@@ -376,9 +376,10 @@ void read_early(Win win, int how) {
 TEST(NbiDebug, AGetDestinationReadBeforeQuietIsCaught) {
   PLD_REQUIRE_RANKS(2);
   ScopedEnv debug("PLD_DEBUG", "1");
-  const char* needles[] = {"tile::load: reads the destination of tensor::get_nbi from peer 1 of window 'win'",
-                           "tile::read: reads the destination of tensor::get_nbi from peer 1 of window 'win' (256 bytes)",
-                           "tensor::put: reads the destination of tensor::get_nbi from peer 1"};
+  const char* needles[] = {
+      "tile::load: reads the destination of tensor::get_nbi from peer 1 of window 'win'",
+      "tile::read: reads the destination of tensor::get_nbi from peer 1 of window 'win' (256 bytes)",
+      "tensor::put: reads the destination of tensor::get_nbi from peer 1"};
   auto body = [](int how) {
     run(ranks(2), [&](Host& h) {
       auto w = h.alloc_window_buffer({2, 64}, DType::INT32, "win");
