@@ -357,7 +357,9 @@ TEST(NbiDebug, ASourceReusedBeforeQuietIsCaught) {
 void read_early(Win win, int how) {
   if (how < 0) return;  // the other rank
   const int me = rank(get_comm_ctx(win));
-  std::vector<std::int32_t> local(64, 0);
+  // Outlives the kernel: the failed kernel's gets are completed at the end of the call (mpi: the
+  // replies land after the kernel has thrown).
+  static std::vector<std::int32_t> local(64, 0);
   const Tensor<std::int32_t> dst(local.data(), {1, 64});
   switch (how) {
     case 0: tensor::get_nbi(win, 1, win, {1, 0}, {0, 0}, {1, 64}); break;
