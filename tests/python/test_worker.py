@@ -265,3 +265,22 @@ def test_kernels_registered_before_start():
         assert out.numpy().ravel().tolist() == [40, 41]
     with pytest.raises(pld.UsageError, match="not callable"):
         pld.DistributedWorker(config(), dispatch_given, kernels=[1])
+
+
+def test_numpy_arrays_as_host_tensors():
+    out = np.zeros((P, 3), np.int32)
+    with pld.DistributedWorker(config(), fill) as rt:
+        rt.run(fill, out, 20)  # copied into shared memory and back, as pld.run does
+        assert out[:, 0].tolist() == [20, 21]
+        rt(out, 30)
+        assert out[:, 2].tolist() == [30, 31]
+        with pytest.raises(pld.UsageError, match="numpy array"):
+            rt.submit(fill, out, 0)
+        with pytest.raises(pld.UsageError, match="read-only"):
+            rt.run(fill, read_only(out), 0)
+
+
+def read_only(array):
+    view = array.view()
+    view.flags.writeable = False
+    return view
