@@ -59,6 +59,10 @@ def bump_resident(h, t):
     h.dispatch(t.worker_id, add_one, t)
 
 
+def bump_on(h, t, rank):
+    h.dispatch(rank, add_one, t)
+
+
 def bump_stacked(h, s):
     for shard in s:
         h.dispatch(shard.worker_id, add_one, shard)
@@ -139,12 +143,17 @@ def test_benchmark():
 # ----- resident tensors ------------------------------------------------------------------------
 
 def test_resident_tensor():
-    with pld.DistributedWorker(config(), [bump_resident, bump_stacked]) as rt:
+    with pld.DistributedWorker(config(), [bump_resident, bump_stacked, bump_on]) as rt:
         t = rt.alloc_tensor((2, 3), np.float32, worker_id=1, init=np.arange(6))
+        with pytest.raises(pld.UsageError, match="rank 1"):
+            rt.run(bump_on, t, 0)  # resident tensors never move
         assert t.shape == (2, 3) and t.worker_id == 1 and t.live
         rt.run(bump_resident, t)
-        rt.run(bump_resident, t)
+        rt.run(bump_on, t, 1)
         np.testing.assert_array_equal(rt.copy_from(t), np.arange(6).reshape(2, 3) + 2)
+        with pld.DistributedWorker(config(), bump_resident) as other:
+            with pytest.raises(pld.UsageError, match="another DistributedWorker"):
+                other.run(bump_resident, t)
         rt.copy_to(t, np.full((2, 3), 5, np.float32))
         out = np.empty((2, 3), np.float32)
         assert rt.copy_from(t, out) is out
