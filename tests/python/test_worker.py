@@ -41,6 +41,8 @@ def fail_on(out, me, who, how):
             raise ValueError("failing on purpose")
         if how == "exit":
             os._exit(3)
+        if how == "abort":
+            os.abort()
         if how == "kill":
             os.kill(os.getpid(), signal.SIGKILL)
     out[...] = me + 1
@@ -206,7 +208,7 @@ def test_persistent_windows_keep_contents():
 
 # ----- rank failures and recovery --------------------------------------------------------------
 
-@pytest.mark.parametrize("how", ["raise", "exit", "kill"])
+@pytest.mark.parametrize("how", ["raise", "exit", "abort", "kill"])
 def test_recovers_after_rank_failure(how):
     out = pld.HostTensor.zeros((P, 1), pld.DType.INT32)
     with pld.DistributedWorker(config(), [failing, fill]) as rt:
