@@ -67,7 +67,7 @@ void bind_run(py::module_& m) {
   detail::set_rank_fork_hooks({&fork_prepare, &fork_parent, &fork_child});
   py::class_<DistributedConfig>(m, "DistributedConfig",
                                 "How a distributed program is laid out: rank r runs on device_ids[r].")
-      .def(py::init(&make_config), py::kw_only(), py::arg("device_ids"), py::arg("backend") = BackendKind::Auto,
+      .def(py::init(&make_config), py::arg("device_ids"), py::kw_only(), py::arg("backend") = BackendKind::Auto,
            py::arg("heap_bytes") = 0, py::arg("wait_timeout") = 0.0, py::arg("swimlane") = false,
            py::arg("dfx_dir") = "",
            "device_ids: one per rank (distinct, >= 0); heap_bytes: window heap per rank (0 = PLD_HEAP_BYTES); "
