@@ -8,8 +8,6 @@
 #include <pld/task.hpp>
 
 #include <fmt/format.h>
-#include <pybind11/functional.h>
-#include <pybind11/stl.h>
 
 #include <memory>
 #include <string>

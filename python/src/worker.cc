@@ -8,7 +8,6 @@
 #include <pld/error.hpp>
 
 #include <fmt/format.h>
-#include <pybind11/stl.h>
 
 #include <algorithm>
 #include <array>

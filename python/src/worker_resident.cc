@@ -6,7 +6,6 @@
 #include <pld/error.hpp>
 
 #include <fmt/format.h>
-#include <pybind11/stl.h>
 
 #include <string>
 
