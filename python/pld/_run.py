@@ -13,18 +13,28 @@ def run(config, orchestrator, *host_tensors):
     rank process and no shared memory is left behind."""
     if not isinstance(config, DistributedConfig):
         raise UsageError(f"pld.run: config is a {type(config).__name__}; pass pld.DistributedConfig(device_ids=[...])")
+    shared, copies = share_arrays("pld.run", host_tensors)
+    _run(config, lambda h: orchestrator(h, *shared))
+    copy_back(copies)
+
+
+def share_arrays(api, args):
+    """(args with every numpy array replaced by a HostTensor copy, [(array, copy)]) for a call that
+    writes its results back with copy_back (pld.run, DistributedWorker.run)."""
     shared, copies = [], []
-    for t in host_tensors:
+    for t in args:
         if isinstance(t, np.ndarray):
+            if not t.flags.writeable:
+                raise UsageError(f"{api}: a numpy array passed as a host tensor is read-only; results are written "
+                                 "back into it, pass a writeable array (or a pld.HostTensor)")
             h = HostTensor.from_numpy(t)
             shared.append(h)
             copies.append((t, h))
         else:
             shared.append(t)
-    for array, _ in copies:
-        if not array.flags.writeable:
-            raise UsageError("pld.run: a numpy array passed as a host tensor is read-only; results are written "
-                             "back into it, pass a writeable array (or a pld.HostTensor)")
-    _run(config, lambda h: orchestrator(h, *shared))
+    return tuple(shared), copies
+
+
+def copy_back(copies):
     for array, h in copies:
         array[...] = h.numpy()

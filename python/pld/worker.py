@@ -39,7 +39,11 @@ the next call runs normally. Resident tensors held by a lost rank are lost with 
 import atexit
 import weakref
 
+import numpy
+
 from . import _pld
+from ._run import copy_back as _copy_back
+from ._run import share_arrays as _share_arrays
 
 __all__ = ["DistributedWorker", "StackedDeviceTensor", "RunHandle", "DeviceTensor", "BenchmarkStats"]
 
@@ -176,18 +180,28 @@ class DistributedWorker:
 
     def __call__(self, *args):
         """The single-program shortcut: ``rt(*args)`` runs the worker's only program."""
-        self._core.run(self._program(args, "__call__"), args)
+        self.run(self._program(args, "__call__"), *args)
 
     def run(self, program, *args):
-        """Runs ``program(h, *args)`` (registered with this worker) and waits for it. Raises the
-        call's error, e.g. pld.RankError when a rank failed (the worker recovers)."""
+        """Runs ``program(h, *args)`` (registered with this worker) and waits for it. Arguments
+        reach the program unchanged, except numpy arrays: they are copied into shared memory for
+        the call and the results copied back, as pld.run does (pld.HostTensor avoids the copies).
+        Raises the call's error, e.g. pld.RankError when a rank failed (the worker recovers)."""
+        args, copies = _share_arrays("DistributedWorker.run", args)
         self._core.run(program, args)
+        _copy_back(copies)
 
     def submit(self, program, *args):
         """Starts ``program(h, *args)`` and returns a pld.RunHandle at once (after recording it):
         ``handle.result(timeout=None)``, ``handle.wait(timeout)``, ``handle.done()``. At most two
         calls are in flight; a third submit waits for the oldest. The worker keeps the arguments
-        alive until the call has finished."""
+        alive until the call has finished. Host tensors must be pld.HostTensor (results land in
+        them while the call runs); a numpy array is refused."""
+        for i, a in enumerate(args):
+            if isinstance(a, numpy.ndarray):
+                raise _pld.UsageError(
+                    f"DistributedWorker.submit: argument {i} is a numpy array; an asynchronous call cannot copy "
+                    "results back into it — pass pld.HostTensor.from_numpy(array) (or use run())")
         return self._core.submit(program, args)
 
     def benchmark(self, program, *args, rounds=100, warmup=10):
@@ -225,7 +239,6 @@ class DistributedWorker:
     def alloc_stacked_tensor(self, host, worker_ids=None, dtype=None):
         """Splits ``host`` ([B, shard...] array-like) into B resident shards, shard i on world rank
         ``worker_ids[i]`` (default 0..B-1). On failure every shard already made is freed."""
-        import numpy
         array = numpy.ascontiguousarray(host, dtype=None if dtype is None else _pld.dtype(dtype).numpy)
         if array.ndim < 1 or array.shape[0] < 1:
             raise _pld.UsageError(
@@ -244,7 +257,6 @@ class DistributedWorker:
 
     def copy_stacked_from(self, src, out=None):
         """All shards -> one host array of src.full_shape (or into ``out``), returned."""
-        import numpy
         if out is None:
             out = numpy.empty(src.full_shape, dtype=src.dtype.numpy)
         elif tuple(getattr(out, "shape", ())) != src.full_shape:

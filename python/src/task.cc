@@ -8,8 +8,6 @@
 #include <pld/task.hpp>
 
 #include <fmt/format.h>
-#include <pybind11/functional.h>
-#include <pybind11/stl.h>
 
 #include <memory>
 #include <string>
@@ -36,9 +34,10 @@ std::vector<pld::TaskId> task_ids(const py::handle& deps) {
   std::vector<pld::TaskId> ids;
   for (const py::handle& d : deps) {
     if (!py::isinstance<pld::TaskId>(d))
-      throw pld::UsageError(fmt::format("TaskGraph.add: dependency {} is not a TaskId; pass the ids that add() "
-                                        "returned, e.g. g.add('use', fn, [recv])",
-                                        py::repr(d).cast<std::string>()));
+      throw pld::UsageError(
+          fmt::format("TaskGraph.add: dependency {} is not a TaskId; pass the ids that add() "
+                      "returned, e.g. g.add('use', fn, [recv])",
+                      py::repr(d).cast<std::string>()));
     ids.push_back(d.cast<pld::TaskId>());
   }
   return ids;
@@ -46,9 +45,10 @@ std::vector<pld::TaskId> task_ids(const py::handle& deps) {
 
 pld::TaskId task_add(pld::TaskGraph& g, std::string name, const py::object& body, const py::object& deps) {
   if (!PyCallable_Check(body.ptr()))
-    throw pld::UsageError(fmt::format("TaskGraph.add('{}'): body {} is not callable; pass a function taking no "
-                                      "arguments (e.g. a lambda or functools.partial)",
-                                      name, py::repr(body).cast<std::string>()));
+    throw pld::UsageError(
+        fmt::format("TaskGraph.add('{}'): body {} is not callable; pass a function taking no "
+                    "arguments (e.g. a lambda or functools.partial)",
+                    name, py::repr(body).cast<std::string>()));
   auto held = std::make_shared<SharedCallable>(body);
   return g.add(
       std::move(name),
@@ -62,17 +62,18 @@ pld::TaskId task_add(pld::TaskGraph& g, std::string name, const py::object& body
 void defer_wait(py::handle signal, py::handle offsets, std::int32_t expected, WaitCmp cmp) {
   const Window& w = window_of(signal, "defer_wait", "signal");
   if (w.dtype != DType::INT32)
-    throw UsageError(fmt::format("defer_wait: signal is a {} window; signals are INT32 windows, e.g. "
-                                 "h.alloc_window_buffer((n, 1), pld.DType.INT32, 'sig')",
-                                 dtype_name(w.dtype)));
+    throw UsageError(
+        fmt::format("defer_wait: signal is a {} window; signals are INT32 windows, e.g. "
+                    "h.alloc_window_buffer((n, 1), pld.DType.INT32, 'sig')",
+                    dtype_name(w.dtype)));
   detail::defer_wait(w.desc(), dims_of(offsets, "defer_wait", "offsets"), expected, cmp);
 }
 
 }  // namespace
 
 void bind_task(py::module_& m) {
-  m.def_submodule("_system").def("defer_wait", &defer_wait, py::arg("signal"), py::arg("offsets"),
-                                  py::arg("expected"), py::arg("cmp") = WaitCmp::Ge, R"doc(
+  m.def_submodule("_system").def("defer_wait", &defer_wait, py::arg("signal"), py::arg("offsets"), py::arg("expected"),
+                                 py::arg("cmp") = WaitCmp::Ge, R"doc(
 Inside a task of a running pld.TaskGraph: registers "signal[offsets] cmp expected" on this rank's
 copy of the INT32 window ``signal`` and returns at once. The task's TaskId completes (and its
 dependants start) only when every condition it registered holds at one poll. WaitCmp.Ge (the

@@ -8,7 +8,6 @@
 #include <pld/error.hpp>
 
 #include <fmt/format.h>
-#include <pybind11/stl.h>
 
 #include <algorithm>
 #include <array>
@@ -104,10 +103,10 @@ detail::WorkerCore& Worker::core() {
 int Worker::program_index(const char* api, const py::handle& program) const {
   for (std::size_t i = 0; i < programs_.size(); ++i)
     if (programs_[i].is(program)) return static_cast<int>(i);
-  throw UsageError(fmt::format(
-      "{}: program {} was not registered when the worker was created; pass it in DistributedWorker(config, "
-      "[programs...])",
-      api, py::repr(program).cast<std::string>()));
+  throw UsageError(
+      fmt::format("{}: program {} was not registered when the worker was created; pass it in DistributedWorker(config, "
+                  "[programs...])",
+                  api, py::repr(program).cast<std::string>()));
 }
 
 void Worker::prune_finished() {
@@ -148,7 +147,8 @@ void worker_run(Worker& w, const py::object& program, const py::tuple& call_args
   core.run(kProgramSlots[static_cast<std::size_t>(slot)], recorder(program, call_args));
 }
 
-BenchmarkStats worker_benchmark(Worker& w, const py::object& program, const py::tuple& call_args, int rounds, int warmup) {
+BenchmarkStats worker_benchmark(Worker& w, const py::object& program, const py::tuple& call_args, int rounds,
+                                int warmup) {
   const int slot = w.program_index("DistributedWorker.benchmark", program);
   detail::WorkerCore& core = w.core();
   py::gil_scoped_release release;
@@ -162,8 +162,8 @@ void bind_stats(py::module_& m) {
       .def_readonly("mean", &BenchmarkStats::Stat::mean)
       .def_readonly("max", &BenchmarkStats::Stat::max)
       .def("__repr__", [](const BenchmarkStats::Stat& s) {
-        return fmt::format("BenchmarkStat(min={:.2f}, median={:.2f}, mean={:.2f}, max={:.2f})", s.min, s.median,
-                           s.mean, s.max);
+        return fmt::format("BenchmarkStat(min={:.2f}, median={:.2f}, mean={:.2f}, max={:.2f})", s.min, s.median, s.mean,
+                           s.max);
       });
   py::class_<BenchmarkStats>(m, "BenchmarkStats", "Per-dispatch timing of DistributedWorker.benchmark (microseconds).")
       .def_readonly("rounds", &BenchmarkStats::rounds, "Timed calls.")
@@ -173,15 +173,17 @@ void bind_stats(py::module_& m) {
       .def_readonly("ranks", &BenchmarkStats::ranks, "Executing the recorded call on the rank processes.")
       .def_readonly("kernels", &BenchmarkStats::kernels, "The slowest rank's time inside its kernels.")
       .def("__repr__", [](const BenchmarkStats& s) {
-        return fmt::format("BenchmarkStats(rounds={}, total median {:.2f} us, host {:.2f}, ranks {:.2f}, kernels {:.2f})",
-                           s.rounds, s.total.median, s.host.median, s.ranks.median, s.kernels.median);
+        return fmt::format(
+            "BenchmarkStats(rounds={}, total median {:.2f} us, host {:.2f}, ranks {:.2f}, kernels {:.2f})", s.rounds,
+            s.total.median, s.host.median, s.ranks.median, s.kernels.median);
       });
 }
 
 void bind_handle(py::module_& m) {
   py::class_<Handle>(m, "RunHandle", "A call started by DistributedWorker.submit. Copies refer to the same call.")
-      .def("done", [](const Handle& h) { return detail::call_done(*h.state); },
-           "True once the call has finished (successfully or not). Never blocks.")
+      .def(
+          "done", [](const Handle& h) { return detail::call_done(*h.state); },
+          "True once the call has finished (successfully or not). Never blocks.")
       .def(
           "wait",
           [](const Handle& h, const py::object& timeout) {
@@ -223,8 +225,9 @@ void bind_worker(py::module_& m) {
       .def_readonly("persistent", &WorkerOptions::persistent)
       .def_readonly("reset_persistent_windows", &WorkerOptions::reset_persistent_windows);
   py::class_<Worker> worker(m, "_Worker", "The engine of pld.DistributedWorker (use that class).");
-  worker.def(py::init<const DistributedConfig&, const py::list&, const WorkerOptions&>(), py::arg("config"),
-             py::arg("programs"), py::arg("options"))
+  worker
+      .def(py::init<const DistributedConfig&, const py::list&, const WorkerOptions&>(), py::arg("config"),
+           py::arg("programs"), py::arg("options"))
       .def("submit", &worker_submit, py::arg("program"), py::arg("args"))
       .def("run", &worker_run, py::arg("program"), py::arg("args"))
       .def("benchmark", &worker_benchmark, py::arg("program"), py::arg("args"), py::arg("rounds"), py::arg("warmup"))

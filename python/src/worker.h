@@ -1,6 +1,6 @@
 // Shared by the DistributedWorker binding files (worker.cc: lifecycle and calls;
-// worker_resident.cc: resident tensors) and task.cc: the worker object, resident tensor handles,
-// and a Python reference that any thread may drop.
+// worker_resident.cc: resident tensors) and by args.cc (a resident tensor as a dispatch argument):
+// the worker object and the resident tensor handle.
 #pragma once
 
 #include "bindings.h"
@@ -12,19 +12,6 @@
 #include <vector>
 
 namespace pld::python {
-
-/// A Python object that may be released on any thread: it takes the GIL to drop its reference
-/// (task bodies and call arguments outlive the calls that use them on C++ threads).
-struct GilObject {
-  py::object obj;
-  explicit GilObject(py::object o) : obj(std::move(o)) {}
-  GilObject(const GilObject&) = delete;
-  GilObject& operator=(const GilObject&) = delete;
-  ~GilObject() {
-    py::gil_scoped_acquire gil;
-    obj = py::object();
-  }
-};
 
 /// pld.DeviceTensor: a tensor resident in one rank process of a worker.
 struct DeviceTensor {

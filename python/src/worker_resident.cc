@@ -6,7 +6,6 @@
 #include <pld/error.hpp>
 
 #include <fmt/format.h>
-#include <pybind11/stl.h>
 
 #include <string>
 
@@ -62,10 +61,11 @@ py::array copy_from(Worker& w, const DeviceTensor& src, const py::object& out) {
   } else {
     if (!py::isinstance<py::array>(out) || !(out.cast<py::array>().flags() & py::array::c_style) ||
         !out.cast<py::array>().writeable() || !out.cast<py::array>().dtype().is(numpy_dtype(src.dtype)))
-      throw UsageError(fmt::format("{}: out {} is not a writable C-contiguous numpy array of {}; pass "
-                                   "numpy.empty({}, {}) or out=None",
-                                   api, py::repr(out).cast<std::string>(), dtype_name(src.dtype),
-                                   py::repr(to_tuple(src.shape)).cast<std::string>(), dtype_name(src.dtype)));
+      throw UsageError(
+          fmt::format("{}: out {} is not a writable C-contiguous numpy array of {}; pass "
+                      "numpy.empty({}, {}) or out=None",
+                      api, py::repr(out).cast<std::string>(), dtype_name(src.dtype),
+                      py::repr(to_tuple(src.shape)).cast<std::string>(), dtype_name(src.dtype)));
     dst = out.cast<py::array>();
     check_elements(api, src, static_cast<std::uint64_t>(dst.nbytes()));
   }
@@ -84,14 +84,14 @@ void free_tensor(Worker& w, const DeviceTensor& t) {
 }
 
 std::string device_repr(const DeviceTensor& t) {
-  const char* state = !t.alloc                                                     ? "empty"
+  const char* state = !t.alloc                                                   ? "empty"
                       : t.alloc->state.load() == detail::DeviceAllocation::Live  ? "live"
                       : t.alloc->state.load() == detail::DeviceAllocation::Freed ? "freed"
                       : t.alloc->state.load() == detail::DeviceAllocation::Lost  ? "lost"
-                                                                                   : "closed";
+                                                                                 : "closed";
   return fmt::format("DeviceTensor(shape={}, dtype={}, worker_id={}, {})",
-                     py::repr(to_tuple(t.shape)).cast<std::string>(), dtype_name(t.dtype),
-                     t.alloc ? t.alloc->rank : -1, state);
+                     py::repr(to_tuple(t.shape)).cast<std::string>(), dtype_name(t.dtype), t.alloc ? t.alloc->rank : -1,
+                     state);
 }
 
 }  // namespace
@@ -106,12 +106,14 @@ is lost; using it after that raises pld.UsageError.
 )doc")
       .def_property_readonly("shape", [](const DeviceTensor& t) { return to_tuple(t.shape); })
       .def_property_readonly("dtype", [](const DeviceTensor& t) { return t.dtype; })
-      .def_property_readonly("worker_id", [](const DeviceTensor& t) { return t.alloc ? t.alloc->rank : -1; },
-                             "The world rank whose process holds the memory.")
+      .def_property_readonly(
+          "worker_id", [](const DeviceTensor& t) { return t.alloc ? t.alloc->rank : -1; },
+          "The world rank whose process holds the memory.")
       .def_property_readonly("numel", [](const DeviceTensor& t) { return t.shape.numel(); })
       .def_property_readonly("nbytes", &DeviceTensor::bytes)
       .def_property_readonly(
-          "live", [](const DeviceTensor& t) { return t.alloc && t.alloc->state.load() == detail::DeviceAllocation::Live; },
+          "live",
+          [](const DeviceTensor& t) { return t.alloc && t.alloc->state.load() == detail::DeviceAllocation::Live; },
           "False once freed, lost with its rank, or closed with its worker.")
       .def("__repr__", &device_repr);
   worker.def("alloc_tensor", &alloc_tensor, py::arg("shape"), py::arg("dtype"), py::arg("worker_id"), py::arg("init"))

@@ -41,6 +41,8 @@ def fail_on(out, me, who, how):
             raise ValueError("failing on purpose")
         if how == "exit":
             os._exit(3)
+        if how == "abort":
+            os.abort()
         if how == "kill":
             os.kill(os.getpid(), signal.SIGKILL)
     out[...] = me + 1
@@ -57,6 +59,10 @@ def add_one(t):
 
 def bump_resident(h, t):
     h.dispatch(t.worker_id, add_one, t)
+
+
+def bump_on(h, t, rank):
+    h.dispatch(rank, add_one, t)
 
 
 def bump_stacked(h, s):
@@ -139,12 +145,17 @@ def test_benchmark():
 # ----- resident tensors ------------------------------------------------------------------------
 
 def test_resident_tensor():
-    with pld.DistributedWorker(config(), [bump_resident, bump_stacked]) as rt:
+    with pld.DistributedWorker(config(), [bump_resident, bump_stacked, bump_on]) as rt:
         t = rt.alloc_tensor((2, 3), np.float32, worker_id=1, init=np.arange(6))
+        with pytest.raises(pld.UsageError, match="rank 1"):
+            rt.run(bump_on, t, 0)  # resident tensors never move
         assert t.shape == (2, 3) and t.worker_id == 1 and t.live
         rt.run(bump_resident, t)
-        rt.run(bump_resident, t)
+        rt.run(bump_on, t, 1)
         np.testing.assert_array_equal(rt.copy_from(t), np.arange(6).reshape(2, 3) + 2)
+        with pld.DistributedWorker(config(), bump_resident) as other:
+            with pytest.raises(pld.UsageError, match="another DistributedWorker"):
+                other.run(bump_resident, t)
         rt.copy_to(t, np.full((2, 3), 5, np.float32))
         out = np.empty((2, 3), np.float32)
         assert rt.copy_from(t, out) is out
@@ -197,7 +208,7 @@ def test_persistent_windows_keep_contents():
 
 # ----- rank failures and recovery --------------------------------------------------------------
 
-@pytest.mark.parametrize("how", ["raise", "exit", "kill"])
+@pytest.mark.parametrize("how", ["raise", "exit", "abort", "kill"])
 def test_recovers_after_rank_failure(how):
     out = pld.HostTensor.zeros((P, 1), pld.DType.INT32)
     with pld.DistributedWorker(config(), [failing, fill]) as rt:
@@ -265,3 +276,22 @@ def test_kernels_registered_before_start():
         assert out.numpy().ravel().tolist() == [40, 41]
     with pytest.raises(pld.UsageError, match="not callable"):
         pld.DistributedWorker(config(), dispatch_given, kernels=[1])
+
+
+def test_numpy_arrays_as_host_tensors():
+    out = np.zeros((P, 3), np.int32)
+    with pld.DistributedWorker(config(), fill) as rt:
+        rt.run(fill, out, 20)  # copied into shared memory and back, as pld.run does
+        assert out[:, 0].tolist() == [20, 21]
+        rt(out, 30)
+        assert out[:, 2].tolist() == [30, 31]
+        with pytest.raises(pld.UsageError, match="numpy array"):
+            rt.submit(fill, out, 0)
+        with pytest.raises(pld.UsageError, match="read-only"):
+            rt.run(fill, read_only(out), 0)
+
+
+def read_only(array):
+    view = array.view()
+    view.flags.writeable = False
+    return view
