@@ -129,6 +129,14 @@ class ScopedEnv {
   std::optional<std::string> old_;
 };
 
+/// The round count of a contention test: `full`, divided by PLD_TEST_ROUND_DIVISOR when set (the
+/// CTest entries on MPI's emulated 64-bit atomics over TCP, where every call is a lock round trip).
+inline int test_rounds(int full) {
+  const char* v = std::getenv("PLD_TEST_ROUND_DIVISOR");
+  const long divisor = v && *v ? std::strtol(v, nullptr, 10) : 1;
+  return divisor > 1 ? std::max(1, static_cast<int>(full / divisor)) : full;
+}
+
 /// Whether the ranks run the collectives' RMA schedules (under mpirun, or PLD_COLL_RMA set and not 0, as the
 /// CTest entries collective_tests.rma.* do): LL is off then.
 inline bool coll_rma() {
@@ -161,9 +169,19 @@ auto value(T v) {
 }
 
 /// Every element type pld supports, and the ones atomic add supports.
-using AllTypes =
-    ::testing::Types<float, fp16, bf16, std::int32_t, std::int16_t, std::int8_t, std::int64_t, double, std::uint8_t>;
+using AllTypes = ::testing::Types<float, fp16, bf16, std::int32_t, std::int16_t, std::int8_t, std::int64_t, double,
+                                  std::uint8_t, std::uint32_t, std::uint64_t>;
 using AtomicTypes = ::testing::Types<float, fp16, bf16, std::int32_t, std::int16_t, std::int8_t>;
+
+/// The cases of a suite typed over AllTypes: every dtype at every rank count of `counts`, but
+/// uint32 and uint64 only at P = 2 and 3 — they take int32's and int64's code everywhere but in
+/// Max / Min, and at every P they would add more time than they can find.
+inline std::vector<TypeAndRanks> every_type_and_ranks(const std::vector<int>& counts) {
+  std::vector<TypeAndRanks> cases;
+  for (const TypeAndRanks& c : types_and_ranks(AllTypes{}, counts))
+    if ((c.dtype != DType::UINT32 && c.dtype != DType::UINT64) || c.p == 2 || c.p == 3) cases.push_back(c);
+  return cases;
+}
 
 class TypeNames {
  public:

@@ -42,15 +42,27 @@
 namespace pld {
 
 namespace detail {
-/// The one entry of every atomic: validates, records, runs `op` on the cell, returns the old
-/// value's bits (atomic.cc).
-PLD_API std::uint64_t atomic(const char* api, const WindowDesc& cell, int peer, const Dims& offsets, AmoOp op,
-                             std::uint64_t operand, std::uint64_t compare);
+/// One atomic as the templates hand it over: the window view's parts by address (nothing of the
+/// view is copied on the way), the operation and the cell.
+struct AmoCall {
+  const char* api;
+  const DomainState* state;
+  const WindowRef* ref;
+  const Dims* shape;
+  const Dims* offsets;
+  int peer;
+  DType dtype;
+  AmoOp op;
+};
+/// The one entry of every atomic: validates, records, runs the operation on the cell, returns the
+/// old value's bits (atomic.cc).
+PLD_API std::uint64_t atomic(const AmoCall& call, std::uint64_t operand, std::uint64_t compare);
 
 template <class T>
 T atomic_op(const char* api, const DistributedTensor<T>& t, int peer, const Dims& offsets, AmoOp op, T operand = T{},
             T compare = T{}) {
-  return amo_value<T>(atomic(api, desc(t), peer, offsets, op, amo_bits(operand), amo_bits(compare)));
+  const AmoCall call{api, t.state(), &t.ref(), &t.shape(), &offsets, peer, dtype_of<T>, op};
+  return amo_value<T>(atomic(call, amo_bits(operand), amo_bits(compare)));
 }
 }  // namespace detail
 

@@ -12,8 +12,9 @@
 //   * a put_nbi's source is read until the transfer completes: do not change it before
 //     system::quiet() (debug mode, PLD_DEBUG=1, checksums every non-blocking put's source when it
 //     is issued and fails quiet with a UsageError naming the put when the source changed);
-//   * a get_nbi's destination holds the data only after system::quiet(); reading it earlier reads
-//     whatever it held (not detected);
+//   * a get_nbi's destination holds the data only after system::quiet(); reading it earlier
+//     (tile::load, tile::read, the source of a put) reads whatever it held (debug mode fails the
+//     read with a UsageError naming the read and the get);
 //   * system::quiet() completes every outstanding transfer of the calling rank: puts are at their
 //     targets, gets in their destinations, sources free;
 //   * system::fence() orders the calling rank's earlier puts to each peer before its later puts to

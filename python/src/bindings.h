@@ -103,6 +103,15 @@ detail::LocalDesc local_of(py::handle value, const char* api, const char* what, 
 /// True when `value` is a window view.
 bool is_window(py::handle value);
 
+[[noreturn]] void throw_not_enum(const char* api, const char* what, py::handle value, py::handle type);
+/// The enum value `value` holds (a pld.ReduceOp, pld.WaitCmp, ...), or a UsageError naming `api`,
+/// `what`, the value and the enum's members.
+template <class E>
+E enum_of(py::handle value, const char* api, const char* what) {
+  if (!py::isinstance<E>(value)) throw_not_enum(api, what, value, py::type::of<E>());
+  return value.cast<E>();
+}
+
 /// Runs `f` with the GIL released (blocking C++ calls: waits, collectives, run).
 template <class F>
 decltype(auto) without_gil(F&& f) {

@@ -56,7 +56,9 @@ void bind_kernel_collectives(py::module_& t) {
       py::arg("signal"), "Every rank of the signal's domain waits until all have arrived; returns signal.");
   t.def(
       "allreduce",
-      [](py::handle target, py::handle signal, ReduceOp op, AllreduceMode mode, int core_num, bool reproducible) {
+      [](py::handle target, py::handle signal, py::handle op_in, py::handle mode_in, int core_num, bool reproducible) {
+        const AllreduceMode mode = enum_of<AllreduceMode>(mode_in, "allreduce", "mode");
+        const ReduceOp op = enum_of<ReduceOp>(op_in, "allreduce", "op");
         const Window& tg = window_of(target, "allreduce", "target");
         const Window& s = signal_window(signal, "allreduce");
         const AllreduceOptions o{op, mode, core_num, reproducible};
@@ -94,7 +96,8 @@ void bind_kernel_row_collectives(py::module_& t) {
       "target is [P, SIZE]; row s of every rank's target becomes rank s's local; returns target.");
   t.def(
       "reduce_scatter",
-      [](py::handle target, py::handle signal, ReduceOp op, int core_num) {
+      [](py::handle target, py::handle signal, py::handle op_in, int core_num) {
+        const ReduceOp op = enum_of<ReduceOp>(op_in, "reduce_scatter", "op");
         const Window& tg = window_of(target, "reduce_scatter", "target");
         const Window& s = signal_window(signal, "reduce_scatter");
         traced("reduce_scatter", tg, -1, static_cast<int>(op),

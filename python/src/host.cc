@@ -67,8 +67,10 @@ std::shared_ptr<py::object> gil_shared(py::object o) {
 void bind_domain(py::module_& m) {
   py::class_<PyDomain>(m, "CommDomain",
                        "A comm domain: a subset of the world's ranks with its own windows and signals (h.domain()).")
-      .def("size", [](const PyDomain& d) { return d.domain.size(); })
-      .def("ranks", [](const PyDomain& d) { return d.domain.ranks(); })
+      .def(
+          "size", [](const PyDomain& d) { return d.domain.size(); }, "Number of ranks in the domain.")
+      .def(
+          "ranks", [](const PyDomain& d) { return d.domain.ranks(); }, "World ranks of the members, ascending.")
       .def(
           "alloc_window_buffer",
           [](PyDomain& d, py::handle size, py::handle dtype, const std::string& name) {

@@ -52,8 +52,10 @@ void bind_host_reductions(py::class_<PyHost>& host) {
       "Barrier of the signal's (or domain's, or the world's) members.");
   host.def(
       "allreduce",
-      [](const PyHost& h, py::handle target, py::handle signal, ReduceOp op, AllreduceMode mode, int core_num,
+      [](const PyHost& h, py::handle target, py::handle signal, py::handle op_in, py::handle mode_in, int core_num,
          bool reproducible) {
+        const AllreduceMode mode = enum_of<AllreduceMode>(mode_in, "Host.allreduce", "mode");
+        const ReduceOp op = enum_of<ReduceOp>(op_in, "Host.allreduce", "op");
         Host& host = h.get("Host.allreduce");
         const Window& t = operand(target, "Host.allreduce", "target");
         const AllreduceOptions o{op, mode, core_num, reproducible};
@@ -64,7 +66,8 @@ void bind_host_reductions(py::class_<PyHost>& host) {
         });
       },
       py::arg("target"), py::arg("signal") = py::none(), py::kw_only(), py::arg("op") = ReduceOp::Sum,
-      py::arg("mode") = AllreduceMode::Auto, py::arg("core_num") = 1, py::arg("reproducible") = false);
+      py::arg("mode") = AllreduceMode::Auto, py::arg("core_num") = 1, py::arg("reproducible") = false,
+      "tensor.allreduce on every member of target's domain (pld's own signal when none is given).");
   host.def(
       "broadcast",
       [](const PyHost& h, py::handle target, py::handle signal, int root, int core_num) {
@@ -77,10 +80,12 @@ void bind_host_reductions(py::class_<PyHost>& host) {
           s ? host.broadcast(t.typed<T>(), *s, o) : host.broadcast(t.typed<T>(), o);
         });
       },
-      py::arg("target"), py::arg("signal") = py::none(), py::kw_only(), py::arg("root") = 0, py::arg("core_num") = 1);
+      py::arg("target"), py::arg("signal") = py::none(), py::kw_only(), py::arg("root") = 0, py::arg("core_num") = 1,
+      "tensor.broadcast on every member of target's domain (pld's own signal when none is given).");
   host.def(
       "reduce_scatter",
-      [](const PyHost& h, py::handle target, py::handle signal, ReduceOp op, int core_num) {
+      [](const PyHost& h, py::handle target, py::handle signal, py::handle op_in, int core_num) {
+        const ReduceOp op = enum_of<ReduceOp>(op_in, "Host.reduce_scatter", "op");
         Host& host = h.get("Host.reduce_scatter");
         const Window& t = operand(target, "Host.reduce_scatter", "target");
         const ReduceScatterOptions o{op, core_num};
@@ -91,7 +96,7 @@ void bind_host_reductions(py::class_<PyHost>& host) {
         });
       },
       py::arg("target"), py::arg("signal") = py::none(), py::kw_only(), py::arg("op") = ReduceOp::Sum,
-      py::arg("core_num") = 1);
+      py::arg("core_num") = 1, "tensor.reduce_scatter on every member of target's domain.");
 }
 
 /// The host forms of allgather, all_to_all and all_to_all_v (an input operand besides the target).
@@ -109,7 +114,8 @@ void bind_host_exchanges(py::class_<PyHost>& host) {
           s ? host.allgather(l.typed<T>(), t.typed<T>(), *s, o) : host.allgather(l.typed<T>(), t.typed<T>(), o);
         });
       },
-      py::arg("local"), py::arg("target"), py::arg("signal") = py::none(), py::kw_only(), py::arg("core_num") = 1);
+      py::arg("local"), py::arg("target"), py::arg("signal") = py::none(), py::kw_only(), py::arg("core_num") = 1,
+      "tensor.allgather on every member of target's domain (local is a window view here).");
   host.def(
       "all_to_all",
       [](const PyHost& h, py::handle input, py::handle target, py::handle signal, int core_num) {
@@ -123,7 +129,8 @@ void bind_host_exchanges(py::class_<PyHost>& host) {
           s ? host.all_to_all(in.typed<T>(), t.typed<T>(), *s, o) : host.all_to_all(in.typed<T>(), t.typed<T>(), o);
         });
       },
-      py::arg("input"), py::arg("target"), py::arg("signal") = py::none(), py::kw_only(), py::arg("core_num") = 1);
+      py::arg("input"), py::arg("target"), py::arg("signal") = py::none(), py::kw_only(), py::arg("core_num") = 1,
+      "tensor.all_to_all on every member of target's domain (input is a window view here).");
   host.def(
       "all_to_all_v",
       [](const PyHost& h, py::handle input, py::handle target, py::handle signal, py::handle send_counts,
@@ -146,7 +153,8 @@ void bind_host_exchanges(py::class_<PyHost>& host) {
         });
       },
       py::arg("input"), py::arg("target"), py::arg("signal") = py::none(), py::kw_only(),
-      py::arg("send_counts") = py::none(), py::arg("recv_counts") = py::none(), py::arg("core_num") = 1);
+      py::arg("send_counts") = py::none(), py::arg("recv_counts") = py::none(), py::arg("core_num") = 1,
+      "tensor.all_to_all_v on every member of target's domain; send_counts and recv_counts are INT32 windows.");
 }
 
 }  // namespace

@@ -32,8 +32,10 @@ std::vector<KernelEntry>& kernel_table() {
   static auto* table = new std::vector<KernelEntry>();
   return *table;
 }
-std::unordered_map<PyObject*, std::uint64_t>& kernel_ids() {
-  static auto* ids = new std::unordered_map<PyObject*, std::uint64_t>();
+// Ids by name: a callable equal to a registered one with the same name (a bound method made anew
+// by each `obj.method`) reuses its id, so the table grows with distinct kernels only.
+std::unordered_multimap<std::string, std::uint64_t>& kernel_ids() {
+  static auto* ids = new std::unordered_multimap<std::string, std::uint64_t>();
   return *ids;
 }
 
@@ -139,12 +141,13 @@ std::uint64_t register_kernel(py::handle fn) {
   if (!PyCallable_Check(fn.ptr()))
     throw UsageError(fmt::format("Host.dispatch: kernel {} is not callable; pass a Python function",
                                  py::repr(fn).cast<std::string>()));
-  auto& ids = kernel_ids();
-  if (auto it = ids.find(fn.ptr()); it != ids.end()) return it->second;
   auto& table = kernel_table();
   const std::string name = attr_or(fn, "__module__", "__main__") + ":" + attr_or(fn, "__qualname__", "<unnamed>");
+  auto& ids = kernel_ids();
+  for (auto [it, end] = ids.equal_range(name); it != end; ++it)
+    if (table[it->second].fn.is(fn) || table[it->second].fn.equal(fn)) return it->second;
   table.push_back({py::reinterpret_borrow<py::object>(fn), name});
-  ids.emplace(fn.ptr(), table.size() - 1);
+  ids.emplace(name, table.size() - 1);
   return table.size() - 1;
 }
 

@@ -8,7 +8,10 @@
 // registered: pld.run always; a DistributedWorker for functions registered before it started, see
 // register_kernel); otherwise the rank imports `module` and follows `qualname`, which finds any
 // module-level function, and fails with a UsageError naming the function when that does not work
-// (a lambda, a nested function or one defined after the worker forked).
+// (a lambda, a nested function or one defined after the worker forked). A callable equal to a
+// registered one of the same name (a bound method of the same object) keeps its id; bound methods
+// and other callables without an import path reach a worker's ranks only through the id, so a
+// DistributedWorker registers them before it forks.
 #pragma once
 
 #include "bindings.h"

@@ -36,7 +36,8 @@ Region region_of(const char* api, py::handle dst, py::handle src, py::handle sha
 }
 
 void put(py::handle dst, int peer, py::handle src, py::handle dst_offsets, py::handle src_offsets, py::handle shape,
-         AtomicType atomic, Index chunk_rows, Index chunk_cols, bool pipeline, bool nbi) {
+         py::handle atomic_in, Index chunk_rows, Index chunk_cols, bool pipeline, bool nbi) {
+  const AtomicType atomic = enum_of<AtomicType>(atomic_in, "tensor::put", "atomic");
   const char* api = nbi ? "tensor::put_nbi" : "tensor::put";
   const detail::WindowDesc d = window_of(dst, api, "dst").desc();
   const detail::LocalDesc s = local_of(src, api, "src");
@@ -66,8 +67,10 @@ void get(py::handle dst, int peer, py::handle src, py::handle dst_offsets, py::h
 }
 
 void put_signal(py::handle dst, int peer, py::handle src, py::handle signal, py::handle signal_offsets,
-                std::int32_t value, NotifyOp op, py::handle dst_offsets, py::handle src_offsets, py::handle shape,
-                AtomicType atomic, Index chunk_rows, Index chunk_cols, bool pipeline, bool nbi) {
+                std::int32_t value, py::handle op_in, py::handle dst_offsets, py::handle src_offsets, py::handle shape,
+                py::handle atomic_in, Index chunk_rows, Index chunk_cols, bool pipeline, bool nbi) {
+  const AtomicType atomic = enum_of<AtomicType>(atomic_in, "tensor::put_signal", "atomic");
+  const NotifyOp op = enum_of<NotifyOp>(op_in, "tensor::put_signal", "op");
   const char* api = nbi ? "tensor::put_signal_nbi" : "tensor::put_signal";
   const detail::WindowDesc d = window_of(dst, api, "dst").desc();
   const detail::LocalDesc s = local_of(src, api, "src");
@@ -81,7 +84,8 @@ void put_signal(py::handle dst, int peer, py::handle src, py::handle signal, py:
   });
 }
 
-void remote_store(py::handle src, py::handle dst, int peer, py::handle offsets, AtomicType atomic) {
+void remote_store(py::handle src, py::handle dst, int peer, py::handle offsets, py::handle atomic_in) {
+  const AtomicType atomic = enum_of<AtomicType>(atomic_in, "tensor::remote_store", "atomic");
   const char* api = "tensor::remote_store";
   if (is_window(src))
     throw UsageError("tensor::remote_store: src is a window view; a window source goes through tensor.put");

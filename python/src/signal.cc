@@ -31,7 +31,8 @@ std::vector<Dims> cells_of(py::handle cells, const char* api) {
 
 /// Runs one multi-cell wait; `expected` is an int (every cell) or a list (one per cell).
 std::size_t wait_cells(detail::CellWait which, const char* api, py::handle signal, py::handle cells,
-                       py::handle expected, WaitCmp cmp, std::vector<std::size_t>* satisfied) {
+                       py::handle expected, py::handle cmp_in, std::vector<std::size_t>* satisfied) {
+  const WaitCmp cmp = enum_of<WaitCmp>(cmp_in, api, "cmp");
   const detail::WindowDesc s = signal_of(signal, api);
   const std::vector<Dims> c = cells_of(cells, api);
   const bool per_cell = !PyIndex_Check(expected.ptr());
@@ -147,7 +148,8 @@ void bind_signal(py::module_& m) {
   auto s = m.def_submodule("_system", "pld.system's C++ half");
   s.def(
       "notify",
-      [](py::handle signal, int peer, py::handle offsets, std::int32_t value, NotifyOp op) {
+      [](py::handle signal, int peer, py::handle offsets, std::int32_t value, py::handle op_in) {
+        const NotifyOp op = enum_of<NotifyOp>(op_in, "notify", "op");
         const detail::WindowDesc sig = signal_of(signal, "notify");
         const Dims off = dims_of(offsets, "notify", "offsets");
         without_gil([&] { detail::notify(sig, peer, off, value, op); });
@@ -156,7 +158,8 @@ void bind_signal(py::module_& m) {
       "On rank peer's copy of signal at offsets: Set stores value, AtomicAdd adds it. A release.");
   s.def(
       "wait",
-      [](py::handle signal, py::handle offsets, std::int32_t expected, WaitCmp cmp) {
+      [](py::handle signal, py::handle offsets, std::int32_t expected, py::handle cmp_in) {
+        const WaitCmp cmp = enum_of<WaitCmp>(cmp_in, "wait", "cmp");
         const detail::WindowDesc sig = signal_of(signal, "wait");
         const Dims off = dims_of(offsets, "wait", "offsets");
         without_gil([&] { detail::wait(sig, off, expected, cmp); });
@@ -171,28 +174,29 @@ void bind_signal(py::module_& m) {
       py::arg("signal"), py::arg("offsets"), "The local cell's value (an acquire).");
   s.def(
       "test",
-      [](py::handle signal, py::handle offsets, std::int32_t expected, WaitCmp cmp) {
+      [](py::handle signal, py::handle offsets, std::int32_t expected, py::handle cmp_in) {
+        const WaitCmp cmp = enum_of<WaitCmp>(cmp_in, "test", "cmp");
         return detail::signal_test(signal_of(signal, "test"), dims_of(offsets, "test", "offsets"), expected, cmp);
       },
       py::arg("signal"), py::arg("offsets"), py::arg("expected"), py::arg("cmp"),
       "Whether the local cell compares cmp against expected now; never blocks.");
   s.def(
       "wait_until_any",
-      [](py::handle signal, py::handle cells, py::handle expected, WaitCmp cmp) {
+      [](py::handle signal, py::handle cells, py::handle expected, py::handle cmp) {
         return wait_cells(detail::CellWait::Any, "wait_until_any", signal, cells, expected, cmp, nullptr);
       },
       py::arg("signal"), py::arg("cells"), py::arg("expected"), py::arg("cmp"),
       "Blocks until one of cells is satisfied; returns its index (fair).");
   s.def(
       "wait_until_all",
-      [](py::handle signal, py::handle cells, py::handle expected, WaitCmp cmp) {
+      [](py::handle signal, py::handle cells, py::handle expected, py::handle cmp) {
         wait_cells(detail::CellWait::All, "wait_until_all", signal, cells, expected, cmp, nullptr);
       },
       py::arg("signal"), py::arg("cells"), py::arg("expected"), py::arg("cmp"),
       "Blocks until every cell has been satisfied at some poll.");
   s.def(
       "wait_until_some",
-      [](py::handle signal, py::handle cells, py::handle expected, WaitCmp cmp) {
+      [](py::handle signal, py::handle cells, py::handle expected, py::handle cmp) {
         std::vector<std::size_t> out;
         wait_cells(detail::CellWait::Some, "wait_until_some", signal, cells, expected, cmp, &out);
         return out;

@@ -86,8 +86,9 @@ py::array remote_load(py::handle src, int peer, py::handle offsets, py::handle s
   return a;
 }
 
-void remote_store(py::handle tile, py::handle dst, int peer, py::handle offsets, AtomicType atomic,
+void remote_store(py::handle tile, py::handle dst, int peer, py::handle offsets, py::handle atomic_in,
                   py::handle valid_shape) {
+  const AtomicType atomic = enum_of<AtomicType>(atomic_in, "tile::remote_store", "atomic");
   const char* api = "tile::remote_store";
   const detail::LocalDesc t = tile_of(tile, valid_shape, api);
   const detail::WindowDesc d = window_of(dst, api, "dst").desc();

@@ -43,6 +43,15 @@ const char* numpy_code(DType dtype) {
 
 }  // namespace
 
+void throw_not_enum(const char* api, const char* what, py::handle value, py::handle type) {
+  const std::string name = py::str(type.attr("__name__")).cast<std::string>();
+  std::string members;
+  for (auto item : py::reinterpret_borrow<py::dict>(type.attr("__members__")))
+    members += (members.empty() ? "" : ", ") + ("pld." + name + "." + py::str(item.first).cast<std::string>());
+  throw UsageError(fmt::format("{}: {} {} is not a pld.{}; pass one of {}", api, what,
+                               py::repr(value).cast<std::string>(), name, members));
+}
+
 DType dtype_of(py::handle value, const char* api) {
   if (py::isinstance<DType>(value)) return value.cast<DType>();
   if (py::isinstance<py::str>(value)) {

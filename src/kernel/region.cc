@@ -129,6 +129,15 @@ bool box_contiguous(const Dims& shape, const Dims& extent) {
   return true;
 }
 
+void check_nbi_read(const char* api, const LocalDesc& src, const Dims& offsets, const Dims& extent) {
+  RankRuntime* rt = RankRuntime::current();
+  if (!rt || !rt->nbi().gets_outstanding()) return;
+  const auto esz = static_cast<Index>(dtype_size(src.dtype));
+  for_each_run(src.shape, offsets, extent, src.shape, offsets, extent, 0, 0, [&](Index at, Index, Index n) {
+    rt->nbi().check_read(api, src.data + at * esz, static_cast<std::size_t>(n * esz));
+  });
+}
+
 Dims pad_leading(const Dims& extent, int rank) {
   Dims out;
   for (int d = 0; d < rank - extent.size(); ++d) out.push_back(1);

@@ -79,6 +79,11 @@ void for_each_run(const Dims& dshape, const Dims& doff, const Dims& dext, const 
   }
 }
 
+/// Debug mode (call it when debug_checks()): throws UsageError naming `api` when box `[offsets,
+/// offsets + extent)` of the rank-local array `src`, which `api` reads, overlaps the destination of
+/// a non-blocking get not yet completed by system::quiet (rank/nbi.h).
+void check_nbi_read(const char* api, const LocalDesc& src, const Dims& offsets, const Dims& extent);
+
 /// `[1, ..., 1, extent...]` with `rank` dimensions (a low-rank operand landing on trailing dims).
 Dims pad_leading(const Dims& extent, int rank);
 

@@ -4,7 +4,9 @@
 // first), records the operation (backend/op_history.h), and moves the addressed box in runs of
 // contiguous elements through the backend (backend/*/rma.cc). put_signal hands its last run to
 // the backend together with the signal (Backend::put_signal), so a backend can send both at once;
-// a non-blocking put's source runs are checksummed in debug mode (rank/nbi.h).
+// in debug mode a non-blocking put's source runs are checksummed and a non-blocking get's
+// destination runs remembered until quiet, and a put whose source is such a destination fails
+// (rank/nbi.h).
 #include "debug/checks.h"
 #include "kernel/region.h"
 #include "kernel/signal.h"
@@ -152,17 +154,25 @@ struct Transfer {
   const SignalCell* cell = nullptr;
 };
 
+/// Equal extents, compared inline (the fast path's shapes have a few dimensions).
+bool same_dims(const Dims& a, const Dims& b) {
+  if (a.size() != b.size()) return false;
+  for (int i = 0; i < a.size(); ++i)
+    if (a[i] != b[i]) return false;
+  return true;
+}
+
 // The common case — whole tensor, same shape and dtype, plain copy, no chunking — goes straight to
 // the backend; anything else (including every error) takes the checked general path.
 bool plain_full_slice(const Transfer& t) {
   const WindowDesc& w = t.window;
   return !t.shape && w.state && t.peer >= 0 && t.peer < w.state->nranks() && w.dtype == t.local.dtype &&
-         w.shape == t.local.shape && t.atomic == AtomicType::None && t.chunk_rows == 0 && t.chunk_cols == 0 &&
-         !t.pipeline;
+         t.atomic == AtomicType::None && t.chunk_rows == 0 && t.chunk_cols == 0 && !t.pipeline &&
+         same_dims(w.shape, t.local.shape);
 }
 
 /// put_signal's signal, with `held` (the last run of the data, if any) travelling with it.
-void send_signal(const Transfer& t, int world_peer, const Run& held) {
+inline void send_signal(const Transfer& t, int world_peer, const Run& held) {
   const SignalArg& s = *t.signal;
   const SignalCell& cell = *t.cell;
   const std::int64_t t0 = notify_begin(s.window, t.peer, s.offsets, cell, s.value, s.op);
@@ -174,46 +184,59 @@ void send_signal(const Transfer& t, int world_peer, const Run& held) {
   notify_end(s.window, cell, s.value, s.op, t0);
 }
 
-/// Books a non-blocking transfer: outstanding until quiet, and in debug mode a put's source.
+/// Books a non-blocking transfer: outstanding until quiet, and in debug mode a put's source or a
+/// get's destination.
 void book_nbi(const Transfer& t, NbiLedger::Spans* spans, Index bytes) {
   NbiLedger& ledger = RankRuntime::get(t.api).nbi();
   ledger.issued();
-  if (spans && !spans->empty())
-    ledger.track(fmt::format("{} to peer {} of window '{}' ({} bytes)", t.api, t.peer,
-                             t.window.state->buffer_name(t.window.ref.buffer), bytes),
-                 std::move(*spans));
+  if (!spans || spans->empty()) return;
+  const bool to_peer = t.dir == Direction::ToPeer;
+  std::string what = fmt::format("{} {} peer {} of window '{}' ({} bytes)", t.api, to_peer ? "to" : "from", t.peer,
+                                 t.window.state->buffer_name(t.window.ref.buffer), bytes);
+  if (to_peer)
+    ledger.track(std::move(what), std::move(*spans));
+  else
+    ledger.track_get(std::move(what), std::move(*spans));
 }
 
-void transfer(const Transfer& t) {
+/// The plain full-slice transfer (plain_full_slice): one record and one backend call; put_signal's
+/// data travels with its signal.
+[[gnu::noinline]] void transfer_plain(const Transfer& t, OpKind kind) {
   const bool to_peer = t.dir == Direction::ToPeer;
-  const OpKind kind = t.nbi ? (to_peer ? OpKind::PutNbi : OpKind::GetNbi) : (to_peer ? OpKind::Put : OpKind::Get);
-  NbiLedger::Spans spans;
-  const bool track = t.nbi && to_peer && debug_checks();
-  if (plain_full_slice(t)) {
-    const DomainState& d = *t.window.state;
-    const int world_peer = d.members[static_cast<std::size_t>(t.peer)];
-    const std::size_t bytes = static_cast<std::size_t>(t.local.shape.numel()) * dtype_size(t.local.dtype);
-    if (debug_checks()) debug_check_view(t.api, t.window);
-    if (t.signal) {
-      d.backend->record_op(kind, 0, world_peer, saturate(static_cast<Index>(bytes)), t.window.ref.domain,
-                           t.window.ref.buffer, t.window.ref.offset, nullptr);
-      send_signal(t, world_peer, Run{t.window.ref.offset, t.local.data, bytes});
-    } else {
-      if (to_peer && t.nbi)
-        d.backend->put_nbi(world_peer, t.window.ref.offset, t.local.data, bytes);
-      else if (to_peer)
-        d.backend->put(world_peer, t.window.ref.offset, t.local.data, bytes);
-      else if (t.nbi)
-        d.backend->get_nbi(t.local.data, world_peer, t.window.ref.offset, bytes);
-      else
-        d.backend->get(t.local.data, world_peer, t.window.ref.offset, bytes);
-      d.backend->record_op(kind, 0, world_peer, saturate(static_cast<Index>(bytes)), t.window.ref.domain,
-                           t.window.ref.buffer, t.window.ref.offset, nullptr);
-    }
-    if (track && bytes) spans.emplace_back(t.local.data, bytes);
-    if (t.nbi) book_nbi(t, &spans, static_cast<Index>(bytes));
-    return;
+  const DomainState& d = *t.window.state;
+  const int world_peer = d.members[static_cast<std::size_t>(t.peer)];
+  const std::size_t bytes = static_cast<std::size_t>(t.local.shape.numel()) * dtype_size(t.local.dtype);
+  if (debug_checks()) {
+    debug_check_view(t.api, t.window);
+    if (to_peer) check_nbi_read(t.api, t.local, zeros_like(t.local.shape), t.local.shape);
   }
+  Backend& b = *d.backend;
+  if (t.signal) {
+    b.record_op(kind, 0, world_peer, saturate(static_cast<Index>(bytes)), t.window.ref.domain, t.window.ref.buffer,
+                t.window.ref.offset, nullptr);
+    send_signal(t, world_peer, Run{t.window.ref.offset, t.local.data, bytes});
+  } else {
+    if (to_peer && t.nbi)
+      b.put_nbi(world_peer, t.window.ref.offset, t.local.data, bytes);
+    else if (to_peer)
+      b.put(world_peer, t.window.ref.offset, t.local.data, bytes);
+    else if (t.nbi)
+      b.get_nbi(t.local.data, world_peer, t.window.ref.offset, bytes);
+    else
+      b.get(t.local.data, world_peer, t.window.ref.offset, bytes);
+    b.record_op(kind, 0, world_peer, saturate(static_cast<Index>(bytes)), t.window.ref.domain, t.window.ref.buffer,
+                t.window.ref.offset, nullptr);
+  }
+  if (t.nbi) {
+    NbiLedger::Spans spans;
+    if (debug_checks() && bytes) spans.emplace_back(t.local.data, bytes);
+    book_nbi(t, &spans, static_cast<Index>(bytes));
+  }
+}
+
+/// Every other transfer, and every error: each check, then the box in runs (move_boxes).
+[[gnu::noinline]] void transfer_general(const Transfer& t, OpKind kind) {
+  const bool to_peer = t.dir == Direction::ToPeer;
   const DomainState& d = bound_state(t.api, t.window);
   check_peer(t.api, d, t.peer);
   if (to_peer)
@@ -226,12 +249,22 @@ void transfer(const Transfer& t) {
                              t.window_offsets, t.local_offsets, t.shape);
   const int world_peer = d.members[static_cast<std::size_t>(t.peer)];
   const Index bytes = r.shape.numel() * static_cast<Index>(dtype_size(t.window.dtype));
+  if (to_peer && debug_checks()) check_nbi_read(t.api, t.local, r.local_offsets, r.shape);
   record(t.api, kind, t.atomic, d, world_peer, t.window, bytes, &r.window_offsets);
-  const Issue how{t.atomic, t.nbi, t.signal != nullptr, track ? &spans : nullptr};
+  NbiLedger::Spans spans;
+  const Issue how{t.atomic, t.nbi, t.signal != nullptr, t.nbi && debug_checks() ? &spans : nullptr};
   const Run held = move_boxes(d, world_peer, t.dir, how, t.window, Box{t.window.shape, r.window_offsets, r.shape},
                               t.local.data, Box{t.local.shape, r.local_offsets, r.shape}, t.chunk_rows, t.chunk_cols);
   if (t.signal) send_signal(t, world_peer, held);
   if (t.nbi) book_nbi(t, &spans, bytes);
+}
+
+// Both paths are out of line and reached by a tail call: neither sets up a frame for the other.
+void transfer(const Transfer& t) {
+  const bool to_peer = t.dir == Direction::ToPeer;
+  const OpKind kind = t.nbi ? (to_peer ? OpKind::PutNbi : OpKind::GetNbi) : (to_peer ? OpKind::Put : OpKind::Get);
+  if (plain_full_slice(t)) return transfer_plain(t, kind);
+  return transfer_general(t, kind);
 }
 
 Transfer put_transfer(const char* api, const WindowDesc& dst, int peer, const LocalDesc& src, const Dims* dst_offsets,
@@ -268,6 +301,14 @@ Transfer get_transfer(const char* api, const LocalDesc& dst, int peer, const Win
                   nbi};
 }
 
+[[noreturn, gnu::noinline]] void throw_signal_domain(const char* api, const WindowDesc& dst, const WindowDesc& signal) {
+  throw UsageError(fmt::format(
+      "{}: the signal window '{}' belongs to comm domain {} but dst '{}' to comm domain {}; the signal of a "
+      "put_signal is a window of dst's comm domain (peer is a rank of that domain)",
+      api, signal.state->buffer_name(signal.ref.buffer), signal.state->label, dst.state->buffer_name(dst.ref.buffer),
+      dst.state->label));
+}
+
 }  // namespace
 
 void put(const WindowDesc& dst, int peer, const LocalDesc& src, const Dims* dst_offsets, const Dims* src_offsets,
@@ -295,12 +336,8 @@ void put_signal(const WindowDesc& dst, int peer, const LocalDesc& src, const Dim
   const char* api = nbi ? "tensor::put_signal_nbi" : "tensor::put_signal";
   // The signal is checked before any data moves, so a bad signal leaves the peer's window as it was.
   const SignalCell cell = notify_cell(api, signal.window, peer, signal.offsets, signal.op);
-  if (dst.state && signal.window.state != dst.state)
-    throw UsageError(fmt::format(
-        "{}: the signal window '{}' belongs to comm domain {} but dst '{}' to comm domain {}; the signal of a "
-        "put_signal is a window of dst's comm domain (peer is a rank of that domain)",
-        api, signal.window.state->buffer_name(signal.window.ref.buffer), signal.window.state->label,
-        dst.state->buffer_name(dst.ref.buffer), dst.state->label));
+  if (dst.state && signal.window.state != dst.state) [[unlikely]]
+    throw_signal_domain(api, dst, signal.window);
   Transfer t = put_transfer(api, dst, peer, src, dst_offsets, src_offsets, shape, options, nbi);
   t.signal = &signal;
   t.cell = &cell;

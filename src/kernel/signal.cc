@@ -51,46 +51,43 @@ bool cell_fast(const WindowDesc& s, const Dims& offsets, std::uint64_t* off) {
   return true;
 }
 
+namespace {
+
+// notify_cell's slow path: the first failed check as a UsageError. Out of line, so that a valid
+// call sets up no frame for the message.
+[[gnu::noinline]] std::uint64_t notify_cell_checked(const char* api, const WindowDesc& signal, int peer,
+                                                    const Dims& offsets, NotifyOp op) {
+  const std::string site = signal_site(api, signal, offsets);
+  const DomainState& d = bound_state(site, signal);
+  if (op != NotifyOp::AtomicAdd && op != NotifyOp::Set)
+    throw UsageError(fmt::format("{}: op {} must be NotifyOp::AtomicAdd or NotifyOp::Set", site, static_cast<int>(op)));
+  check_peer(site, d, peer);
+  return cell_offset(site, signal, offsets);
+}
+
+}  // namespace
+
 SignalCell notify_cell(const char* api, const WindowDesc& signal, int peer, const Dims& offsets, NotifyOp op) {
   const DomainState* d = signal.state;
   std::uint64_t off = 0;
   if (!d || (op != NotifyOp::AtomicAdd && op != NotifyOp::Set) || peer < 0 || peer >= d->nranks() ||
-      !cell_fast(signal, offsets, &off)) {
-    const std::string site = signal_site(api, signal, offsets);
-    bound_state(site, signal);
-    if (op != NotifyOp::AtomicAdd && op != NotifyOp::Set)
-      throw UsageError(
-          fmt::format("{}: op {} must be NotifyOp::AtomicAdd or NotifyOp::Set", site, static_cast<int>(op)));
-    check_peer(site, *d, peer);
-    off = cell_offset(site, signal, offsets);
-  }
+      !cell_fast(signal, offsets, &off)) [[unlikely]]
+    off = notify_cell_checked(api, signal, peer, offsets, op);
   return SignalCell{d->members[static_cast<std::size_t>(peer)], off};
 }
 
-std::int64_t notify_begin(const WindowDesc& signal, int peer, const Dims& offsets, const SignalCell& cell,
-                          std::int32_t value, NotifyOp op) {
-  const DomainState* d = signal.state;
-  if (debug_checks()) debug_check_notify(signal, peer, offsets, cell.offset, value, op);
-  // Recorded before the notify releases the cell: a waiter that sees the new value also sees the
-  // record (debug mode's reuse check and the hang report name the last notify of a cell).
-  d->backend->record_op(OpKind::Notify, static_cast<std::uint8_t>(op), cell.target, value, signal.ref.domain,
-                        signal.ref.buffer, cell.offset, &offsets);
-  return trace::on() ? trace::now_ns() : 0;
-}
-
-void notify_end(const WindowDesc& signal, const SignalCell& cell, std::int32_t value, NotifyOp op, std::int64_t t) {
-  if (t)
-    trace::record(trace::Event{trace::Kind::Notify,
-                               t,
-                               trace::now_ns(),
-                               trace::thread_index(),
-                               signal.state->buffer_name(signal.ref.buffer),
-                               cell.target,
-                               cell.offset,
-                               value,
-                               0,
-                               static_cast<int>(op),
-                               {}});
+void notify_trace(const WindowDesc& signal, const SignalCell& cell, std::int32_t value, NotifyOp op, std::int64_t t) {
+  trace::record(trace::Event{trace::Kind::Notify,
+                             t,
+                             trace::now_ns(),
+                             trace::thread_index(),
+                             signal.state->buffer_name(signal.ref.buffer),
+                             cell.target,
+                             cell.offset,
+                             value,
+                             0,
+                             static_cast<int>(op),
+                             {}});
 }
 
 void notify(const WindowDesc& signal, int peer, const Dims& offsets, std::int32_t value, NotifyOp op) {

@@ -4,7 +4,9 @@
 // record and trace around the backend's call.
 #pragma once
 
+#include "debug/checks.h"
 #include "rank/domain.h"
+#include "trace/trace.h"
 
 #include <pld/detail/kernel.hpp>
 #include <pld/types.hpp>
@@ -33,10 +35,25 @@ struct SignalCell {
 /// name `api`.
 SignalCell notify_cell(const char* api, const WindowDesc& signal, int peer, const Dims& offsets, NotifyOp op);
 /// Before the backend updates the cell: debug-mode checks and the operation record. Returns the
-/// trace start time (0 when tracing is off) for notify_end.
-std::int64_t notify_begin(const WindowDesc& signal, int peer, const Dims& offsets, const SignalCell& cell,
-                          std::int32_t value, NotifyOp op);
-/// After the backend updated the cell: the trace event.
-void notify_end(const WindowDesc& signal, const SignalCell& cell, std::int32_t value, NotifyOp op, std::int64_t t);
+/// trace start time (0 when tracing is off) for notify_end. Inline: notify and put_signal run it
+/// on every call.
+inline std::int64_t notify_begin(const WindowDesc& signal, int peer, const Dims& offsets, const SignalCell& cell,
+                                 std::int32_t value, NotifyOp op) {
+  const DomainState* d = signal.state;
+  if (debug_checks()) debug_check_notify(signal, peer, offsets, cell.offset, value, op);
+  // Recorded before the notify releases the cell: a waiter that sees the new value also sees the
+  // record (debug mode's reuse check and the hang report name the last notify of a cell).
+  d->backend->record_op(OpKind::Notify, static_cast<std::uint8_t>(op), cell.target, value, signal.ref.domain,
+                        signal.ref.buffer, cell.offset, &offsets);
+  return trace::on() ? trace::now_ns() : 0;
+}
+/// The trace event of a notify that started at `t` (notify_end).
+void notify_trace(const WindowDesc& signal, const SignalCell& cell, std::int32_t value, NotifyOp op, std::int64_t t);
+/// After the backend updated the cell: the trace event, when tracing.
+inline void notify_end(const WindowDesc& signal, const SignalCell& cell, std::int32_t value, NotifyOp op,
+                       std::int64_t t) {
+  if (t) [[unlikely]]
+    notify_trace(signal, cell, value, op, t);
+}
 
 }  // namespace pld::detail

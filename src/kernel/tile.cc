@@ -1,5 +1,6 @@
 // pld::tile on rank-local memory: tile shapes and storage, load/store, element access. The
 // tile forms of remote_load / remote_store move data between ranks and live in rma.cc.
+#include "debug/checks.h"
 #include "kernel/region.h"
 
 #include <pld/detail/checked.hpp>
@@ -76,6 +77,7 @@ void check_tile_load(const char* api, const LocalDesc& tile, const LocalDesc& sr
 
 void tile_load(const char* api, LocalDesc& tile, const LocalDesc& src, const Dims& offsets) {
   check_tile_load(api, tile, src, offsets);
+  if (debug_checks()) check_nbi_read(api, src, offsets, tile.valid);
   Dims zero = tile.shape;
   for (int d = 0; d < zero.size(); ++d) zero[d] = 0;
   copy_local(tile, zero, tile.valid, src, offsets, tile.valid);
@@ -95,7 +97,13 @@ void tile_store(const char* api, const LocalDesc& tile, const LocalDesc& dst, co
 
 void element_read(const char* api, const LocalDesc& src, const Dims& offsets, void* value) {
   const std::size_t esz = dtype_size(src.dtype);
-  std::memcpy(value, src.data + linear_index(api, offsets, src.shape) * static_cast<Index>(esz), esz);
+  const Index at = linear_index(api, offsets, src.shape);
+  if (debug_checks()) {
+    Dims one = offsets;
+    for (int d = 0; d < one.size(); ++d) one[d] = 1;
+    check_nbi_read(api, src, offsets, one);
+  }
+  std::memcpy(value, src.data + at * static_cast<Index>(esz), esz);
 }
 
 void element_write(const char* api, const LocalDesc& dst, const Dims& offsets, const void* value) {

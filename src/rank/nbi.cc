@@ -24,6 +24,25 @@ void NbiLedger::track(std::string what, Spans spans) {
   entries_.push_back(Entry{std::move(what), std::move(spans), sum});
 }
 
+void NbiLedger::track_get(std::string what, Spans spans) {
+  std::lock_guard lock(mutex_);
+  gets_.push_back(Entry{std::move(what), std::move(spans), 0});
+  gets_outstanding_.store(true, std::memory_order_relaxed);
+}
+
+void NbiLedger::check_read(const char* api, const std::byte* at, std::size_t bytes) {
+  if (!gets_outstanding() || bytes == 0) return;
+  std::lock_guard lock(mutex_);
+  for (const Entry& e : gets_)
+    for (const auto& [dst, n] : e.spans)
+      if (at < dst + n && dst < at + bytes)
+        throw UsageError(
+            fmt::format("{}: reads the destination of {} before the transfer completed; a non-blocking get "
+                        "writes its destination until system::quiet() (or the end of the kernel): call "
+                        "system::quiet() before reading it, or use the blocking tensor::get",
+                        api, e.what));
+}
+
 void NbiLedger::complete(BackendProcess& backend, const char* where) {
   backend.quiet();
   outstanding_.store(false, std::memory_order_relaxed);
@@ -31,6 +50,8 @@ void NbiLedger::complete(BackendProcess& backend, const char* where) {
   {
     std::lock_guard lock(mutex_);
     entries.swap(entries_);
+    gets_.clear();
+    gets_outstanding_.store(false, std::memory_order_relaxed);
   }
   for (const Entry& e : entries)
     if (checksum(e.spans) != e.checksum)
@@ -45,6 +66,8 @@ void NbiLedger::forget() {
   outstanding_.store(false, std::memory_order_relaxed);
   std::lock_guard lock(mutex_);
   entries_.clear();
+  gets_.clear();
+  gets_outstanding_.store(false, std::memory_order_relaxed);
 }
 
 }  // namespace pld::detail

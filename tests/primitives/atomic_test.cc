@@ -39,7 +39,7 @@ TEST_P(Atomics, FetchAddOneCellFromEveryRank) {
   const int p = GetParam().p;
   PLD_REQUIRE_RANKS(p);
   with_type(AtomicTypes{}, GetParam().dtype, [&]<class T>() {
-    constexpr int kN = 10000;
+    const int kN = test_rounds(10000);
     auto olds = HostTensor<T>::zeros({p, kN});
     auto total = HostTensor<T>::zeros({p, 1});
     run(ranks(p), [&](Host& h) {
@@ -90,7 +90,7 @@ TEST_P(Atomics, CompareSwapSpinLockProtectsAPlainCounter) {
   const int p = GetParam().p;
   PLD_REQUIRE_RANKS(p);
   with_type(AtomicTypes{}, GetParam().dtype, [&]<class T>() {
-    constexpr int kN = 200;
+    const int kN = test_rounds(200);
     auto out = HostTensor<std::int64_t>::zeros({p, 2});
     run(ranks(p), [&](Host& h) {
       auto lock = cell_window<T>(h, "lock");
@@ -119,7 +119,7 @@ TEST_P(Atomics, SwapChainLosesNoValue) {
   const int p = GetParam().p;
   PLD_REQUIRE_RANKS(p);
   with_type(AtomicTypes{}, GetParam().dtype, [&]<class T>() {
-    constexpr int kN = 1000;
+    const int kN = test_rounds(1000);
     auto olds = HostTensor<T>::zeros({p, kN});
     auto last = HostTensor<T>::zeros({p, 1});
     run(ranks(p), [&](Host& h) {
@@ -276,7 +276,7 @@ void mixed_kernel(DistributedTensor<std::int32_t> sig, int n, Tensor<std::int32_
 TEST_P(AtomicSignals, AtomicsNotifyAndAtomicPutsOnOneInt32Cell) {
   const int p = GetParam();
   PLD_REQUIRE_RANKS(p);
-  constexpr int kN = 500;
+  const int kN = test_rounds(500);
   auto out = HostTensor<std::int32_t>::zeros({p, 1});
   run(ranks(p), [&](Host& h) {
     auto sig = h.window<std::int32_t>(h.alloc_window_buffer({1, 1}, DType::INT32, "sig"), {1, 1});

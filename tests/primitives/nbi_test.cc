@@ -3,7 +3,8 @@
 // full-slice and region forms, 0, 1, odd and large sizes), non-blocking puts of 1..64 chunks are
 // all delivered after quiet, non-blocking gets after quiet, fence orders puts to one peer, a
 // kernel's end completes what it left outstanding, debug mode catches a source reused before
-// quiet, and bad arguments get named errors. Nothing here depends on timing.
+// quiet and a get's destination read before quiet, and bad arguments get named errors. Nothing
+// here depends on timing.
 #include "support.hpp"
 
 #include <cstring>
@@ -347,6 +348,50 @@ TEST(NbiDebug, ASourceReusedBeforeQuietIsCaught) {
         0, RankFailure::KernelError,
         before_quiet ? "system::quiet: the source of tensor::put_nbi to peer 0" : "the end of the kernel");
   }
+}
+
+// Debug mode: a get_nbi destination read before quiet fails with the read and the get. `how`:
+// 0 tile::load of the window destination, 1 tile::read of a rank-local destination, 2 a put whose
+// source is the destination, 3 a region get read outside its region (passes), 4 the reads after
+// quiet (pass).
+void read_early(Win win, int how) {
+  if (how < 0) return;  // the other rank
+  const int me = rank(get_comm_ctx(win));
+  // Outlives the kernel: the failed kernel's gets are completed at the end of the call (mpi: the
+  // replies land after the kernel has thrown).
+  static std::vector<std::int32_t> local(64, 0);
+  const Tensor<std::int32_t> dst(local.data(), {1, 64});
+  switch (how) {
+    case 0: tensor::get_nbi(win, 1, win, {1, 0}, {0, 0}, {1, 64}); break;
+    case 1:
+    case 2:
+    case 4: tensor::get_nbi(dst, 1, win, {0, 0}, {0, 0}, {1, 64}); break;
+    case 3: tensor::get_nbi(dst, 1, win, {0, 0}, {0, 0}, {1, 32}); break;
+  }
+  if (how == 4) system::quiet();
+  if (how == 0) (void)tile::load(win, {1, 16}, {1, 4});
+  if (how == 1 || how == 3 || how == 4) (void)tile::read(dst, {0, how == 3 ? 40 : 5});
+  if (how == 2 || how == 4) tensor::put(win, me, dst, {0, 0}, {0, 0}, {1, 64});
+  system::quiet();
+}
+
+TEST(NbiDebug, AGetDestinationReadBeforeQuietIsCaught) {
+  PLD_REQUIRE_RANKS(2);
+  ScopedEnv debug("PLD_DEBUG", "1");
+  const char* needles[] = {
+      "tile::load: reads the destination of tensor::get_nbi from peer 1 of window 'win'",
+      "tile::read: reads the destination of tensor::get_nbi from peer 1 of window 'win' (256 bytes)",
+      "tensor::put: reads the destination of tensor::get_nbi from peer 1"};
+  auto body = [](int how) {
+    run(ranks(2), [&](Host& h) {
+      auto w = h.alloc_window_buffer({2, 64}, DType::INT32, "win");
+      h.dispatch(0, read_early, h.window<std::int32_t>(w, {2, 64}), how);
+      h.dispatch(1, read_early, h.window<std::int32_t>(w, {2, 64}), -1);
+    });
+  };
+  for (int how = 0; how < 3; ++how) expect_rank_error([&] { body(how); }, 0, RankFailure::KernelError, needles[how]);
+  EXPECT_NO_THROW(body(3));
+  EXPECT_NO_THROW(body(4));
 }
 
 // Bad arguments: named errors, on the host or from the rank.

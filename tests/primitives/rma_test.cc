@@ -260,7 +260,7 @@ TEST(Rma, LargeTransfersOverTheStreamingThreshold) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(P, Rma, ::testing::ValuesIn(types_and_ranks(AllTypes{}, rank_counts(1, 8, {5}))),
+INSTANTIATE_TEST_SUITE_P(P, Rma, ::testing::ValuesIn(every_type_and_ranks(rank_counts(1, 8, {5}))),
                          type_and_ranks_name);
 INSTANTIATE_TEST_SUITE_P(P, AtomicRma, ::testing::ValuesIn(types_and_ranks(AtomicTypes{}, rank_counts(1, 8, {5}))),
                          type_and_ranks_name);

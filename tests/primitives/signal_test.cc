@@ -48,7 +48,7 @@ void add_all(DistributedTensor<std::int32_t> sig, int rounds, Tensor<std::int32_
 TEST_P(Signals, AtomicAddContentionWithNegativeValues) {
   PLD_REQUIRE_RANKS(GetParam());
   const int p = GetParam();
-  constexpr int kRounds = 500;
+  const int kRounds = test_rounds(500);
   auto out = HostTensor<std::int32_t>::zeros({p, 1});
   run(ranks(p), [&](Host& h) {
     auto b = h.alloc_window_buffer(sizeof(std::int32_t), "counter");

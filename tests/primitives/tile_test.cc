@@ -122,7 +122,7 @@ TEST(Tiles, ScalarFormsAndFull) {
     }
 }
 
-INSTANTIATE_TEST_SUITE_P(P, Tiles, ::testing::ValuesIn(types_and_ranks(AllTypes{}, rank_counts(1, 8, {5}))),
+INSTANTIATE_TEST_SUITE_P(P, Tiles, ::testing::ValuesIn(every_type_and_ranks(rank_counts(1, 8, {5}))),
                          type_and_ranks_name);
 
 }  // namespace

@@ -137,8 +137,11 @@ def test_collective_bad_input():
             h.allreduce(a, core_num=99)
         with pytest.raises(pld.UsageError, match="send_counts and recv_counts"):
             h.all_to_all_v(a, a)
-        with pytest.raises(TypeError):
+        with pytest.raises(pld.UsageError, match=r"Host.allreduce: op 'max' is not a pld.ReduceOp; pass one of "
+                                                 r"pld.ReduceOp.Sum"):
             h.allreduce(a, op="max")
+        with pytest.raises(pld.UsageError, match="mode 2 is not a pld.AllreduceMode"):
+            h.allreduce(a, mode=2)
 
     pld.run(pld.DistributedConfig(device_ids=[0, 1]), orch)
 

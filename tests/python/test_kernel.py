@@ -224,3 +224,12 @@ def test_explicit_shm_backend():
 
 def ctx_rank_kernel(out, r):
     out[0] = r
+
+
+def enum_typo_kernel(out, sig):
+    pld.system.wait(sig, (0, 0), 1, "ge")
+
+
+def test_enum_typo_names_op_value_and_fix():
+    with pytest.raises(pld.RankError, match=r"wait: cmp 'ge' is not a pld.WaitCmp; pass one of pld.WaitCmp.Eq"):
+        run_on(1, enum_typo_kernel, ((1, 1), pld.DType.INT32))

@@ -181,3 +181,20 @@ def test_python_side_type_checks_name_op_value_and_fix(config2):
     with pytest.raises(pld.RankError, match=r"tile::load: src is a list; pass a numpy array"):
         pld.run(config2, lambda h, o: [h.dispatch(r, wrong_type_kernel, o[r]) for r in range(2)],
                 np.zeros((2, 1)))
+
+
+class Scaler:
+    def __init__(self, factor):
+        self.factor = factor
+
+    def kernel(self, out):
+        out[...] = self.factor
+
+
+def test_bound_method_kernels_share_one_id(config2):
+    s = Scaler(4)
+    assert pld.register_kernel(s.kernel) == pld.register_kernel(s.kernel)
+    assert pld.register_kernel(s.kernel) != pld.register_kernel(Scaler(5).kernel)
+    out = np.zeros((2, 1), np.float32)
+    pld.run(config2, lambda h, o: [h.dispatch(r, s.kernel, o[r]) for r in range(2)], out)
+    assert (out == 4).all()

@@ -9,8 +9,11 @@ namespace pld::detail {
 std::uint64_t ShmBackend::atomic(int rank, std::uint64_t offset, AmoOp op, DType dtype, std::uint64_t operand,
                                  std::uint64_t compare) {
   std::byte* cell = heap_base(rank) + offset;
-  const std::uint64_t old = atomic_local(cell, op, dtype, operand, compare);
-  if (op != AmoOp::Fetch && amo_width(dtype) == sizeof(std::int32_t)) wake(rank, reinterpret_cast<std::int32_t*>(cell));
+  if (amo_width(dtype) == sizeof(std::uint64_t))
+    return amo_apply(reinterpret_cast<std::uint64_t*>(cell), op, operand, compare);
+  const std::uint32_t old = amo_apply(reinterpret_cast<std::uint32_t*>(cell), op, static_cast<std::uint32_t>(operand),
+                                      static_cast<std::uint32_t>(compare));
+  if (op != AmoOp::Fetch) wake(rank, reinterpret_cast<std::int32_t*>(cell));
   return old;
 }
 

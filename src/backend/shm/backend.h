@@ -89,8 +89,12 @@ class ShmBackend final : public Backend {
   void get(void* dst, int rank, std::uint64_t offset, std::size_t bytes) override;
   void atomic_add(int rank, std::uint64_t offset, const void* src, std::size_t count, DType dtype) override;
   void notify(int rank, std::uint64_t offset, std::int32_t value, NotifyOp op) override;
-  // Non-blocking transfers complete when they return (copies): put_nbi, get_nbi and put_signal
-  // keep Backend's defaults; quiet and fence are fences (rma.cc).
+  // Non-blocking transfers complete when they return (copies): put_nbi and get_nbi keep
+  // Backend's defaults; quiet and fence are fences (rma.cc).
+  /// The copy, then notify's read-modify-write on the signal cell (its full barrier orders the
+  /// copy's streaming stores before the signal): one call, no virtual call in between.
+  void put_signal(int rank, std::uint64_t offset, const void* src, std::size_t bytes, std::uint64_t signal_offset,
+                  std::int32_t value, NotifyOp op, bool nbi) override;
   void quiet() override;
   void fence() override;
   WaitStatus wait(std::uint64_t offset, std::int32_t expected, WaitCmp cmp, const WaitSite& site,
