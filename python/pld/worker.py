@@ -19,9 +19,10 @@ The rank processes are forked when the worker starts, so a kernel must exist in 
 runs a Python kernel that is
 
 * a module-level function (``def`` at the top of a module or of the script) defined **before the
-  worker started** — the ranks find it by its module and name; or
-* any function (a lambda, a nested function, a bound method) passed in ``kernels=[...]`` when the
-  worker is created — it is registered before the ranks fork.
+  worker started** — the ranks find it by its module and name;
+* any function object (a lambda, a nested function) passed in ``kernels=[...]`` when the worker
+  is created — it is registered before the ranks fork; dispatch that same object; or
+* a function that pld.run or another worker dispatched before this worker started.
 
 Anything else fails the call with a pld.RankError whose message names the kernel and says why
 the rank cannot find it: a lambda or nested function not listed in ``kernels``, a function
