@@ -16,7 +16,7 @@ namespace {
 constexpr std::uint64_t KiB = 1ull << 10, MiB = 1ull << 20, GiB = 1ull << 30;
 
 constexpr ThresholdSpec kSpecs[kThresholdCount] = {
-    {Threshold::Streaming, Setting::StreamingBytes, "2 x (L2 + L3 / CPUs sharing the L3)", 8 * MiB, 0, 64 * GiB},
+    {Threshold::Streaming, Setting::StreamingBytes, "(L2 + L3 / CPUs sharing the L3) / 2", 8 * MiB, 0, 64 * GiB},
     {Threshold::PushStreaming, Setting::PushStreamingBytes, "(L2 + L3 / CPUs sharing the L3) / 4", 1 * MiB, 0,
      64 * GiB},
     {Threshold::CopyBlock, Setting::CopyBlockBytes, "L2 / 32, power of two in [16 KiB, 256 KiB]", 64 * KiB, 4 * KiB,
@@ -79,7 +79,7 @@ ThresholdValue derive_threshold(Threshold t, const Caches& c) {
   const std::uint64_t l2 = c.l2.bytes;
   ThresholdValue v;
   switch (t) {
-    case Threshold::Streaming: v = {round_to_pages(2 * cache.bytes), cache.source}; break;
+    case Threshold::Streaming: v = {round_to_pages(cache.bytes / 2), cache.source}; break;
     case Threshold::PushStreaming: v = {round_to_pages(cache.bytes / 4), cache.source}; break;
     case Threshold::CopyBlock: v = {pow2_in(l2 / 32, 16 * KiB, 256 * KiB), c.l2.source}; break;
     case Threshold::TwoShotStep: v = {pow2_in(c.l1d.bytes, 4 * KiB, 256 * KiB), c.l1d.source}; break;

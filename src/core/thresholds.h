@@ -2,10 +2,13 @@
 // the caches the machine reports (core/machine.h), each overridable by its environment variable
 // (core/settings.def), each printed by `pld-info` with where its value came from. The rules, as
 // thresholds.cc derives them (C = the cache one CPU can count on = L2 + L3 / CPUs sharing the L3,
-// the way glibc sizes its non-temporal threshold from a thread's share of the shared cache):
+// the share glibc sizes its non-temporal threshold from; a copy streams once the working set it
+// puts on one CPU outgrows C):
 //
-//   PLD_STREAMING_BYTES        2 C          a single copy (put, get, own block) streams from here
-//   PLD_PUSH_STREAMING_BYTES   C / 4        a push collective's block per peer streams from here
+//   PLD_STREAMING_BYTES        C / 2        a single copy (put, get, own block) streams from here:
+//                                           its source and destination together outgrow C
+//   PLD_PUSH_STREAMING_BYTES   C / 4        a push collective's block per peer streams from here:
+//                                           at P = 2 a CPU reads 2 blocks and writes 2
 //   PLD_COPY_BLOCK_BYTES       L2 / 32      block of a backward copy (pow2, 16 KiB..256 KiB)
 //   PLD_TWOSHOT_STEP_BYTES     L1d          TwoShot allreduce step (pow2 <= L1d, 4..256 KiB)
 //   PLD_RMA_CHUNK_BYTES        L2 / 8       RMA schedule step per peer (pow2, 16 KiB..4 MiB)
@@ -13,8 +16,8 @@
 //   PLD_ALLREDUCE_LL_MAX       line         LL allreduce up to one cache line (at most 64 B)
 //   PLD_COLL_LL_MAX            line / 2     LL exchange of the other collectives (at most 64 B)
 //
-// Without cache information every threshold takes its default (the values pld was first tuned
-// with on a 2 MiB-L2 Xeon). docs/performance.md explains each rule.
+// Without cache information every threshold takes its default (the constants pld used before it
+// read the caches). docs/performance.md explains each rule and the measurements behind it.
 #pragma once
 
 #include "core/machine.h"

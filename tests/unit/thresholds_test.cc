@@ -1,8 +1,7 @@
 // The machine probe and the thresholds derived from it (src/core/machine.cc, thresholds.cc,
 // compiled into this test): a fake sysfs tree read from a directory, CPUID merged in, each rule on
-// two machines (a 2 MiB-L2 Xeon whose L3 share is 2 MiB per CPU, which gives the sizes pld was
-// first tuned with, and a 2-CPU AMD EPYC VM), the fallbacks without cache information, and the
-// environment's precedence over the derivation.
+// two machines (a 2 MiB-L2 Xeon whose L3 share is 2 MiB per CPU, and a 2-CPU AMD EPYC VM), the fallbacks without cache
+// information, and the environment's precedence over the derivation.
 #include "core/thresholds.h"
 #include "core/machine.h"
 #include "support.hpp"
@@ -122,9 +121,9 @@ Caches xeon_like() {
   return c;
 }
 
-TEST(Thresholds, RulesOnAXeonGiveTheFirstTunedSizes) {
+TEST(Thresholds, RulesOnAXeon) {
   const Caches c = xeon_like();  // C = 2 MiB + 256 MiB / 128 = 4 MiB
-  EXPECT_EQ(derive_threshold(Threshold::Streaming, c).bytes, 8 * MiB);
+  EXPECT_EQ(derive_threshold(Threshold::Streaming, c).bytes, 2 * MiB);
   EXPECT_EQ(derive_threshold(Threshold::Streaming, c).source, Source::Cpuid);  // the weaker input
   EXPECT_EQ(derive_threshold(Threshold::PushStreaming, c).bytes, 1 * MiB);
   EXPECT_EQ(derive_threshold(Threshold::CopyBlock, c).bytes, 64 * KiB);
@@ -137,7 +136,7 @@ TEST(Thresholds, RulesOnAXeonGiveTheFirstTunedSizes) {
 
 TEST(Thresholds, RulesOnAnEpycVm) {
   const Caches c = caches_from_sysfs(epyc_vm().path());  // C = 1 MiB + 32 MiB / 2 = 17 MiB
-  EXPECT_EQ(derive_threshold(Threshold::Streaming, c).bytes, 34 * MiB);
+  EXPECT_EQ(derive_threshold(Threshold::Streaming, c).bytes, 17 * MiB / 2);
   EXPECT_EQ(derive_threshold(Threshold::PushStreaming, c).bytes, 17 * MiB / 4);
   EXPECT_EQ(derive_threshold(Threshold::PushStreaming, c).source, Source::Sysfs);
   EXPECT_EQ(derive_threshold(Threshold::CopyBlock, c).bytes, 32 * KiB);
@@ -164,7 +163,7 @@ TEST(Thresholds, TheEnvironmentOverridesTheDerivation) {
     const Thresholds t = derive_thresholds(c);
     EXPECT_EQ(t[Threshold::PushStreaming], 3 * MiB);
     EXPECT_EQ(t.value(Threshold::PushStreaming).source, Source::Env);
-    EXPECT_EQ(t[Threshold::Streaming], 8 * MiB);  // the others stay derived
+    EXPECT_EQ(t[Threshold::Streaming], 2 * MiB);  // the others stay derived
     EXPECT_EQ(t.value(Threshold::Streaming).source, Source::Cpuid);
   }
   {
