@@ -60,6 +60,12 @@ inline std::size_t push_streaming_bytes() {
   return thresholds()[Threshold::PushStreaming];
 }
 
+/// broadcast is pushed by the root between two LL barriers while (P - 1) x its target is at most
+/// this (coll/ll.cc): the root copies from its L1, and the LL barriers cost less than credits.
+inline std::size_t broadcast_push_max_bytes() {
+  return thresholds()[Threshold::BroadcastPushMax];
+}
+
 /// Elements of `esz` bytes per peer and step of an RMA schedule reading `sources` ranks (>= 1):
 /// one step moves at most the RMA chunk per peer and stages at most the RMA scratch from all peers
 /// together (a lane's scratch stays bounded at any rank count).

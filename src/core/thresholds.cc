@@ -30,6 +30,8 @@ constexpr ThresholdSpec kSpecs[kThresholdCount] = {
     // The LL limits keep their old contract: larger overrides are capped at 64 (coll/tuning.cc).
     {Threshold::AllreduceLLMax, Setting::AllreduceLLMax, "cache line, at most 64 B", 64, 0, 64 * GiB},
     {Threshold::CollLLMax, Setting::CollLLMax, "cache line / 2, at most 64 B", 32, 0, 64 * GiB},
+    {Threshold::BroadcastPushMax, Setting::BroadcastPushMax, "L1d / 8, power of two in [1 KiB, 64 KiB]", 4 * KiB, 0,
+     1 * GiB},
 };
 
 std::uint64_t floor_pow2(std::uint64_t v) {
@@ -89,6 +91,7 @@ ThresholdValue derive_threshold(Threshold t, const Caches& c) {
       break;
     case Threshold::AllreduceLLMax: v = {std::min<std::uint64_t>(c.line_bytes, 64), c.line_source}; break;
     case Threshold::CollLLMax: v = {std::min<std::uint64_t>(c.line_bytes / 2, 64), c.line_source}; break;
+    case Threshold::BroadcastPushMax: v = {pow2_in(c.l1d.bytes / 8, 1 * KiB, 64 * KiB), c.l1d.source}; break;
   }
   if (v.source == Source::Default) return {spec.fallback, Source::Default};  // a cache the rule needs is unknown
   return v;

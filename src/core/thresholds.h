@@ -15,6 +15,8 @@
 //   PLD_RMA_SCRATCH_BYTES      2 L2         RMA schedule scratch over all peers (pow2, >= chunk)
 //   PLD_ALLREDUCE_LL_MAX       line         LL allreduce up to one cache line (at most 64 B)
 //   PLD_COLL_LL_MAX            line / 2     LL exchange of the other collectives (at most 64 B)
+//   PLD_BROADCAST_PUSH_MAX     L1d / 8      broadcast pushed by the root between LL barriers, up
+//                                           to this many bytes over all peers (pow2, 1..64 KiB)
 //
 // Without cache information every threshold takes its default (the constants pld used before it
 // read the caches). docs/performance.md explains each rule and the measurements behind it.
@@ -37,9 +39,10 @@ enum class Threshold {
   RmaChunk,
   RmaScratch,
   AllreduceLLMax,
-  CollLLMax
+  CollLLMax,
+  BroadcastPushMax
 };
-inline constexpr int kThresholdCount = 8;
+inline constexpr int kThresholdCount = 9;
 
 struct ThresholdSpec {
   Threshold id;

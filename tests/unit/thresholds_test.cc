@@ -132,6 +132,7 @@ TEST(Thresholds, RulesOnAXeon) {
   EXPECT_EQ(derive_threshold(Threshold::RmaScratch, c).bytes, 4 * MiB);
   EXPECT_EQ(derive_threshold(Threshold::AllreduceLLMax, c).bytes, 64u);
   EXPECT_EQ(derive_threshold(Threshold::CollLLMax, c).bytes, 32u);
+  EXPECT_EQ(derive_threshold(Threshold::BroadcastPushMax, c).bytes, 4 * KiB);  // 48 KiB / 8, rounded down
 }
 
 TEST(Thresholds, RulesOnAnEpycVm) {
