@@ -105,7 +105,7 @@ say "# machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *
 say "# $(mpirun --version 2>/dev/null | head -1); pld $("$PLD_BENCH" --help >/dev/null && echo built from "$ROOT")"
 # The machine as pld sees it (CPU model, caches) and the size thresholds in force, with their
 # sources: a table from any machine reads on its own.
-"$PLD_INFO" --thresholds 2>&1 | sed 's/^/# /' | tee -a "$LOG"
+"$PLD_INFO" --thresholds 2>&1 | sed 's/^/# /' | tee -a "$LOG" || true
 say "# P=$NP, rounds $ROUNDS, sizes ${SIZES[*]}, iterations ${ITERS[*]} (same for both sides), pld path $PLD_PATH"
 for i in "${!MPI_CONFIG_NAMES[@]}"; do say "# Open MPI config ${MPI_CONFIG_NAMES[$i]}: ${MPIRUN[*]} -np $NP ${MPI_CONFIG_ARGS[$i]}"; done
 for i in "${!MPI4_CONFIG_NAMES[@]}"; do say "# Open MPI config ${MPI4_CONFIG_NAMES[$i]} (P=4): ${MPIRUN[*]} -np 4 ${MPI4_CONFIG_ARGS[$i]}"; done
