@@ -118,8 +118,8 @@ using BareCopy = std::map<std::uint64_t, double>;  // size -> the bare copy's ti
 // The no-cliff rule on one side's table: every step to at most twice the bytes whose time grows
 // more than 3x, unless the bare copy (when measured at both sizes) grows more than 3x too. Prints
 // each jump; returns the number of unexcused ones and, in `worst`, the largest growth seen.
-int print_cliffs(const char* side, const Table& t, const std::vector<Key>& keys, const BareCopy& bare,
-                 double& worst, std::string& worst_at) {
+int print_cliffs(const char* side, const Table& t, const std::vector<Key>& keys, const BareCopy& bare, double& worst,
+                 std::string& worst_at) {
   int cliffs = 0;
   for (std::size_t i = 1; i < keys.size(); ++i) {
     const Key &a = keys[i - 1], &b = keys[i];
@@ -149,7 +149,8 @@ int print_cliffs(const char* side, const Table& t, const std::vector<Key>& keys,
 // collective `coll`, as a target that passes at or under `limit`.
 template <class Denominator>
 Target max_ratio_target(const std::string& name, const Table& side, const std::vector<Key>& keys,
-                        const std::string& coll, std::uint64_t lo, std::uint64_t hi, double limit, Denominator&& denominator) {
+                        const std::string& coll, std::uint64_t lo, std::uint64_t hi, double limit,
+                        Denominator&& denominator) {
   Target t{name};
   double worst = 0;
   std::uint64_t at = 0;
@@ -429,15 +430,15 @@ int main(int argc, char** argv) {
   auto over_bare = [&](const Key& k) { return exchange_us.count(k.second) ? exchange_us[k.second] : 0.0; };
   for (const char* c : {"all_to_all", "all_to_all_v"}) {
     if (!exchange_us.empty())
-      targets.push_back(max_ratio_target(std::string(c) + " <= 1.15x its bare copy from 1 MiB", pld, keys, c, 1ull << 20,
-                                         UINT64_MAX, 1.15, over_bare));
+      targets.push_back(max_ratio_target(std::string(c) + " <= 1.15x its bare copy from 1 MiB", pld, keys, c,
+                                         1ull << 20, UINT64_MAX, 1.15, over_bare));
     targets.push_back(max_ratio_target(std::string(c) + " <= 1.0x Open MPI at every size", pld, keys, c, 0, UINT64_MAX,
                                        1.0, over_mpi));
   }
-  targets.push_back(max_ratio_target("broadcast 4 B - 1 KiB <= 1.5x MPI_Bcast", pld, keys, "broadcast", 4, 1024, 1.5,
-                                     over_mpi));
-  targets.push_back(max_ratio_target("allreduce 4 B - 256 B <= 0.8x MPI_Allreduce", pld, keys, "allreduce", 4, 256, 0.8,
-                                     over_mpi));
+  targets.push_back(
+      max_ratio_target("broadcast 4 B - 1 KiB <= 1.5x MPI_Bcast", pld, keys, "broadcast", 4, 1024, 1.5, over_mpi));
+  targets.push_back(
+      max_ratio_target("allreduce 4 B - 256 B <= 0.8x MPI_Allreduce", pld, keys, "allreduce", 4, 256, 0.8, over_mpi));
 
   // ----- no cliffs ------------------------------------------------------------------------------
   {
