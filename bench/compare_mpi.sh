@@ -2,20 +2,22 @@
 # bench/compare_mpi.sh — pld against Open MPI on this machine, side by side in ONE run
 # (bench/README.md explains how to read the output).
 #
-#   bench/compare_mpi.sh            # full: 5 interleaved rounds, 2 Open MPI configurations, ~10 min
-#   bench/compare_mpi.sh --quick    # 1 short round (fewer iterations), ~3 min
+#   bench/compare_mpi.sh            # full: 5 interleaved rounds, 2 Open MPI configurations, ~20 min
+#   bench/compare_mpi.sh --quick    # 1 short round (fewer iterations), ~6 min
 #
 # What it does:
-#   1. builds pld-bench (CMake, Release, own build tree) and, with mpicxx / g++, the Open MPI
+#   1. builds pld-bench and pld-info (CMake, Release, own build tree) and, with mpicxx / g++, the Open MPI
 #      baseline bench/mpi/mpi_bench.cpp, the stream ceiling bench/mpi/stream.cpp and the report
 #      bench/mpi/compare.cpp, all into OUT (default build-compare/);
 #   2. measures the streaming copy bandwidth of 2 threads (the memory-bandwidth ceiling);
 #   3. for every round and collective: pld-bench, then mpi_bench under each Open MPI configuration,
-#      on the same sizes (4 B .. 64 MiB, x4), fp32, P=2 — interleaved, so drifts hit both sides;
-#      before all_to_all, the bare copy of the same bytes (bench/mpi/exchange_ceiling.cpp, P=2);
+#      on the same sizes (4 B .. 64 MiB, x2), fp32, P=2 — interleaved, so drifts hit both sides;
+#      before all_to_all, the bare copy of the same bytes (bench/mpi/exchange_ceiling.cpp, P=2,
+#      4 KiB .. 64 MiB);
 #   4. the barrier at P=4 (4 ranks on 2 cores, oversubscribed) the same way;
-#   5. prints the ratio table (median over the rounds, both sides alike; --stat min for the lowest)
-#      and the speed targets, writes OUT/compare.txt, OUT/summary.json and the plot
+#   5. prints the ratio table (median over the rounds, both sides alike; --stat min for the lowest),
+#      the no-cliff check (no time may grow more than 3x for 2x the bytes unless the bare copy's
+#      does) and the speed targets, writes OUT/compare.txt, OUT/summary.json and the plot
 #      OUT/busbw.png + .svg (gnuplot; OUT/busbw.gp + .dat if gnuplot is missing).
 #
 # Options: --quick  --rounds N  --stat median|min  --out DIR  --np N (default 2)  --help
@@ -54,8 +56,9 @@ done
 echo "== building pld-bench and the MPI baseline into $OUT" >&2
 cmake -S "$ROOT" -B "$OUT/pld" -DCMAKE_BUILD_TYPE=Release -DPLD_BUILD_TESTS=OFF -DPLD_BUILD_EXAMPLES=OFF \
   -DPLD_BUILD_BENCH=OFF >"$OUT/build.log" 2>&1 || { cat "$OUT/build.log" >&2; exit 2; }
-cmake --build "$OUT/pld" --target pld-bench -j "$(nproc)" >>"$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log" >&2; exit 2; }
+cmake --build "$OUT/pld" --target pld-bench pld-info -j "$(nproc)" >>"$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log" >&2; exit 2; }
 PLD_BENCH="$OUT/pld/tools/pld-bench/pld-bench"
+PLD_INFO="$OUT/pld/tools/pld-info"
 MPI_FLAGS=(-O3 -std=c++20 -DOMPI_SKIP_MPICXX)
 mpicxx "${MPI_FLAGS[@]}" "$ROOT/bench/mpi/mpi_bench.cpp" -o "$OUT/mpi_bench"
 g++ -O2 -std=c++20 -pthread "$ROOT/bench/mpi/stream.cpp" -o "$OUT/stream"
@@ -71,7 +74,8 @@ fi
 
 # ----- settings ------------------------------------------------------------------------------------
 COLLS=(barrier allreduce broadcast allgather reduce_scatter all_to_all all_to_all_v)
-SIZES=(-b 4 -e 64M -f 4)
+SIZES=(-b 4 -e 64M -f 2)  # x2 steps: the no-cliff check compares each size with the next
+EXCHANGE_SIZES=4K,8K,16K,32K,64K,128K,256K,512K,1M,2M,4M,8M,16M,32M,64M
 if ((QUICK)); then
   ITERS=(--budget 256M --max-iters 5000)
   PLD_PATH=composite
@@ -99,6 +103,9 @@ MPI4_CONFIG_ARGS=("--mca btl self,vader --mca mpi_yield_when_idle 1"
 say "# bench/compare_mpi.sh $( ((QUICK)) && echo --quick) — $(date -u '+%Y-%m-%d %H:%M UTC')"
 say "# machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//'), $(nproc) CPUs, $(uname -r)"
 say "# $(mpirun --version 2>/dev/null | head -1); pld $("$PLD_BENCH" --help >/dev/null && echo built from "$ROOT")"
+# The machine as pld sees it (CPU model, caches) and the size thresholds in force, with their
+# sources: a table from any machine reads on its own.
+"$PLD_INFO" --thresholds 2>&1 | sed 's/^/# /' | tee -a "$LOG" || true
 say "# P=$NP, rounds $ROUNDS, sizes ${SIZES[*]}, iterations ${ITERS[*]} (same for both sides), pld path $PLD_PATH"
 for i in "${!MPI_CONFIG_NAMES[@]}"; do say "# Open MPI config ${MPI_CONFIG_NAMES[$i]}: ${MPIRUN[*]} -np $NP ${MPI_CONFIG_ARGS[$i]}"; done
 for i in "${!MPI4_CONFIG_NAMES[@]}"; do say "# Open MPI config ${MPI4_CONFIG_NAMES[$i]} (P=4): ${MPIRUN[*]} -np 4 ${MPI4_CONFIG_ARGS[$i]}"; done
@@ -132,7 +139,7 @@ for ((r = 1; r <= ROUNDS; r++)); do
     if [ "$coll" = all_to_all ] && ((EXCHANGE)); then
       f="$OUT/runs/exchange.r$r.json"
       rm -f "$f"
-      run "exchange_ceiling" "$OUT/exchange_ceiling" --mib 1,4,16,64 --kinds memcpy-alt,stream-64B-alt,stream \
+      run "exchange_ceiling" "$OUT/exchange_ceiling" --sizes "$EXCHANGE_SIZES" --kinds memcpy-alt,stream-64B-alt,stream \
         --huge-pages "$( [ "${PLD_HUGE_PAGES:-1}" = 0 ] && echo 0 || echo 1)" -J "$f"
       [ -f "$f" ] && EXCHANGE_JSON+=("$f")
     fi

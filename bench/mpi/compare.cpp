@@ -6,6 +6,9 @@
 //   * the memory-traffic floor of allreduce 64 MiB fp32 (4 x 64 MiB at the streaming copy rate);
 //   * all_to_all's bare copy (exchange_ceiling: two threads copying the same bytes, no runtime),
 //     with pld's and Open MPI's all_to_all and all_to_all_v times as multiples of it;
+//   * the no-cliff check: from one size to the next (x2), no collective's time may grow more than
+//     3x unless the bare copy of the same bytes grows as much (pld's jumps are a target; Open MPI's
+//     are listed for information);
 //   * the speed targets, PASS / FAIL with the measured value;
 //
 // and writes a gnuplot script + data (busbw vs size, pld vs Open MPI, one panel per collective;
@@ -108,6 +111,65 @@ struct Target {
   bool measured = false, pass = false;
   std::string value;
 };
+
+using Table = std::map<Key, Best>;
+using BareCopy = std::map<std::uint64_t, double>;  // size -> the bare copy's time, us
+
+// The no-cliff rule on one side's table: every step to at most twice the bytes whose time grows
+// more than 3x, unless the bare copy (when measured at both sizes) grows more than 3x too. Prints
+// each jump; returns the number of unexcused ones and, in `worst`, the largest growth seen.
+int print_cliffs(const char* side, const Table& t, const std::vector<Key>& keys, const BareCopy& bare, double& worst,
+                 std::string& worst_at) {
+  int cliffs = 0;
+  for (std::size_t i = 1; i < keys.size(); ++i) {
+    const Key &a = keys[i - 1], &b = keys[i];
+    if (a.first != b.first || a.first == "barrier" || b.second > 2 * a.second || !t.count(a) || !t.count(b)) continue;
+    const double ta = t.at(a).s.time_us, tb = t.at(b).s.time_us;
+    if (ta <= 0) continue;
+    const double growth = tb / ta;
+    if (growth > worst) {
+      worst = growth;
+      worst_at = a.first + " " + human(a.second) + " -> " + human(b.second);
+    }
+    if (growth <= 3.0) continue;
+    const bool have_bare = bare.count(a.second) && bare.count(b.second) && bare.at(a.second) > 0;
+    const double bare_growth = have_bare ? bare.at(b.second) / bare.at(a.second) : 0;
+    const bool excused = have_bare && bare_growth > 3.0;
+    cliffs += !excused;
+    char bare_text[32] = "not measured";
+    if (have_bare) std::snprintf(bare_text, sizeof bare_text, "%.1fx", bare_growth);
+    std::printf("  %-9s %-15s %9s -> %-9s %9.2f -> %9.2f us  %5.1fx  bare copy %s%s\n", side, a.first.c_str(),
+                human(a.second).c_str(), human(b.second).c_str(), ta, tb, growth, bare_text,
+                excused ? " (excused)" : " CLIFF");
+  }
+  return cliffs;
+}
+
+// The largest ratio of one side's time over `denominator(size)` among the sizes [lo, hi] of
+// collective `coll`, as a target that passes at or under `limit`.
+template <class Denominator>
+Target max_ratio_target(const std::string& name, const Table& side, const std::vector<Key>& keys,
+                        const std::string& coll, std::uint64_t lo, std::uint64_t hi, double limit,
+                        Denominator&& denominator) {
+  Target t{name};
+  double worst = 0;
+  std::uint64_t at = 0;
+  for (const Key& k : keys) {
+    if (k.first != coll || k.second < lo || k.second > hi || !side.count(k)) continue;
+    const double d = denominator(k);
+    if (d <= 0) continue;
+    const double r = side.at(k).s.time_us / d;
+    if (r > worst || at == 0) worst = r, at = k.second;
+  }
+  if (at) {
+    t.measured = true;
+    t.pass = worst <= limit;
+    char buf[96];
+    std::snprintf(buf, sizeof buf, "max %.2fx (at %s)", worst, human(at).c_str());
+    t.value = buf;
+  }
+  return t;
+}
 
 }  // namespace
 
@@ -360,6 +422,42 @@ int main(int argc, char** argv) {
         }
       }
     }
+    targets.push_back(t);
+  }
+
+  // ----- the small-size and all_to_all targets -----------------------------------------
+  auto over_mpi = [&](const Key& k) { return mpi.count(k) ? mpi[k].s.time_us : 0.0; };
+  auto over_bare = [&](const Key& k) { return exchange_us.count(k.second) ? exchange_us[k.second] : 0.0; };
+  for (const char* c : {"all_to_all", "all_to_all_v"}) {
+    if (!exchange_us.empty())
+      targets.push_back(max_ratio_target(std::string(c) + " <= 1.15x its bare copy from 1 MiB", pld, keys, c,
+                                         1ull << 20, UINT64_MAX, 1.15, over_bare));
+    targets.push_back(max_ratio_target(std::string(c) + " <= 1.0x Open MPI at every size", pld, keys, c, 0, UINT64_MAX,
+                                       1.0, over_mpi));
+  }
+  targets.push_back(
+      max_ratio_target("broadcast 4 B - 1 KiB <= 1.5x MPI_Bcast", pld, keys, "broadcast", 4, 1024, 1.5, over_mpi));
+  targets.push_back(
+      max_ratio_target("allreduce 4 B - 256 B <= 0.8x MPI_Allreduce", pld, keys, "allreduce", 4, 256, 0.8, over_mpi));
+
+  // ----- no cliffs ------------------------------------------------------------------------------
+  {
+    std::printf(
+        "\nno-cliff check: steps to 2x the bytes where the time grows more than 3x (excused when the bare copy\n"
+        "of the same bytes, bench/mpi/exchange_ceiling, grows more than 3x too):\n");
+    double worst = 0, mpi_worst = 0;
+    std::string worst_at, mpi_worst_at;
+    const int cliffs = print_cliffs("pld", pld, keys, exchange_us, worst, worst_at);
+    const int mpi_cliffs = print_cliffs("Open MPI", mpi, keys, exchange_us, mpi_worst, mpi_worst_at);
+    if (cliffs + mpi_cliffs == 0 && worst <= 3.0 && mpi_worst <= 3.0) std::printf("  none\n");
+    std::printf("  largest growth per step: pld %.2fx (%s), Open MPI %.2fx (%s)\n", worst, worst_at.c_str(), mpi_worst,
+                mpi_worst_at.c_str());
+    Target t{"no cliff: pld time <= 3x per 2x bytes unless the bare copy's is too"};
+    t.measured = worst > 0;
+    t.pass = cliffs == 0;
+    char buf[128];
+    std::snprintf(buf, sizeof buf, "%d cliff(s); largest growth %.2fx (%s)", cliffs, worst, worst_at.c_str());
+    t.value = buf;
     targets.push_back(t);
   }
 

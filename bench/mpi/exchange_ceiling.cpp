@@ -11,7 +11,11 @@
 // side's all_to_all time as a multiple of this bare copy. It is an estimate of the floor, not a
 // bound: it is measured like the others, with their noise.
 //
+// The report's no-cliff check divides each collective's growth from one size to the next by this
+// copy's (`--sizes 4K,8K,...,64M`: any byte sizes with K / M suffixes).
+//
 //   build/bench/mpi/pld-exchange-ceiling --mib 1,4,16,64
+//   build/bench/mpi/pld-exchange-ceiling --sizes 64K,128K,256K
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
@@ -25,6 +29,7 @@
 #include <cstring>
 #include <fstream>
 #include <stdexcept>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -155,15 +160,28 @@ Times run(std::size_t s, Kind kind, int iters) {
   return {times[times.size() / 2], sum / static_cast<double>(times.size()), times.front()};
 }
 
+// "64K" -> 65536, "2M" -> 2 MiB, "4096" -> 4096.
+std::size_t parse_size(const std::string& text) {
+  std::size_t used = 0;
+  const unsigned long long v = std::stoull(text, &used);
+  const std::string unit = text.substr(used);
+  if (unit.empty()) return v;
+  if (unit == "K") return v << 10;
+  if (unit == "M") return v << 20;
+  if (unit == "G") return v << 30;
+  throw std::invalid_argument("exchange_ceiling: '" + text + "' is not a size; write e.g. 4096, 64K or 2M");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   const std::vector<Kind> all = {Kind::Memcpy, Kind::MemcpyAlt, Kind::Stream, Kind::Stream64Alt};
   std::vector<int> mib = {1, 4, 16, 64};
-  std::vector<std::string> kind_names;
+  std::vector<std::string> size_names, kind_names;
   std::string json_path;
   CLI::App app{"exchange_ceiling: the all_to_all copy pattern at P=2 with two threads, no runtime"};
   app.add_option("--mib", mib, "input bytes per rank, in MiB (the pld-bench size)")->delimiter(',');
+  app.add_option("--sizes", size_names, "input bytes per rank with K / M suffixes (replaces --mib)")->delimiter(',');
   std::vector<std::string> names;
   for (Kind k : all) names.push_back(name(k));
   app.add_option("--kinds", kind_names, "store kinds to run (default: all)")
@@ -179,18 +197,25 @@ int main(int argc, char** argv) {
     if (kind_names.empty() || std::find(kind_names.begin(), kind_names.end(), name(k)) != kind_names.end())
       kinds.push_back(k);
   nlohmann::json rows = nlohmann::json::array();
-  std::printf("%8s  %-15s %10s %10s %10s %8s\n", "size", "stores", "median us", "mean us", "min us", "GB/s");
-  for (int m : mib) {
-    const std::size_t s = static_cast<std::size_t>(m) << 20;
-    const int iters = std::max(20, static_cast<int>((2048ull << 20) / s));
+  std::printf("%9s  %-15s %10s %10s %10s %8s\n", "size", "stores", "median us", "mean us", "min us", "GB/s");
+  std::vector<std::size_t> sizes;
+  for (int m : mib) sizes.push_back(static_cast<std::size_t>(m) << 20);
+  if (!size_names.empty()) sizes.clear();
+  for (const std::string& n : size_names) sizes.push_back(parse_size(n));
+  for (std::size_t s : sizes) {
+    s = std::max<std::size_t>(s / 128 * 128, 128);  // whole cache lines per row
+    const int iters = static_cast<int>(std::clamp<std::size_t>((2048ull << 20) / s, 20, 100000));
+    const std::string label = s % (1u << 20) == 0 ? std::to_string(s >> 20) + " MiB"
+                              : s % 1024 == 0     ? std::to_string(s >> 10) + " KiB"
+                                                  : std::to_string(s) + " B";
     for (Kind k : kinds) {
       if (k == Kind::Stream64Alt && !__builtin_cpu_supports("avx512f")) {
-        std::printf("%5d MiB  %-15s (no AVX-512 on this CPU)\n", m, name(k));
+        std::printf("%9s  %-15s (no AVX-512 on this CPU)\n", label.c_str(), name(k));
         continue;
       }
       const Times t = run(s, k, iters);  // GB/s: 4S bytes (both threads, read + write) per median
-      std::printf("%5d MiB  %-15s %10.1f %10.1f %10.1f %8.1f\n", m, name(k), t.median * 1e6, t.mean * 1e6, t.min * 1e6,
-                  4.0 * static_cast<double>(s) / t.median / 1e9);
+      std::printf("%9s  %-15s %10.1f %10.1f %10.1f %8.1f\n", label.c_str(), name(k), t.median * 1e6, t.mean * 1e6,
+                  t.min * 1e6, 4.0 * static_cast<double>(s) / t.median / 1e9);
       rows.push_back({{"size", s},
                       {"kind", name(k)},
                       {"iters", iters},

@@ -1,9 +1,11 @@
 // pld — introspection: the library version, the registry of environment variables (the same
-// list that docs/environment.md and `pld-info --print-env` show) and the heaps' pages here.
+// list that docs/environment.md and `pld-info --print-env` show), the heaps' pages here, and the
+// machine's caches with the size thresholds pld derives from them (`pld-info` prints both).
 #pragma once
 
 #include <pld/export.hpp>
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -30,5 +32,22 @@ PLD_API const char* version();
 /// kernel's shmem THP mode), as `pld-info` prints it: "2 MiB pages requested; the kernel's shmem
 /// THP mode is 'never', so they stay 4 KiB pages".
 PLD_API std::string heap_pages();
+
+/// One size threshold that pld derives from the machine's caches (docs/performance.md,
+/// "Thresholds from the machine").
+struct ThresholdDescription {
+  std::string name;         ///< the environment variable that overrides it, e.g. "PLD_STREAMING_BYTES"
+  std::uint64_t bytes = 0;  ///< the value in force for this process's environment
+  std::string source;       ///< "sysfs", "cpuid", "default" (the caches it needs are unknown) or "env"
+  std::string rule;         ///< how it is derived, e.g. "2 x (L2 + L3 / CPUs sharing the L3)"
+};
+
+/// Every machine-derived threshold, in a fixed order. Throws UsageError when one of their
+/// environment variables is malformed or out of range.
+PLD_API std::vector<ThresholdDescription> describe_thresholds();
+
+/// The machine as pld sees it: "AMD EPYC; 2 CPUs; L1d 48 KiB (1 CPU, sysfs), L2 1 MiB (1 CPU,
+/// sysfs), L3 32 MiB (2 CPUs, sysfs), line 64 B".
+PLD_API std::string describe_machine();
 
 }  // namespace pld

@@ -10,7 +10,7 @@
 //            one after. Combines in ring order.
 //
 // Each schedule is written once over the peer access (coll/peer.h). With direct peers it reads
-// peers' copies in place (TwoShot in steps of kTwoShotStepBytes, so a step's result is still
+// peers' copies in place (TwoShot in steps of twoshot_step_bytes(), so a step's result is still
 // cached when it is pushed); with RMA peers it fetches them step by step (rma_chunk_elems) into
 // bounded scratch and pushes with put, whose visibility the closing barrier's notifies provide.
 // Both use the same credits, the same segment ownership and the same reduction order, so the
@@ -71,7 +71,7 @@ void two_shot(const Job& j, const Peers& peers, CreditBarrier& b, Range r) {
   const int n = j.d.nranks(), me = j.d.rank;
   b.sync();
   const Range seg = split(r.size(), n, me);
-  const Index step = peers.step_elems(static_cast<Index>(kTwoShotStepBytes / j.esz), n, j.esz);
+  const Index step = peers.step_elems(static_cast<Index>(twoshot_step_bytes() / j.esz), n, j.esz);
   const auto stage = peers.stage(static_cast<std::size_t>(step) * j.esz, n - 1);
   const void* srcs[kMaxRanks];
   for (Index at = r.begin + seg.begin; at < r.begin + seg.end; at += step) {

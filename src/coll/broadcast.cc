@@ -1,6 +1,7 @@
-// broadcast: targets of at most PLD_COLL_LL_MAX bytes take the LL one-hop exchange (coll/ll.cc).
-// Larger: barrier (the root's data is staged); every rank copies its 1/P share of the root's
-// window into every other non-root rank's window and, last, its own; barrier (the root may reuse
+// broadcast: targets of at most PLD_COLL_LL_MAX bytes take the LL one-hop exchange (coll/ll.cc);
+// up to PLD_BROADCAST_PUSH_MAX bytes over all peers, the root pushes to every peer between two LL
+// barriers (coll/ll.cc). Larger: barrier (the root's data is staged); every rank copies its 1/P
+// share of the root's window into every other non-root rank's window and, last, its own; barrier (the root may reuse
 // its window, and every share has landed). Two credits.
 //
 // With RMA peers (coll/peer.h) a non-root rank first gets its share from the root straight into
@@ -32,6 +33,8 @@ void coll_broadcast(const WindowDesc& target, const WindowDesc& signal, int root
         api, d);
   if (ll_rows_fit(d, signal, static_cast<std::uint64_t>(count) * esz))
     return ll_broadcast(api, d, target, signal, root);
+  if (ll_push_broadcast_fits(d, signal, static_cast<std::uint64_t>(count) * esz))
+    return ll_push_broadcast(api, d, target, signal, root);
   // Every rank copies its 1/P share of the root's vector into every non-root rank, so all
   // cores copy at once instead of each non-root copying the whole vector alone.
   with_peers(api, d, [&](const auto& peers) {

@@ -126,6 +126,41 @@ std::uint64_t channel_of(const DomainState& d, const CollDomainState& s, const W
          signal.ref.buffer * ll_channel_bytes(static_cast<std::uint64_t>(d.nranks()));
 }
 
+// The flags of one LL barrier epoch (the LL barrier and the push broadcast share the sequence):
+// raise(p) sets my flag in peer p's channel, await(s) returns once source s's flag in mine holds
+// the epoch.
+class LLFlags {
+ public:
+  LLFlags(const char* api, const DomainState& d, const WindowDesc& signal) : api_(api), d_(d), signal_(signal) {
+    const CollDomainState& state = coll_state(d);
+    const auto n = static_cast<std::uint64_t>(d.nranks());
+    epoch_ = ++coll_state(d).ll_barrier_epochs[signal.ref.buffer];
+    parity_ = static_cast<int>(epoch_ & 1);
+    base_ = channel_of(d, state, signal) + ll_flags_offset(n) + static_cast<std::uint64_t>(parity_) * n * kLLFlagBytes;
+  }
+  void raise(int peer) const {
+    d_.backend->notify(d_.members[static_cast<std::size_t>(peer)], at(d_.rank), static_cast<std::int32_t>(epoch_),
+                       NotifyOp::Set);
+  }
+  // A flag already raised is taken with one acquire load (the LL flags are direct-only, so the own
+  // heap is memory); the backend's wait runs only for a peer still on its way.
+  void await(int source) const {
+    std::byte* heap = d_.windows_in[static_cast<std::size_t>(d_.rank)];
+    const auto* cell = reinterpret_cast<std::int32_t*>(heap + at(source));
+    if (std::atomic_ref<const std::int32_t>(*cell).load(std::memory_order_acquire) != static_cast<std::int32_t>(epoch_))
+      await_flag(api_, d_, signal_, at(source), epoch_, parity_, source);
+  }
+
+ private:
+  std::uint64_t at(int source) const { return base_ + static_cast<std::uint64_t>(source) * kLLFlagBytes; }
+  const char* api_;
+  const DomainState& d_;
+  const WindowDesc& signal_;
+  std::uint32_t epoch_;
+  int parity_;
+  std::uint64_t base_;
+};
+
 }  // namespace
 
 bool ll_barrier_fits(const DomainState& d, const WindowDesc& signal) {
@@ -134,32 +169,29 @@ bool ll_barrier_fits(const DomainState& d, const WindowDesc& signal) {
 
 void ll_barrier(const char* api, const DomainState& d, const WindowDesc& signal) {
   const int n = d.nranks(), me = d.rank;
-  CollDomainState& state = coll_state(d);
-  const std::uint32_t epoch = ++state.ll_barrier_epochs[signal.ref.buffer];
-  const int parity = static_cast<int>(epoch & 1);
-  const std::uint64_t flags = d.buffers[static_cast<std::size_t>(state.ll_staging)].offset +
-                              signal.ref.buffer * ll_channel_bytes(static_cast<std::uint64_t>(n)) +
-                              ll_flags_offset(static_cast<std::uint64_t>(n));
-  auto flag = [&](int source) {
-    return flags +
-           (static_cast<std::uint64_t>(parity) * static_cast<std::uint64_t>(n) + static_cast<std::uint64_t>(source)) *
-               kLLFlagBytes;
-  };
-  for (int k = 1; k < n; ++k) {  // staggered: rank r starts with r + 1
-    const int p = (me + k) % n;
-    d.backend->notify(d.members[static_cast<std::size_t>(p)], flag(me), static_cast<std::int32_t>(epoch),
-                      NotifyOp::Set);
+  const LLFlags flags(api, d, signal);
+  for (int k = 1; k < n; ++k) flags.raise((me + k) % n);      // staggered: rank r starts with r + 1
+  for (int k = 1; k < n; ++k) flags.await((me + n - k) % n);  // the peer that raised my flag first is me - 1
+}
+
+bool ll_push_broadcast_fits(const DomainState& d, const WindowDesc& signal, std::uint64_t bytes) {
+  return d.nranks() > 1 && bytes * static_cast<std::uint64_t>(d.nranks() - 1) <= broadcast_push_max_bytes() &&
+         has_channel(d, signal);
+}
+
+void ll_push_broadcast(const char* api, const DomainState& d, const WindowDesc& target, const WindowDesc& signal,
+                       int root) {
+  // Both barriers run on every rank whatever it takes the root to be: ranks that disagree on the
+  // root get wrong data (as on the other paths), never a hang, and the flags keep the LL barrier's
+  // ordering (no rank is two epochs ahead of a flag's reader).
+  ll_barrier(api, d, signal);  // every rank is in the call: every target is free
+  if (d.rank == root) {
+    const int n = d.nranks();
+    const std::size_t bytes = static_cast<std::size_t>(target.shape.numel()) * dtype_size(target.dtype);
+    const std::byte* mine = own_at(d, target, 0);
+    for (int k = 1; k < n; ++k) std::memcpy(window_at(api, d, (d.rank + k) % n, target, 0), mine, bytes);
   }
-  // A flag already raised is taken with one acquire load (the LL barrier is direct-only, so the
-  // own heap is memory); the backend's wait runs only for a peer still on its way.
-  std::byte* heap = d.windows_in[static_cast<std::size_t>(me)];
-  for (int k = 1; k < n; ++k) {
-    const int s = (me + n - k) % n;  // the peer that raised my flag first is me - 1
-    const std::uint64_t at = flag(s);
-    if (std::atomic_ref<std::int32_t>(*reinterpret_cast<std::int32_t*>(heap + at)).load(std::memory_order_acquire) !=
-        static_cast<std::int32_t>(epoch))
-      await_flag(api, d, signal, at, epoch, parity, s);
-  }
+  ll_barrier(api, d, signal);  // the root's flags release its copies
 }
 
 bool ll_fits(const DomainState& d, const WindowDesc& signal, std::uint64_t bytes) {

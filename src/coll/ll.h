@@ -44,6 +44,19 @@ void ll_rows(const char* api, LLRows kind, const DomainState& d, const std::byte
 /// others, not the root's push alone.
 void ll_broadcast(const char* api, const DomainState& d, const WindowDesc& target, const WindowDesc& signal, int root);
 
+/// Whether a broadcast of `bytes` can run as the root's push between two LL barriers on domain
+/// `d`: more than one rank, (P - 1) * bytes within PLD_BROADCAST_PUSH_MAX, a staging channel,
+/// direct peers.
+bool ll_push_broadcast_fits(const DomainState& d, const WindowDesc& signal, std::uint64_t bytes);
+
+/// The pushed broadcast of `target` from domain rank `root`: an LL barrier (every rank is in the
+/// call, so every target is free), the root copies its target into every peer's, an LL barrier
+/// (the root's flags publish the copies). Cheaper than the credit barriers around shared copies
+/// for targets the root copies from its L1; every rank still returns only after every peer
+/// entered the call. Needs ll_push_broadcast_fits().
+void ll_push_broadcast(const char* api, const DomainState& d, const WindowDesc& target, const WindowDesc& signal,
+                       int root);
+
 /// Whether all_to_all_v with blocks of `block_bytes` (MAX_RECV * SIZE * sizeof(T)) can run LL on
 /// domain `d`: more than one rank, the block at most PLD_COLL_LL_MAX, block and its 4-byte count
 /// within the staging slot (kLLMaxBytes), a staging channel, direct peers. The count does not

@@ -80,7 +80,7 @@ class DirectPeers {
   }
   /// Writes `bytes` from `src` into `peer`'s copy of `w` at `off`.
   void write(int peer, const WindowDesc& w, std::uint64_t off, const std::byte* src, std::size_t bytes,
-             std::size_t streaming_from = kStreamingBytes, CopyOrder order = CopyOrder::Forward) const {
+             std::size_t streaming_from = streaming_bytes(), CopyOrder order = CopyOrder::Forward) const {
     bulk_copy(window_at(api_, d_, peer, w, off), src, bytes, streaming_from, order);
   }
   /// write() of a small block (a step, a count): a plain copy, never streamed.
@@ -135,7 +135,7 @@ class RmaPeers {
   /// A store into the calling rank's own copy (streaming from `streaming_from` bytes), a put into
   /// a peer's; puts ignore `order`.
   void write(int peer, const WindowDesc& w, std::uint64_t off, const std::byte* src, std::size_t bytes,
-             std::size_t streaming_from = kStreamingBytes, CopyOrder /*order*/ = CopyOrder::Forward) const {
+             std::size_t streaming_from = streaming_bytes(), CopyOrder /*order*/ = CopyOrder::Forward) const {
     if (bytes == 0) return;
     if (peer == d_.rank) return bulk_copy(own(w, off), src, bytes, streaming_from);
     d_.backend->put(member(peer), w.ref.offset + off, src, bytes);

@@ -50,10 +50,10 @@ void push_rows(const char* api, const DomainState& d, const WindowDesc& target, 
       const std::size_t from = static_cast<std::size_t>(r.begin) * esz;
       const std::size_t bytes = static_cast<std::size_t>(r.size()) * esz;
       if (rows == Rows::Same)
-        return peers.write_all(target, dst, row_for(me) + from, bytes, kPushStreamingBytes, order);
+        return peers.write_all(target, dst, row_for(me) + from, bytes, push_streaming_bytes(), order);
       for (int i = 0; i < n; ++i) {  // staggered, myself first (last when backward)
         const int p = (me + nth_in_order(i, n, order)) % n;
-        peers.write(p, target, dst, row_for(p) + from, bytes, kPushStreamingBytes, order);
+        peers.write(p, target, dst, row_for(p) + from, bytes, push_streaming_bytes(), order);
       }
     });
   });

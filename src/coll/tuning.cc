@@ -6,8 +6,11 @@ namespace pld::detail {
 
 CollTuning read_coll_tuning() {
   CollTuning t;
-  t.allreduce_ll_max = std::min<std::uint64_t>(setting_bytes(Setting::AllreduceLLMax), kLLMaxBytes);
-  t.coll_ll_max = std::min<std::uint64_t>(setting_bytes(Setting::CollLLMax), kLLMaxBytes);
+  // Derived afresh, not thresholds(): this runs in the rank, after the fork, and reads the
+  // environment the rank was started with.
+  const Thresholds derived = derive_thresholds(machine().caches);
+  t.allreduce_ll_max = std::min<std::uint64_t>(derived[Threshold::AllreduceLLMax], kLLMaxBytes);
+  t.coll_ll_max = std::min<std::uint64_t>(derived[Threshold::CollLLMax], kLLMaxBytes);
   t.mesh_max_bytes = setting_bytes(Setting::AllreduceMeshMax);
   t.reproducible = setting_int(Setting::Reproducible) != 0;
   return t;

@@ -1,8 +1,11 @@
 // Every tuning value of the collectives in one place: the sizes that choose a path (LL, Mesh or
-// TwoShot), the step sizes of the schedules, and the LL staging layout they imply. Values a user
-// may change come from the settings registry (core/settings.def), read once per process by
-// coll_tuning(); the constants below are fixed.
+// TwoShot), the step sizes of the schedules, and the LL staging layout they imply. The sizes that
+// depend on the machine come from core/thresholds.h (derived from the caches, or the environment);
+// the choices a user may change come from the settings registry (core/settings.def), read once per
+// process by coll_tuning(); the constants below are layout, fixed.
 #pragma once
+
+#include "core/thresholds.h"
 
 #include <pld/types.hpp>
 
@@ -39,33 +42,47 @@ inline constexpr std::uint64_t kCollStagingBudget = 192 * 1024;
 
 // --- Schedules of the two-barrier collectives ---
 
+// The sizes below come from the machine's caches unless the environment sets them
+// (core/thresholds.h: the rules, the variables, pld-info's listing).
+
 /// TwoShot allreduce (direct peers): elements are reduced and pushed in steps of this many bytes,
 /// so each step's result is still cached when it is copied to the peers.
-inline constexpr std::size_t kTwoShotStepBytes = 32 * 1024;
+inline std::size_t twoshot_step_bytes() {
+  return thresholds()[Threshold::TwoShotStep];
+}
 
-/// Pushes of a whole block per peer (allgather, all_to_all, all_to_all_v) stream from 1 MiB: each
-/// rank's push lands in another rank's window and is not read again by the pusher
-/// (bench/README.md, finding 5).
-inline constexpr std::size_t kPushStreamingBytes = 1u << 20;
+/// Pushes of a whole block per peer (allgather, all_to_all, all_to_all_v) stream from this size:
+/// each rank's push lands in another rank's window and is not read again by the pusher, so once
+/// the call's working set (about 4 blocks per CPU at P = 2) outgrows the cache a CPU can count on,
+/// skipping the read-for-ownership of the destination wins (docs/performance.md, "Thresholds from the
+/// machine").
+inline std::size_t push_streaming_bytes() {
+  return thresholds()[Threshold::PushStreaming];
+}
 
-/// One step of an RMA schedule moves at most this much per peer...
-inline constexpr std::size_t kRmaChunkBytes = 256 * 1024;
-/// ...and stages at most this much from all peers together (a lane's scratch stays bounded at
-/// any rank count: 4 MiB / (P - 1) per peer above P = 17).
-inline constexpr std::size_t kRmaScratchBytes = 4u << 20;
+/// broadcast is pushed by the root between two LL barriers while (P - 1) x its target is at most
+/// this (coll/ll.cc): the root copies from its L1, and the LL barriers cost less than credits.
+inline std::size_t broadcast_push_max_bytes() {
+  return thresholds()[Threshold::BroadcastPushMax];
+}
 
-/// Elements of `esz` bytes per peer and step of an RMA schedule reading `sources` ranks (>= 1).
+/// Elements of `esz` bytes per peer and step of an RMA schedule reading `sources` ranks (>= 1):
+/// one step moves at most the RMA chunk per peer and stages at most the RMA scratch from all peers
+/// together (a lane's scratch stays bounded at any rank count).
 inline Index rma_chunk_elems(int sources, std::size_t esz) {
-  const std::size_t per_peer = std::clamp<std::size_t>(
-      kRmaScratchBytes / static_cast<std::size_t>(std::max(1, sources - 1)), 4096, kRmaChunkBytes);
+  const Thresholds& t = thresholds();
+  const std::size_t chunk = t[Threshold::RmaChunk];
+  const std::size_t per_peer =
+      std::clamp<std::size_t>(t[Threshold::RmaScratch] / static_cast<std::size_t>(std::max(1, sources - 1)),
+                              std::min<std::size_t>(4096, chunk), chunk);
   return static_cast<Index>(std::max<std::size_t>(1, per_peer / esz));
 }
 
 // --- From the settings registry ---
 
 struct CollTuning {
-  std::uint64_t allreduce_ll_max;  // PLD_ALLREDUCE_LL_MAX, at most kLLMaxBytes
-  std::uint64_t coll_ll_max;       // PLD_COLL_LL_MAX, at most kLLMaxBytes
+  std::uint64_t allreduce_ll_max;  // PLD_ALLREDUCE_LL_MAX (auto: a cache line), at most kLLMaxBytes
+  std::uint64_t coll_ll_max;       // PLD_COLL_LL_MAX (auto: half a cache line), at most kLLMaxBytes
   std::uint64_t mesh_max_bytes;    // PLD_ALLREDUCE_MESH_MAX
   bool reproducible;               // PLD_REPRODUCIBLE
 };

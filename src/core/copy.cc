@@ -4,7 +4,8 @@
 // Large transfers use streaming (non-temporal) stores: a copy larger than a core's cache share
 // ends up in DRAM anyway, and skipping the read-for-ownership of the destination doubles the
 // bandwidth here (docs/performance.md). glibc decides this from the L3 size, which VMs often
-// report as huge, so pld decides for itself. Overlapping or small copies use memmove.
+// report as huge, so pld decides for itself, from a CPU's share of the caches (core/thresholds.h).
+// Overlapping or small copies use memmove.
 //
 // Highway "foreach_target" translation unit, like reduce/reduce.cc: the streaming loop is
 // compiled once per SIMD target and the widest the CPU has runs (AVX-512: one 64-byte
@@ -82,12 +83,13 @@ bool overlaps(const std::byte* a, const std::byte* b, std::size_t bytes) {
 }
 
 // Calls copy(at, len) for the blocks of [0, bytes) in `order`: Forward is one block; Backward is
-// blocks of kCopyBlockBytes (the last one shorter), last first.
+// blocks of copy_block_bytes() (the last one shorter), last first.
 template <class Fn>
 void for_each_block(std::size_t bytes, CopyOrder order, Fn&& copy) {
   if (order == CopyOrder::Forward) return copy(std::size_t{0}, bytes);
-  for (std::size_t at = (bytes - 1) / kCopyBlockBytes * kCopyBlockBytes;; at -= kCopyBlockBytes) {
-    copy(at, std::min(kCopyBlockBytes, bytes - at));
+  const std::size_t block = copy_block_bytes();
+  for (std::size_t at = (bytes - 1) / block * block;; at -= block) {
+    copy(at, std::min(block, bytes - at));
     if (at == 0) return;
   }
 }

@@ -1,30 +1,34 @@
-// bulk_copy: memmove semantics; copies of kStreamingBytes and more that do not overlap use
-// streaming (non-temporal) stores followed by a store fence. bulk_copy_multi: one source, several
+// bulk_copy: memmove semantics; copies of streaming_bytes() and more (PLD_STREAMING_BYTES, derived
+// from the caches: core/thresholds.h) that do not overlap use streaming (non-temporal) stores
+// followed by a store fence. bulk_copy_multi: one source, several
 // destinations, each source block read once. Either may visit its bytes backward (CopyOrder).
 #pragma once
+
+#include "core/thresholds.h"
 
 #include <cstddef>
 
 namespace pld::detail {
 
-/// Default size from which copies stream.
-inline constexpr std::size_t kStreamingBytes = 8u << 20;
-
-/// The order in which a copy visits its bytes. Backward copies blocks of kCopyBlockBytes from the
-/// last to the first, each block front to back (the direction the hardware prefetchers follow).
+/// The order in which a copy visits its bytes. Backward copies blocks of copy_block_bytes() from
+/// the last to the first, each block front to back (the direction the hardware prefetchers follow).
 /// A copy repeated on the same buffers in alternating orders then starts with the lines the
 /// previous one touched last, which are still cached when the buffers are a little larger than
 /// the caches (a forward-only repetition evicts each line just before it is needed again).
 /// An overlapping copy is always one memmove, whatever the order.
 enum class CopyOrder { Forward, Backward };
-inline constexpr std::size_t kCopyBlockBytes = 64u << 10;
+
+/// Block of a backward copy (PLD_COPY_BLOCK_BYTES; derived from the L2: core/thresholds.h).
+inline std::size_t copy_block_bytes() {
+  return thresholds()[Threshold::CopyBlock];
+}
 
 /// Position of the k-th of n items (destinations, peers) visited in `order`.
 inline int nth_in_order(int k, int n, CopyOrder order) {
   return order == CopyOrder::Forward ? k : n - 1 - k;
 }
 
-void bulk_copy(std::byte* dst, const std::byte* src, std::size_t bytes, std::size_t streaming_from = kStreamingBytes,
+void bulk_copy(std::byte* dst, const std::byte* src, std::size_t bytes, std::size_t streaming_from = streaming_bytes(),
                CopyOrder order = CopyOrder::Forward);
 
 /// bulk_copy of `src` to each of dsts[0, n), in that order (Backward: dsts[n - 1] first). From
@@ -32,6 +36,6 @@ void bulk_copy(std::byte* dst, const std::byte* src, std::size_t bytes, std::siz
 /// block of src is read once and streamed to all destinations; that fused copy always runs
 /// forward (its one source stays cached either way, and 64 KiB blocks would only cost).
 void bulk_copy_multi(std::byte* const* dsts, int n, const std::byte* src, std::size_t bytes,
-                     std::size_t streaming_from = kStreamingBytes, CopyOrder order = CopyOrder::Forward);
+                     std::size_t streaming_from = streaming_bytes(), CopyOrder order = CopyOrder::Forward);
 
 }  // namespace pld::detail

@@ -1,5 +1,7 @@
 #include "core/info.h"
+#include "core/machine.h"
 #include "core/settings.h"
+#include "core/thresholds.h"
 
 #include <pld/info.hpp>
 
@@ -29,6 +31,23 @@ std::string heap_pages() {
          (detail::shmem_thp_grants(mode) ? "are granted"
           : mode == "unknown"            ? "may or may not be granted"
                                          : "stay 4 KiB pages");
+}
+
+std::vector<ThresholdDescription> describe_thresholds() {
+  // Derived afresh (not the process's cached thresholds()): the environment as it is now.
+  const detail::Thresholds t = detail::derive_thresholds(detail::machine().caches);
+  std::vector<ThresholdDescription> out;
+  for (const detail::ThresholdSpec& spec : detail::threshold_specs()) {
+    const detail::ThresholdValue& v = t.value(spec.id);
+    out.push_back({detail::setting_info(spec.setting).name, v.bytes, detail::source_name(v.source), spec.rule});
+  }
+  return out;
+}
+
+std::string describe_machine() {
+  const detail::MachineInfo& m = detail::machine();
+  return m.cpu_model + "; " + std::to_string(m.cpus) + (m.cpus == 1 ? " CPU; " : " CPUs; ") +
+         detail::describe_caches(m.caches);
 }
 
 namespace detail {

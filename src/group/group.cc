@@ -5,6 +5,7 @@
 #include "backend/launcher.h"
 #include "core/log.h"
 #include "core/settings.h"
+#include "core/thresholds.h"
 #include "debug/checks.h"
 #include "group/shm/group.h"
 #ifdef PLD_HAVE_MPI
@@ -59,9 +60,8 @@ GroupOptions group_options(const DistributedConfig& config) {
   config.validate();
   const BackendKind backend = resolve_backend(config);
   log_check_level();
-  setting_bytes(Setting::AllreduceLLMax);  // malformed collective settings fail here, not in a rank
+  derive_thresholds(machine().caches);  // malformed size and collective settings fail here, not in a rank
   setting_bytes(Setting::AllreduceMeshMax);
-  setting_bytes(Setting::CollLLMax);
   setting_int(Setting::Reproducible);
   setting_int(Setting::CollRma);
   // Debug mode is decided here, before any rank is forked, so that every rank inherits it.

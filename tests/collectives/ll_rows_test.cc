@@ -229,18 +229,22 @@ TEST(LLRows, AllToAllVThresholdIsOnTheBlock) {
 }
 
 // The root of a broadcast runs ahead of peers that arrive late, call after call: it must not
-// overwrite a slot a peer has not read (every rank sends, so the root waits for the late ones).
-void late_peers(I32 v, I32 sig, Tensor<std::int64_t> wrong) {
+// overwrite a slot a peer has not read (every rank sends, so the root waits for the late ones),
+// nor, pushed between LL barriers, a window whose rank has not entered the call. `barriers`: an LL
+// barrier on the same signal after every third call (the pushed broadcast shares its flags).
+void late_peers(I32 v, I32 sig, Tensor<std::int64_t> wrong, int barriers) {
   const int me = rank(get_comm_ctx(sig));
+  const Index n = v.shape()[0];
   std::int64_t bad = 0;
   for (int k = 0; k < 40; ++k) {
     if (me == 0) {
-      tile::write(v, {0}, 1000 + k), tile::write(v, {1}, 2000 + k);
+      for (Index i = 0; i < n; ++i) tile::write(v, {i}, static_cast<std::int32_t>(1000 * (i + 1) + k));
     } else {
       std::this_thread::sleep_for(std::chrono::microseconds(200 * me));
     }
     tensor::broadcast(v, sig, {.root = 0});
-    bad += tile::read(v, {0}) != 1000 + k || tile::read(v, {1}) != 2000 + k;
+    for (Index i = 0; i < n; ++i) bad += tile::read(v, {i}) != 1000 * (i + 1) + k;
+    if (barriers && k % 3 == 2) tensor::barrier(sig);
   }
   wrong(0) = bad;
 }
@@ -252,7 +256,22 @@ TEST_P(LLRows, BroadcastRootAheadOfLatePeers) {
   run(ranks(p), [&](Host& h) {
     auto v = h.window<std::int32_t>(h.alloc_window_buffer({2}, DType::INT32, "v"), {2});
     auto sig = h.window<std::int32_t>(h.alloc_window_buffer({p}, DType::INT32, "sig"), {p});
-    for (int r = 0; r < p; ++r) h.dispatch(r, late_peers, v, sig, wrong[r]);
+    for (int r = 0; r < p; ++r) h.dispatch(r, late_peers, v, sig, wrong[r], 0);
+  });
+  for (int r = 0; r < p; ++r) EXPECT_EQ(wrong(r, 0), 0) << "P=" << p << " rank " << r;
+}
+
+// 256 bytes: above PLD_COLL_LL_MAX, within PLD_BROADCAST_PUSH_MAX at P <= 3 (the root pushes
+// between two LL barriers), mixed with LL barriers of the program on the same signal.
+TEST_P(LLRows, PushedBroadcastRootAheadOfLatePeers) {
+  const int p = GetParam();
+  PLD_REQUIRE_RANKS(p);
+  ScopedEnv push("PLD_BROADCAST_PUSH_MAX", "4K");
+  auto wrong = HostTensor<std::int64_t>::full({p, 1}, -1);
+  run(ranks(p), [&](Host& h) {
+    auto v = h.window<std::int32_t>(h.alloc_window_buffer({64}, DType::INT32, "v"), {64});
+    auto sig = h.window<std::int32_t>(h.alloc_window_buffer({p}, DType::INT32, "sig"), {p});
+    for (int r = 0; r < p; ++r) h.dispatch(r, late_peers, v, sig, wrong[r], 1);
   });
   for (int r = 0; r < p; ++r) EXPECT_EQ(wrong(r, 0), 0) << "P=" << p << " rank " << r;
 }

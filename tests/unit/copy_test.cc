@@ -16,19 +16,10 @@ namespace {
 constexpr std::size_t kGuard = 192;
 constexpr std::byte kPoison{0xA5};
 
-const std::size_t kSizes[] = {0,
-                              1,
-                              63,
-                              64,
-                              511,
-                              513,
-                              kCopyBlockBytes - 1,
-                              kCopyBlockBytes,
-                              kCopyBlockBytes + 1,
-                              2 * kCopyBlockBytes,
-                              3 * kCopyBlockBytes + 13,
-                              1u << 20,
-                              (1u << 20) + 4097};
+// Around the block of a backward copy (PLD_COPY_BLOCK_BYTES, derived from the L2 here).
+const std::size_t kBlock = copy_block_bytes();
+const std::size_t kSizes[] = {
+    0, 1, 63, 64, 511, 513, kBlock - 1, kBlock, kBlock + 1, 2 * kBlock, 3 * kBlock + 13, 1u << 20, (1u << 20) + 4097};
 
 // Bytes that do not repeat with any period a misplaced block could hide behind (a hash of i).
 std::vector<std::byte> pattern(std::size_t n, unsigned seed) {
@@ -68,7 +59,7 @@ std::string label(std::size_t n, std::size_t from, CopyOrder order, std::size_t 
 
 TEST(BulkCopy, EveryOrderPathSizeAndAlignment) {
   for (std::size_t n : kSizes)
-    for (std::size_t from : {std::size_t{1}, kStreamingBytes})  // streaming from the first byte, or memcpy
+    for (std::size_t from : {std::size_t{1}, std::size_t{64} << 30})  // streaming from the first byte, or memcpy
       for (CopyOrder order : {CopyOrder::Forward, CopyOrder::Backward})
         for (std::size_t skew : {0, 8, 1}) {
           const auto src = pattern(n, static_cast<unsigned>(n + skew));
@@ -79,7 +70,7 @@ TEST(BulkCopy, EveryOrderPathSizeAndAlignment) {
 }
 
 TEST(BulkCopy, OverlapKeepsMemmoveSemanticsInBothOrders) {
-  for (std::size_t n : {std::size_t{100}, 3 * kCopyBlockBytes + 13})
+  for (std::size_t n : {std::size_t{100}, 3 * kBlock + 13})
     for (std::ptrdiff_t shift : {-4099, -1, 1, 4099})
       for (CopyOrder order : {CopyOrder::Forward, CopyOrder::Backward}) {
         const std::size_t pad = 8192;
@@ -93,7 +84,7 @@ TEST(BulkCopy, OverlapKeepsMemmoveSemanticsInBothOrders) {
 
 TEST(BulkCopyMulti, FusedAndPerDestinationInBothOrders) {
   for (std::size_t n : kSizes)
-    for (std::size_t from : {std::size_t{1}, kStreamingBytes})
+    for (std::size_t from : {std::size_t{1}, std::size_t{64} << 30})
       for (CopyOrder order : {CopyOrder::Forward, CopyOrder::Backward})
         for (bool same_alignment : {true, false})
           for (int count : {1, 3}) {

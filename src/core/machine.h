@@ -1,0 +1,67 @@
+// What the machine reports about itself: its CPU model, its online CPUs and its data caches (size,
+// line size and how many logical CPUs share each level). core/thresholds.cc derives pld's size
+// thresholds from it. Read once per process (machine()); the readers take their inputs as
+// arguments so that tests can hand them a fake sysfs tree.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace pld::detail {
+
+/// Where a value came from, as pld-info prints it.
+enum class Source { Default, Sysfs, Cpuid, Env };
+const char* source_name(Source s);
+
+/// One data (or unified) cache level as seen from CPU 0. bytes == 0: the level is unknown.
+struct CacheLevel {
+  std::uint64_t bytes = 0;
+  int sharing = 0;  ///< logical CPUs that share one instance (>= 1 when bytes > 0)
+  Source source = Source::Default;
+};
+
+struct Caches {
+  CacheLevel l1d, l2, l3;
+  std::uint64_t line_bytes = 0;  ///< coherency line size; 0: unknown
+  Source line_source = Source::Default;
+};
+
+struct MachineInfo {
+  std::string cpu_model;  ///< "AMD EPYC", from /proc/cpuinfo; "unknown" when it cannot be read
+  int cpus = 1;           ///< online logical CPUs
+  Caches caches;
+};
+
+/// The default sysfs directory of the CPUs (holds cpu0/cache/index*/).
+inline constexpr const char* kSysfsCpuRoot = "/sys/devices/system/cpu";
+
+/// Caches of cpu0 under `root` (a directory laid out like /sys/devices/system/cpu): every
+/// cpu0/cache/index*/ with type Data or Unified gives its level's size, shared_cpu_list and
+/// coherency_line_size. Missing or unreadable files leave their values unknown (0).
+Caches caches_from_sysfs(const std::string& root);
+
+/// Caches from the CPUID instruction (x86: leaf 4 on Intel, 0x8000001D on AMD; elsewhere none).
+Caches caches_from_cpuid();
+
+/// One view of both: sysfs where it knows a value, CPUID for the rest; a level's sharing is the
+/// larger of the two counts (a VM's sysfs counts only its own vCPUs, while CPUID may name every
+/// logical CPU of the host that shares the cache — the share pld can count on is the smaller).
+Caches merge_caches(const Caches& sysfs, const Caches& cpuid);
+
+/// Number of CPUs in a cpulist such as "0-3,8,10-11" (0 when it cannot be parsed).
+int count_cpu_list(const std::string& list);
+
+/// Reads the machine: caches_from_sysfs(sysfs_root) merged with caches_from_cpuid(), the online
+/// CPUs, the CPU model.
+MachineInfo probe_machine(const std::string& sysfs_root = kSysfsCpuRoot);
+
+/// probe_machine() of this process, read once.
+const MachineInfo& machine();
+
+/// "L1d 48 KiB, L2 1 MiB (1 CPU), L3 32 MiB (2 CPUs), line 64 B" — for pld-info and logs.
+std::string describe_caches(const Caches& c);
+
+/// 4096 -> "4 KiB", 3 << 20 -> "3 MiB", 100 -> "100 B".
+std::string format_bytes(std::uint64_t bytes);
+
+}  // namespace pld::detail
