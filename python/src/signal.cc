@@ -85,7 +85,8 @@ py::int_ amo(const char* api, detail::AmoOp op, py::handle t, int peer, py::hand
   const Dims off = dims_of(offsets, api, "offsets");
   const std::uint64_t a = operand.is_none() ? 0 : amo_operand(api, cell.dtype, operand);
   const std::uint64_t c = compare.is_none() ? 0 : amo_operand(api, cell.dtype, compare);
-  return amo_result(cell.dtype, without_gil([&] { return detail::atomic(api, cell, peer, off, op, a, c); }));
+  const detail::AmoCall call{api, cell.state, &cell.ref, &cell.shape, &off, peer, cell.dtype, op};
+  return amo_result(cell.dtype, without_gil([&] { return detail::atomic(call, a, c); }));
 }
 
 void bind_atomics(py::module_& s) {
