@@ -1,8 +1,20 @@
 #include "core/pool.h"
 
+#include <pthread.h>
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <new>
+
 namespace pld::detail {
 
 namespace {
+
+// Every pool of the process (a handful: each is a function-local static), for the fork handler.
+constexpr std::size_t kMaxPools = 16;
+std::array<std::atomic<ThreadPool*>, kMaxPools> g_pools{};
+std::atomic<std::size_t> g_pool_count{0};
 
 // The fallback when the pool is busy: the same contract on threads made for this call.
 void run_on_fresh_threads(int n, const std::function<void(int)>& fn) {
@@ -24,6 +36,37 @@ void run_on_fresh_threads(int n, const std::function<void(int)>& fn) {
 }
 
 }  // namespace
+
+ThreadPool::ThreadPool() {
+  static const int registered = pthread_atfork(nullptr, nullptr, &ThreadPool::reset_all_after_fork);
+  (void)registered;
+  const std::size_t slot = g_pool_count.fetch_add(1);
+  if (slot < kMaxPools) g_pools[slot].store(this);
+  // (A pool past kMaxPools is not reset in a child: only a process that forks after using it
+  // would notice, and pld makes two.)
+}
+
+void ThreadPool::reset_all_after_fork() {
+  const std::size_t n = std::min(g_pool_count.load(), kMaxPools);
+  for (std::size_t i = 0; i < n; ++i)
+    if (ThreadPool* pool = g_pools[i].load()) pool->reset_after_fork();
+}
+
+void ThreadPool::reset_after_fork() {
+  // The parent's threads do not exist here and a lock they held stays held: new synchronisation
+  // objects, and the thread handles moved into storage that is never destroyed (destroying a
+  // joinable std::thread terminates; joining one that does not exist blocks forever).
+  new (&mutex_) std::mutex();
+  new (&start_) std::condition_variable();
+  new (&done_) std::condition_variable();
+  (void)new std::vector<std::thread>(std::move(workers_));
+  workers_.clear();
+  fn_ = nullptr;
+  n_ = 0;
+  pending_ = 0;
+  busy_ = false;
+  error_ = nullptr;
+}
 
 void ThreadPool::run(int n, const std::function<void(int)>& fn) {
   std::unique_lock lock(mutex_);

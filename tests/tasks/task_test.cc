@@ -42,6 +42,19 @@ TEST(Tasks, DependenciesOnOneOrManyThreads) {
   }
 }
 
+// A graph run on several threads in this process, outside any kernel, starts the pool's threads
+// here; rank processes forked afterwards have none of them and must start their own.
+TEST(Tasks, AGraphRunBeforeTheRanksForkDoesNotStrandThem) {
+  PLD_REQUIRE_SHM();
+  auto here = HostTensor<std::int32_t>::zeros({1, 1});
+  diamond_kernel(here[0], 3);
+  EXPECT_EQ(here(0, 0), 1);
+  auto out = HostTensor<std::int32_t>::zeros({2, 1});
+  pld::run(ranks(2), diamond_program, out, 3);
+  EXPECT_EQ(out(0, 0), 1);
+  EXPECT_EQ(out(1, 0), 1);
+}
+
 // Rank 0's waiter defers on "rank 1 delivered"; rank 1 delivers only after rank 0's independent
 // task told it to go. With one thread a blocking wait would deadlock; a deferred one does not.
 void defer_kernel(DistributedTensor<float> data, DistributedTensor<std::int32_t> sig, Tensor<float> out, int threads) {
