@@ -8,7 +8,7 @@
 # What it does:
 #   1. builds pld-bench and pld-info (CMake, Release, own build tree) and, with mpicxx / g++, the Open MPI
 #      baseline bench/mpi/mpi_bench.cpp, the stream ceiling bench/mpi/stream.cpp and the report
-#      bench/mpi/compare.cpp, all into OUT (default build-compare/);
+#      bench/mpi/compare.cpp (+ compare_report.cpp), all into OUT (default build-compare/);
 #   2. measures the streaming copy bandwidth of 2 threads (the memory-bandwidth ceiling);
 #   3. for every round and collective: pld-bench, then mpi_bench under each Open MPI configuration,
 #      on the same sizes (4 B .. 64 MiB, x2), fp32, P=2 — interleaved, so drifts hit both sides;
@@ -62,7 +62,7 @@ PLD_INFO="$OUT/pld/tools/pld-info"
 MPI_FLAGS=(-O3 -std=c++20 -DOMPI_SKIP_MPICXX)
 mpicxx "${MPI_FLAGS[@]}" "$ROOT/bench/mpi/mpi_bench.cpp" -o "$OUT/mpi_bench"
 g++ -O2 -std=c++20 -pthread "$ROOT/bench/mpi/stream.cpp" -o "$OUT/stream"
-g++ -O2 -std=c++20 "$ROOT/bench/mpi/compare.cpp" -o "$OUT/compare"
+g++ -O2 -std=c++20 "$ROOT/bench/mpi/compare.cpp" "$ROOT/bench/mpi/compare_report.cpp" -o "$OUT/compare"
 EXCHANGE=0  # all_to_all's copy ceiling: two threads, x86 intrinsics, the P=2 pattern
 if [ "$NP" -eq 2 ] && [ "$(uname -m)" = x86_64 ]; then
   if g++ -O2 -std=c++20 -pthread "$ROOT/bench/mpi/exchange_ceiling.cpp" -o "$OUT/exchange_ceiling" 2>>"$OUT/build.log"; then

@@ -118,20 +118,18 @@ const char* mode_name(pld::AllreduceMode mode) {
   return "?";
 }
 
-Options parse_options(int argc, char** argv) {
-  Options o;
-  CLI::App app{
-      "pld-bench: collective and point-to-point benchmarks of pld, with nccl-tests' flags and columns\n"
-      "(size count type redop root time algbw busbw #wrong). Composite path: ONE dispatch per size, the\n"
-      "collective loops inside the kernel, timed with steady_clock after a barrier; time = max over ranks\n"
-      "of loop time / iterations, warm-up excluded. Builtin path: every iteration is a host builtin call\n"
-      "(one dispatch per rank), so its time includes the dispatch overhead. Exit status 1 if any result\n"
-      "is wrong, 2 on an error.",
-      "pld-bench"};
-  app.get_formatter()->column_width(34);
+namespace {
+
+// The flags that parse_options converts after CLI11 has read them.
+struct RawFlags {
   std::string op = "allreduce", dtype = "fp32", redop = "sum", mode = "auto", path = "composite", progress = "auto";
   std::string min_b = "8", max_b = "64M", step_b;
-  app.add_option("--op", op,
+  std::string budget = "1G";
+};
+
+// Every flag, in --help order: straight into `o`, or as text into `f`.
+void add_flags(CLI::App& app, Options& o, RawFlags& f) {
+  app.add_option("--op", f.op,
                  "benchmark(s), comma-separated or 'all': barrier, allreduce, broadcast, allgather, "
                  "reduce_scatter, all_to_all, all_to_all_v, p2p, put_signal, nbi; and amo (atomic_fetch_add "
                  "latency and throughput, not part of 'all')")
@@ -140,12 +138,12 @@ Options parse_options(int argc, char** argv) {
   app.add_option("-g,--ranks", o.nranks, "number of ranks (processes forked by pld::run; under mpirun: -n)")
       ->check(CLI::Range(1, 256))
       ->capture_default_str();
-  app.add_option("-b,--minbytes", min_b, "smallest size in bytes (K/M/G suffixes)")->capture_default_str();
-  app.add_option("-e,--maxbytes", max_b, "largest size in bytes")->capture_default_str();
+  app.add_option("-b,--minbytes", f.min_b, "smallest size in bytes (K/M/G suffixes)")->capture_default_str();
+  app.add_option("-e,--maxbytes", f.max_b, "largest size in bytes")->capture_default_str();
   app.add_option("-f,--stepfactor", o.step_factor, "multiply the size by this between points")
       ->check(CLI::Range(2ull, 1ull << 30))
       ->capture_default_str();
-  app.add_option("-i,--stepbytes", step_b, "add this many bytes between points instead (linear sweep)");
+  app.add_option("-i,--stepbytes", f.step_b, "add this many bytes between points instead (linear sweep)");
   app.add_option("-n,--iters", o.iters,
                  "timed iterations per size; 0 = auto (1 GiB / size, clamped to [20, 20000]; builtin path at most "
                  "1000)")
@@ -159,19 +157,19 @@ Options parse_options(int argc, char** argv) {
                  "in every dtype")
       ->check(CLI::Range(0, 1))
       ->capture_default_str();
-  app.add_option("-o,--redop", redop,
+  app.add_option("-o,--redop", f.redop,
                  "reduction op(s) of allreduce / reduce_scatter: sum, prod, max, min, all (nccl-tests: -o,--op; "
                  "here --op picks the benchmark)")
       ->capture_default_str();
-  app.add_option("-d,--dtype,--datatype", dtype,
+  app.add_option("-d,--dtype,--datatype", f.dtype,
                  "element type(s): fp32, fp16, bf16, int32, int16, int8, int64, fp64, uint8, all (aliases float, "
                  "half, bfloat16, double)")
       ->capture_default_str();
   app.add_option("-r,--root", o.root, "broadcast root (domain-local rank)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
-  app.add_option("--mode", mode, "allreduce schedule(s): auto, mesh, ring, twoshot, all")->capture_default_str();
-  app.add_option("--path", path,
+  app.add_option("--mode", f.mode, "allreduce schedule(s): auto, mesh, ring, twoshot, all")->capture_default_str();
+  app.add_option("--path", f.path,
                  "composite (pld::tensor::* in one looping kernel), builtin (pld::Host methods: one dispatch per "
                  "iteration, reported separately), both")
       ->capture_default_str();
@@ -179,54 +177,85 @@ Options parse_options(int argc, char** argv) {
       ->check(CLI::Range(1, pld::kMaxCoreNum))
       ->capture_default_str();
   app.add_flag("--pin", o.pin, "pin rank r to CPU r (modulo the online CPUs)");
-  app.add_option("--progress", progress, "progress line on stderr: auto (when stderr is a terminal), always, never")
+  app.add_option("--progress", f.progress, "progress line on stderr: auto (when stderr is a terminal), always, never")
       ->capture_default_str();
   app.add_option("-J,--output_file,--json", o.json, "write the results as JSON to this file");
-  std::string budget = "1G";
-  app.add_option("--budget", budget, "bytes per measurement that set the auto iteration count")->capture_default_str();
+  app.add_option("--budget", f.budget, "bytes per measurement that set the auto iteration count")
+      ->capture_default_str();
   app.add_option("--max-iters", o.max_iters, "upper bound of the auto iteration count")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
+}
 
+// --op: "amo" sets o.amo (the atomics benchmark), the other names are collectives; --op amo alone
+// runs no collective.
+void parse_ops(const std::string& op, Options& o) {
+  o.colls.clear();
+  std::string rest;  // --op without amo
+  for (std::size_t at = 0; at <= op.size();) {
+    const std::size_t end = std::min(op.find(',', at), op.size());
+    const std::string name = op.substr(at, end - at);
+    if (lower(name) == "amo")
+      o.amo = true;
+    else
+      rest += (rest.empty() ? "" : ",") + name;
+    at = end + 1;
+  }
+  if (!rest.empty() || !o.amo) o.colls = parse_list("--op", rest, kColls);
+}
+
+// A flag that takes exactly one of `table`'s names.
+template <class V>
+V parse_choice(const std::string& flag, const std::string& text, const std::vector<std::pair<std::string, V>>& table) {
+  const auto values = parse_list<V>(flag, text, table);
+  if (values.size() != 1) throw CLI::ValidationError(flag, "takes one of " + names_of(table));
+  return values.front();
+}
+
+// Converts the text flags into `o` and checks the combinations.
+void apply_flags(const RawFlags& f, Options& o) {
+  parse_ops(f.op, o);
+  o.dtypes = parse_list("--dtype", f.dtype, kDtypes, kPldDtypes);
+  o.redops = parse_list("--redop", f.redop, kRedops);
+  o.modes = parse_list("--mode", f.mode, kModes);
+  o.path = parse_choice<Path>("--path", f.path,
+                              {{"composite", Path::Composite}, {"builtin", Path::Builtin}, {"both", Path::Both}});
+  o.progress = parse_choice<Progress>(
+      "--progress", f.progress, {{"auto", Progress::Auto}, {"always", Progress::Always}, {"never", Progress::Never}});
+  o.min_bytes = parse_size("--minbytes", f.min_b);
+  o.max_bytes = parse_size("--maxbytes", f.max_b);
+  o.budget_bytes = parse_size("--budget", f.budget);
+  if (!f.step_b.empty()) {
+    o.step_bytes = parse_size("--stepbytes", f.step_b);
+    if (o.step_bytes == 0) throw CLI::ValidationError("--stepbytes", "must be > 0");
+  }
+  if (o.min_bytes > o.max_bytes)
+    throw CLI::ValidationError("--minbytes", fmt::format("{} exceeds --maxbytes {}", o.min_bytes, o.max_bytes));
+  if (o.root >= o.nranks)
+    throw CLI::ValidationError("--root", fmt::format("{} is not a rank of {} ranks", o.root, o.nranks));
+  for (Coll c : o.colls)
+    if (one_sided(c) && o.nranks < 2)
+      throw CLI::ValidationError("--op", fmt::format("{} needs at least 2 ranks (-g 2)", coll_name(c)));
+}
+
+}  // namespace
+
+Options parse_options(int argc, char** argv) {
+  Options o;
+  CLI::App app{
+      "pld-bench: collective and point-to-point benchmarks of pld, with nccl-tests' flags and columns\n"
+      "(size count type redop root time algbw busbw #wrong). Composite path: ONE dispatch per size, the\n"
+      "collective loops inside the kernel, timed with steady_clock after a barrier; time = max over ranks\n"
+      "of loop time / iterations, warm-up excluded. Builtin path: every iteration is a host builtin call\n"
+      "(one dispatch per rank), so its time includes the dispatch overhead. Exit status 1 if any result\n"
+      "is wrong, 2 on an error.",
+      "pld-bench"};
+  app.get_formatter()->column_width(34);
+  RawFlags f;
+  add_flags(app, o, f);
   try {
     app.parse(argc, argv);
-    o.colls.clear();
-    std::string rest;  // --op without amo
-    for (std::size_t at = 0; at <= op.size();) {
-      const std::size_t end = std::min(op.find(',', at), op.size());
-      const std::string name = op.substr(at, end - at);
-      if (lower(name) == "amo")
-        o.amo = true;
-      else
-        rest += (rest.empty() ? "" : ",") + name;
-      at = end + 1;
-    }
-    if (!rest.empty() || !o.amo) o.colls = parse_list("--op", rest, kColls);
-    o.dtypes = parse_list("--dtype", dtype, kDtypes, kPldDtypes);
-    o.redops = parse_list("--redop", redop, kRedops);
-    o.modes = parse_list("--mode", mode, kModes);
-    const auto paths = parse_list<Path>(
-        "--path", path, {{"composite", Path::Composite}, {"builtin", Path::Builtin}, {"both", Path::Both}});
-    if (paths.size() != 1) throw CLI::ValidationError("--path", "takes one of composite, builtin, both");
-    o.path = paths.front();
-    const auto prog = parse_list<Progress>(
-        "--progress", progress, {{"auto", Progress::Auto}, {"always", Progress::Always}, {"never", Progress::Never}});
-    if (prog.size() != 1) throw CLI::ValidationError("--progress", "takes one of auto, always, never");
-    o.progress = prog.front();
-    o.min_bytes = parse_size("--minbytes", min_b);
-    o.max_bytes = parse_size("--maxbytes", max_b);
-    o.budget_bytes = parse_size("--budget", budget);
-    if (!step_b.empty()) {
-      o.step_bytes = parse_size("--stepbytes", step_b);
-      if (o.step_bytes == 0) throw CLI::ValidationError("--stepbytes", "must be > 0");
-    }
-    if (o.min_bytes > o.max_bytes)
-      throw CLI::ValidationError("--minbytes", fmt::format("{} exceeds --maxbytes {}", o.min_bytes, o.max_bytes));
-    if (o.root >= o.nranks)
-      throw CLI::ValidationError("--root", fmt::format("{} is not a rank of {} ranks", o.root, o.nranks));
-    for (Coll c : o.colls)
-      if (one_sided(c) && o.nranks < 2)
-        throw CLI::ValidationError("--op", fmt::format("{} needs at least 2 ranks (-g 2)", coll_name(c)));
+    apply_flags(f, o);
   } catch (const CLI::ParseError& e) {
     std::exit(app.exit(e));
   }

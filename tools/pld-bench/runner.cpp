@@ -191,13 +191,158 @@ void collect(const Options& o, const Plan& plan, pld::HostTensor<double>& res, c
   }
 }
 
+/// One pld::run of the plan: the windows, and per row the kernels (composite path) or host
+/// builtin calls (builtin path) that fill `res`.
+class PlanRun {
+ public:
+  PlanRun(const Options& o, const Plan& plan, pld::Host& h, pld::HostTensor<double>& res, int progress)
+      : o_(o), plan_(plan), h_(h), res_(res), n_(o.nranks), progress_(progress) {}
+
+  /// Runs every row; returns the ping-pong's round trips (0 without a one-sided row).
+  std::int64_t run() {
+    alloc_windows();
+    for (const Table& t : plan_.tables)
+      for (const Point& p : t.rows) {
+        if (one_sided(p.coll))
+          run_one_sided(p, args_of(p));
+        else
+          run_collective(p, args_of(p));
+      }
+    return lat_iters_;
+  }
+
+ private:
+  void alloc_windows() {
+    // Largest first: page-aligned (the heap is), then signals on their own cache lines.
+    w_.data = h_.alloc_window_buffer(std::max<std::uint64_t>((plan_.data_bytes + 4095) / 4096 * 4096, 4096), "data");
+    w_.aux = h_.alloc_window_buffer(std::max<std::uint64_t>((plan_.aux_bytes + 4095) / 4096 * 4096, 4096), "aux");
+    w_.counts = h_.alloc_window_buffer({n_}, pld::DType::INT32, "send_counts");
+    w_.recv_counts = h_.alloc_window_buffer({n_, 1}, pld::DType::INT32, "recv_counts");
+    w_.sig = h_.alloc_window_buffer({n_, 16}, pld::DType::INT32, "signal");
+    w_.ping = h_.alloc_window_buffer({2, 16}, pld::DType::INT32, "p2p_signal");
+    sig_ = h_.window<std::int32_t>(w_.sig, {n_, 16});
+    counts_ = h_.window<std::int32_t>(w_.counts, {n_});
+    recv_counts_ = h_.window<std::int32_t>(w_.recv_counts, {n_, 1});
+  }
+
+  Args args_of(const Point& p) const {
+    Args a;
+    a.coll = p.coll;
+    a.dtype = p.dtype;
+    a.redop = p.redop;
+    a.mode = p.mode;
+    a.root = std::max(p.root, 0);
+    a.core_num = o_.core_num;
+    a.check = o_.check;
+    a.pin = o_.pin;
+    a.index = p.index;
+    a.total = plan_.npoints;
+    a.bytes = p.bytes;
+    return a;
+  }
+
+  /// One kernel per rank runs the row's three loops; the first one-sided row also runs the
+  /// notify->wait ping-pong.
+  void run_one_sided(const Point& p, Args a) {
+    const auto bytes = static_cast<pld::Index>(p.bytes);
+    const auto data = h_.window<std::uint8_t>(w_.data, {bytes});
+    const auto aux = h_.window<std::uint8_t>(w_.aux, {bytes});
+    const auto ping = h_.window<std::int32_t>(w_.ping, {2, 16});
+    a.warmup = p.composite.warmup;
+    a.iters = p.composite.iters;
+    if (!latency_done_) {
+      const Iters lat = latency_iters(o_);
+      lat_iters_ = a.lat_iters = lat.iters;
+      a.lat_warmup = lat.warmup;
+      latency_done_ = true;
+    }
+    a.progress = progress_;
+    const auto kernel = p.coll == Coll::P2P ? p2p_kernel : p.coll == Coll::PutSignal ? put_signal_kernel : nbi_kernel;
+    for (int r = 0; r < n_; ++r) h_.dispatch(r, kernel, data, aux, sig_, ping, res_[p.index][r], a);
+  }
+
+  void run_collective(const Point& p, const Args& a) {
+    visit_dtype(p.dtype, [&](auto tag) {
+      using T = decltype(tag);
+      const pld::Dims shape = row_blocked(p.coll) ? pld::Dims{n_, p.cols} : pld::Dims{std::max<pld::Index>(p.count, 1)};
+      const pld::Dims aux_shape = p.coll == Coll::Allgather                               ? pld::Dims{p.cols}
+                                  : p.coll == Coll::AllToAll || p.coll == Coll::AllToAllV ? pld::Dims{n_, p.cols}
+                                                                                          : pld::Dims{1};
+      const auto data = h_.window<T>(w_.data, shape);
+      const auto aux = h_.window<T>(w_.aux, aux_shape);
+      visit_coll(p.coll, [&](auto ctag) {
+        constexpr Coll C = decltype(ctag)::value;
+        if (o_.path != Path::Builtin) run_composite<C, T>(p, a, data, aux);
+        if (o_.path != Path::Composite) run_builtin<C, T>(p, a, data, aux);
+      });
+    });
+  }
+
+  /// ONE dispatch per rank: the kernel loops over the iterations itself.
+  template <Coll C, class T>
+  void run_composite(const Point& p, const Args& a, const pld::DistributedTensor<T>& data,
+                     const pld::DistributedTensor<T>& aux) {
+    Args c = a;
+    c.warmup = p.composite.warmup;
+    c.iters = p.composite.iters;
+    c.progress = o_.path != Path::Composite ? 0 : progress_;
+    for (int r = 0; r < n_; ++r)
+      h_.dispatch(r, composite_kernel<C, T>, data, aux, counts_, recv_counts_, sig_, res_[p.index][r], c);
+  }
+
+  /// Stage; warm-up calls; barrier; stamp; timed calls; stamp; then re-stage, run once, check.
+  template <Coll C, class T>
+  void run_builtin(const Point& p, const Args& a, const pld::DistributedTensor<T>& data,
+                   const pld::DistributedTensor<T>& aux) {
+    Args b = a;
+    b.check = 0;
+    stage<C, T>(p, b, data, aux);
+    for (std::int64_t i = 0; i < p.builtin.warmup; ++i)
+      host_builtin<C, T>(h_, data, aux, counts_, recv_counts_, sig_, a);
+    h_.barrier(sig_);
+    for (int r = 0; r < n_; ++r) h_.dispatch(r, stamp_kernel, res_[p.index][r], kStamp0);
+    for (std::int64_t i = 0; i < p.builtin.iters; ++i)
+      host_builtin<C, T>(h_, data, aux, counts_, recv_counts_, sig_, a);
+    for (int r = 0; r < n_; ++r) h_.dispatch(r, stamp_kernel, res_[p.index][r], kStamp1);
+    if (o_.check) {
+      b.check = 1;
+      stage<C, T>(p, b, data, aux);
+      host_builtin<C, T>(h_, data, aux, counts_, recv_counts_, sig_, a);
+    }
+    b.progress = progress_;
+    b.check = o_.check;
+    for (int r = 0; r < n_; ++r) {
+      if (o_.check)
+        h_.dispatch(r, verify_kernel<C, T>, data, aux, counts_, recv_counts_, sig_, res_[p.index][r], b);
+      else if (progress_)
+        h_.dispatch(r, progress_kernel, sig_, b);
+    }
+  }
+
+  template <Coll C, class T>
+  void stage(const Point& p, const Args& b, const pld::DistributedTensor<T>& data,
+             const pld::DistributedTensor<T>& aux) {
+    for (int r = 0; r < n_; ++r)
+      h_.dispatch(r, stage_kernel<C, T>, data, aux, counts_, recv_counts_, sig_, res_[p.index][r], b);
+  }
+
+  const Options& o_;
+  const Plan& plan_;
+  pld::Host& h_;
+  pld::HostTensor<double>& res_;
+  const int n_;
+  const int progress_;
+  Windows w_;
+  pld::DistributedTensor<std::int32_t> sig_, counts_, recv_counts_;
+  bool latency_done_ = false;
+  std::int64_t lat_iters_ = 0;
+};
+
 }  // namespace
 
 Results run_plan(const Options& o, const Plan& plan) {
-  const int n = o.nranks;
-  const bool composite = o.path != Path::Builtin, builtin = o.path != Path::Composite;
   const int progress = progress_mode(o, plan);
-  auto res = pld::HostTensor<double>::zeros({std::max(plan.npoints, 1), n, kFields});
+  auto res = pld::HostTensor<double>::zeros({std::max(plan.npoints, 1), o.nranks, kFields});
   std::int64_t lat_iters = 0;
   const double t_start = now_ns();
   Results out;
@@ -205,109 +350,8 @@ Results run_plan(const Options& o, const Plan& plan) {
 
   pld::DistributedConfig config;
   config.heap_bytes = plan.heap_bytes;
-  for (int r = 0; r < n; ++r) config.device_ids.push_back(r);
-
-  pld::run(config, [&](pld::Host& h) {
-    Windows w;
-    // Largest first: page-aligned (the heap is), then signals on their own cache lines.
-    w.data = h.alloc_window_buffer(std::max<std::uint64_t>((plan.data_bytes + 4095) / 4096 * 4096, 4096), "data");
-    w.aux = h.alloc_window_buffer(std::max<std::uint64_t>((plan.aux_bytes + 4095) / 4096 * 4096, 4096), "aux");
-    w.counts = h.alloc_window_buffer({n}, pld::DType::INT32, "send_counts");
-    w.recv_counts = h.alloc_window_buffer({n, 1}, pld::DType::INT32, "recv_counts");
-    w.sig = h.alloc_window_buffer({n, 16}, pld::DType::INT32, "signal");
-    w.ping = h.alloc_window_buffer({2, 16}, pld::DType::INT32, "p2p_signal");
-    const auto sig = h.window<std::int32_t>(w.sig, {n, 16});
-    const auto counts = h.window<std::int32_t>(w.counts, {n});
-    const auto recv_counts = h.window<std::int32_t>(w.recv_counts, {n, 1});
-    bool latency_done = false;
-
-    for (const Table& t : plan.tables)
-      for (const Point& p : t.rows) {
-        Args a;
-        a.coll = p.coll;
-        a.dtype = p.dtype;
-        a.redop = p.redop;
-        a.mode = p.mode;
-        a.root = std::max(p.root, 0);
-        a.core_num = o.core_num;
-        a.check = o.check;
-        a.pin = o.pin;
-        a.index = p.index;
-        a.total = plan.npoints;
-        a.bytes = p.bytes;
-
-        if (one_sided(p.coll)) {
-          const auto bytes = static_cast<pld::Index>(p.bytes);
-          const auto data = h.window<std::uint8_t>(w.data, {bytes});
-          const auto aux = h.window<std::uint8_t>(w.aux, {bytes});
-          const auto ping = h.window<std::int32_t>(w.ping, {2, 16});
-          a.warmup = p.composite.warmup;
-          a.iters = p.composite.iters;
-          if (!latency_done) {
-            const Iters lat = latency_iters(o);
-            lat_iters = a.lat_iters = lat.iters;
-            a.lat_warmup = lat.warmup;
-            latency_done = true;
-          }
-          a.progress = progress;
-          const auto kernel = p.coll == Coll::P2P         ? p2p_kernel
-                              : p.coll == Coll::PutSignal ? put_signal_kernel
-                                                          : nbi_kernel;
-          for (int r = 0; r < n; ++r) h.dispatch(r, kernel, data, aux, sig, ping, res[p.index][r], a);
-          continue;
-        }
-
-        visit_dtype(p.dtype, [&](auto tag) {
-          using T = decltype(tag);
-          const pld::Dims shape =
-              row_blocked(p.coll) ? pld::Dims{n, p.cols} : pld::Dims{std::max<pld::Index>(p.count, 1)};
-          const pld::Dims aux_shape = p.coll == Coll::Allgather                               ? pld::Dims{p.cols}
-                                      : p.coll == Coll::AllToAll || p.coll == Coll::AllToAllV ? pld::Dims{n, p.cols}
-                                                                                              : pld::Dims{1};
-          const auto data = h.window<T>(w.data, shape);
-          const auto aux = h.window<T>(w.aux, aux_shape);
-          visit_coll(p.coll, [&](auto ctag) {
-            constexpr Coll C = decltype(ctag)::value;
-            if (composite) {
-              Args c = a;
-              c.warmup = p.composite.warmup;
-              c.iters = p.composite.iters;
-              c.progress = builtin ? 0 : progress;
-              for (int r = 0; r < n; ++r)
-                h.dispatch(r, composite_kernel<C, T>, data, aux, counts, recv_counts, sig, res[p.index][r], c);
-            }
-            if (builtin) {
-              // stage; warm-up calls; barrier; stamp; timed calls; stamp; then re-stage, run once, check.
-              Args b = a;
-              b.check = 0;
-              for (int r = 0; r < n; ++r)
-                h.dispatch(r, stage_kernel<C, T>, data, aux, counts, recv_counts, sig, res[p.index][r], b);
-              for (std::int64_t i = 0; i < p.builtin.warmup; ++i)
-                host_builtin<C, T>(h, data, aux, counts, recv_counts, sig, a);
-              h.barrier(sig);
-              for (int r = 0; r < n; ++r) h.dispatch(r, stamp_kernel, res[p.index][r], kStamp0);
-              for (std::int64_t i = 0; i < p.builtin.iters; ++i)
-                host_builtin<C, T>(h, data, aux, counts, recv_counts, sig, a);
-              for (int r = 0; r < n; ++r) h.dispatch(r, stamp_kernel, res[p.index][r], kStamp1);
-              if (o.check) {
-                b.check = 1;
-                for (int r = 0; r < n; ++r)
-                  h.dispatch(r, stage_kernel<C, T>, data, aux, counts, recv_counts, sig, res[p.index][r], b);
-                host_builtin<C, T>(h, data, aux, counts, recv_counts, sig, a);
-              }
-              b.progress = progress;
-              b.check = o.check;
-              for (int r = 0; r < n; ++r) {
-                if (o.check)
-                  h.dispatch(r, verify_kernel<C, T>, data, aux, counts, recv_counts, sig, res[p.index][r], b);
-                else if (progress)
-                  h.dispatch(r, progress_kernel, sig, b);
-              }
-            }
-          });
-        });
-      }
-  });
+  for (int r = 0; r < o.nranks; ++r) config.device_ids.push_back(r);
+  pld::run(config, [&](pld::Host& h) { lat_iters = PlanRun(o, plan, h, res, progress).run(); });
   if (progress == 1) std::fprintf(stderr, "\r\033[K");
 
   out.elapsed_s = (now_ns() - t_start) / 1e9;

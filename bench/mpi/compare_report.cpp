@@ -1,0 +1,404 @@
+// compare_report.cpp: the sections of the report of bench/compare_mpi.sh, each printing its part
+// and checking its targets (compare.cpp documents the report and calls the sections in order).
+#include "compare.hpp"
+
+#include <cstdint>
+#include <cstdio>
+#include <fstream>
+
+namespace compare {
+
+namespace {
+
+// The no-cliff rule on one side's table: every step to at most twice the bytes whose time grows
+// more than 3x, unless the bare copy (when measured at both sizes) grows more than 3x too. Prints
+// each jump; returns the number of unexcused ones and, in `worst`, the largest growth seen.
+int print_cliffs(const char* side, const Table& t, const std::vector<Key>& keys, const BareCopy& bare, double& worst,
+                 std::string& worst_at) {
+  int cliffs = 0;
+  for (std::size_t i = 1; i < keys.size(); ++i) {
+    const Key &a = keys[i - 1], &b = keys[i];
+    if (a.first != b.first || a.first == "barrier" || b.second > 2 * a.second || !t.count(a) || !t.count(b)) continue;
+    const double ta = t.at(a).s.time_us, tb = t.at(b).s.time_us;
+    if (ta <= 0) continue;
+    const double growth = tb / ta;
+    if (growth > worst) {
+      worst = growth;
+      worst_at = a.first + " " + human(a.second) + " -> " + human(b.second);
+    }
+    if (growth <= 3.0) continue;
+    const bool have_bare = bare.count(a.second) && bare.count(b.second) && bare.at(a.second) > 0;
+    const double bare_growth = have_bare ? bare.at(b.second) / bare.at(a.second) : 0;
+    const bool excused = have_bare && bare_growth > 3.0;
+    cliffs += !excused;
+    char bare_text[32] = "not measured";
+    if (have_bare) std::snprintf(bare_text, sizeof bare_text, "%.1fx", bare_growth);
+    std::printf("  %-9s %-15s %9s -> %-9s %9.2f -> %9.2f us  %5.1fx  bare copy %s%s\n", side, a.first.c_str(),
+                human(a.second).c_str(), human(b.second).c_str(), ta, tb, growth, bare_text,
+                excused ? " (excused)" : " CLIFF");
+  }
+  return cliffs;
+}
+
+// The largest ratio of one side's time over `denominator(size)` among the sizes [lo, hi] of
+// collective `coll`, as a target that passes at or under `limit`.
+template <class Denominator>
+Target max_ratio_target(const std::string& name, const Table& side, const std::vector<Key>& keys,
+                        const std::string& coll, std::uint64_t lo, std::uint64_t hi, double limit,
+                        Denominator&& denominator) {
+  Target t{name};
+  double worst = 0;
+  std::uint64_t at = 0;
+  for (const Key& k : keys) {
+    if (k.first != coll || k.second < lo || k.second > hi || !side.count(k)) continue;
+    const double d = denominator(k);
+    if (d <= 0) continue;
+    const double r = side.at(k).s.time_us / d;
+    if (r > worst || at == 0) worst = r, at = k.second;
+  }
+  if (at) {
+    t.measured = true;
+    t.pass = worst <= limit;
+    char buf[96];
+    std::snprintf(buf, sizeof buf, "max %.2fx (at %s)", worst, human(at).c_str());
+    t.value = buf;
+  }
+  return t;
+}
+
+// pld's time over Open MPI's at one row, as a target that passes at or under `limit`.
+Target time_ratio_target(const Data& d, const std::string& name, const Key& k, double limit) {
+  Target t{name};
+  if (d.pld.count(k) && d.mpi.count(k)) {
+    const double p = d.pld.at(k).s.time_us, m = d.mpi.at(k).s.time_us;
+    const double r = p / m;
+    t.measured = true;
+    t.pass = r <= limit;
+    char buf[96];
+    std::snprintf(buf, sizeof buf, "%.2fx (pld %.2f us, MPI %.2f us)", r, p, m);
+    t.value = buf;
+  }
+  return t;
+}
+
+// One row of the ratio table: printed, and returned for the summary.
+json print_ratio_row(const Data& d, const Key& k) {
+  const Sample& p = d.pld.at(k).s;
+  const Sample& m = d.mpi.at(k).s;
+  const bool has_builtin = d.pld_builtin.count(k) && d.pld_builtin.at(k).valid;
+  const double tr = m.time_us > 0 ? p.time_us / m.time_us : 0;
+  const double br = m.busbw > 0 ? p.busbw / m.busbw : 0;
+  char builtin[32] = "-";
+  if (has_builtin) std::snprintf(builtin, sizeof builtin, "%.2f", d.pld_builtin.at(k).s.time_us);
+  char bus[3][32] = {"-", "-", "-"};
+  if (k.first != "barrier") {
+    std::snprintf(bus[0], 32, "%.2f", p.busbw);
+    std::snprintf(bus[1], 32, "%.2f", m.busbw);
+    std::snprintf(bus[2], 32, "%.2fx", br);
+  }
+  std::printf("%-15s %9s %10.2f %11s %10.2f %8.2fx %9s %9s %9s  %s\n", k.first.c_str(), human(k.second).c_str(),
+              p.time_us, builtin, m.time_us, tr, bus[0], bus[1], bus[2], m.config.c_str());
+  return {{"collective", k.first},    {"size", k.second},
+          {"pld_time_us", p.time_us}, {"pld_builtin_time_us", has_builtin ? d.pld_builtin.at(k).s.time_us : -1.0},
+          {"mpi_time_us", m.time_us}, {"time_ratio", tr},
+          {"pld_busbw", p.busbw},     {"mpi_busbw", m.busbw},
+          {"busbw_ratio", br},        {"mpi_config", m.config}};
+}
+
+// Prints the copy rate and array size of one stream JSON file with `format`; returns the rate.
+double print_stream(const std::string& file, const char* format) {
+  const json s = load(file);
+  const double gbps = s.at("copy_gbps");
+  std::printf(format, gbps, human(s.at("bytes").get<std::uint64_t>()).c_str());
+  return gbps;
+}
+
+}  // namespace
+
+json print_ratio_table(const Data& d, const Options& o) {
+  std::printf("pld vs Open MPI, P=%d, fp32, op sum (allreduce, reduce_scatter), broadcast root 0\n", o.nranks);
+  int rounds = 0;
+  for (const auto& [k, v] : d.pld) rounds = std::max(rounds, v.samples);
+  std::printf(
+      "%s time of %d interleaved round(s) per row, both sides alike; Open MPI: its best configuration per "
+      "row (of %zu)\n",
+      o.stat.c_str(), rounds, d.configs.size());
+  std::printf(
+      "pld = composite path (in-kernel loop); 'builtin' = pld::Host method, one dispatch per iteration "
+      "(information)\n\n");
+  std::printf("%-15s %9s %10s %11s %10s %9s %9s %9s %9s  %s\n", "collective", "size", "pld us", "builtin us", "MPI us",
+              "pld/MPI", "pld GB/s", "MPI GB/s", "bus x", "MPI config");
+  json rows = json::array();
+  std::string last;
+  for (const Key& k : d.keys) {
+    if (!last.empty() && last != k.first) std::printf("\n");
+    last = k.first;
+    rows.push_back(print_ratio_row(d, k));
+  }
+  return rows;
+}
+
+std::vector<Target> time_ratio_targets(const Data& d) {
+  return {time_ratio_target(d, "barrier P=2 <= 0.55x MPI_Barrier", {"barrier", 0}, 0.55),
+          time_ratio_target(d, "allreduce 4 B <= 0.6x MPI_Allreduce", {"allreduce", 4}, 0.6),
+          time_ratio_target(d, "allreduce 1 MiB <= 0.5x MPI_Allreduce", {"allreduce", 1ull << 20}, 0.5)};
+}
+
+// The stream ceilings, and allreduce 64 MiB fp32 against the memory-traffic floor: 4 x 64 MiB
+// (read and write both windows) at the streaming copy rate.
+json print_memory_ceiling(const Data& d, const Options& o, std::vector<Target>& targets) {
+  json ceiling;
+  std::printf("\nmemory-bandwidth ceiling (stream copy, memcpy, 2 threads at once, bytes read + written):\n");
+  double dram = 0, cache = 0;
+  if (!o.stream_file.empty()) {
+    dram = print_stream(o.stream_file, "  DRAM      %7.2f GB/s   (%s src + dst per thread, far above the LLC)\n");
+    ceiling["dram_gbps"] = dram;
+  }
+  if (!o.stream_cache_file.empty()) {
+    cache =
+        print_stream(o.stream_cache_file,
+                     "  footprint %7.2f GB/s   (%s src + dst per thread = the allreduce's 2 x 64 MiB of windows)\n");
+    ceiling["footprint_gbps"] = cache;
+  }
+  Target t{"allreduce 64 MiB fp32 <= 1.5x memory-traffic floor (4 x 64 MiB / DRAM stream)"};
+  const Key k{"allreduce", 64ull << 20};
+  if (d.pld.count(k) && dram > 0) {
+    const double bytes = 4.0 * 64.0 * (1 << 20);
+    const double floor_ms = bytes / (dram * 1e9) * 1e3, pld_ms = d.pld.at(k).s.time_us / 1e3;
+    t.measured = true;
+    t.pass = pld_ms <= 1.5 * floor_ms;
+    char buf[160];
+    std::snprintf(buf, sizeof buf, "%.2fx (pld %.2f ms, floor %.2f ms)", pld_ms / floor_ms, pld_ms, floor_ms);
+    t.value = buf;
+    std::printf("  allreduce 64 MiB fp32: pld %.2f ms; floor 4 x 64 MiB / %.2f GB/s = %.2f ms -> %.2fx the floor",
+                pld_ms, dram, floor_ms, pld_ms / floor_ms);
+    if (cache > 0) {
+      const double floor_c = bytes / (cache * 1e9) * 1e3;
+      std::printf("; at the footprint rate %.2f ms -> %.2fx", floor_c, pld_ms / floor_c);
+      ceiling["footprint_floor_ms"] = floor_c;
+    }
+    std::printf("\n");
+    ceiling["floor_ms"] = floor_ms;
+    ceiling["pld_ms"] = pld_ms;
+    if (d.mpi.count(k))
+      std::printf("  (Open MPI: %.2f ms -> %.2fx the floor)\n", d.mpi.at(k).s.time_us / 1e3,
+                  d.mpi.at(k).s.time_us / 1e3 / floor_ms);
+  }
+  targets.push_back(t);
+  return ceiling;
+}
+
+// Per size: the median over the rounds of each store kind's mean iteration time (the statistic
+// pld-bench and mpi_bench report), then the fastest kind.
+BareCopy load_bare_copy(const Options& o) {
+  std::map<std::pair<std::uint64_t, std::string>, std::vector<double>> by_kind;
+  for (const auto& f : o.exchange_files) {
+    const json j = load(f);
+    for (const auto& r : j.at("rows"))
+      by_kind[{r.at("size").get<std::uint64_t>(), r.at("kind").get<std::string>()}].push_back(
+          r.at("mean_us").get<double>());
+  }
+  BareCopy exchange_us;
+  for (auto& [k, v] : by_kind) {
+    std::sort(v.begin(), v.end());
+    const double m = o.stat == "min" ? v.front()
+                     : v.size() % 2  ? v[v.size() / 2]
+                                     : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
+    auto [it, fresh] = exchange_us.try_emplace(k.first, m);
+    if (!fresh) it->second = std::min(it->second, m);
+  }
+  return exchange_us;
+}
+
+// all_to_all and all_to_all_v of both sides as multiples of their bare copy; into ceiling["exchange"].
+void print_bare_copy(const Data& d, json& ceiling) {
+  if (d.exchange_us.empty()) return;
+  std::printf(
+      "\nall_to_all against its bare copy (bench/mpi/exchange_ceiling: 2 threads copy the bytes all_to_all\n"
+      "moves, no runtime, fastest store kind, same rounds; each side's time over it, 1.00x = no overhead;\n"
+      "noise moves it by ~10%%):\n");
+  std::printf("  %-9s %12s %16s %16s %16s %16s\n", "size", "bare copy us", "pld all_to_all", "MPI all_to_all",
+              "pld a2a_v", "MPI a2a_v");
+  json jx = json::array();
+  for (const auto& [size, ceil_us] : d.exchange_us) {
+    std::printf("  %-9s %12.1f", human(size).c_str(), ceil_us);
+    json row{{"size", size}, {"ceiling_us", ceil_us}};
+    for (const char* c : {"all_to_all", "all_to_all_v"})
+      for (const Table* side : {&d.pld, &d.mpi}) {
+        const Key k{c, size};
+        if (!side->count(k)) {
+          std::printf(" %16s", "-");
+          continue;
+        }
+        const double t = side->at(k).s.time_us;
+        std::printf(" %9.1f %5.2fx", t, t / ceil_us);
+        row[std::string(side == &d.pld ? "pld_" : "mpi_") + c + "_us"] = t;
+      }
+    std::printf("\n");
+    jx.push_back(row);
+  }
+  ceiling["exchange"] = jx;
+}
+
+namespace {
+
+// Collective `c`'s busbw >= 1.5x Open MPI's from 1 MiB up: the smallest ratio, with the bare-copy
+// context for all_to_all(_v) and the ratio round by round.
+Target busbw_target(const Data& d, const std::string& c) {
+  Target t{c + " busbw >= 1.5x MPI from 1 MiB up"};
+  double worst = 1e30;
+  std::uint64_t at = 0;
+  for (const Key& k : d.keys)
+    if (k.first == c && k.second >= (1ull << 20)) {
+      const double r = d.pld.at(k).s.busbw / d.mpi.at(k).s.busbw;
+      if (r < worst) worst = r, at = k.second;
+    }
+  if (!at) return t;
+  t.measured = true;
+  t.pass = worst >= 1.5;
+  char buf[96];
+  std::snprintf(buf, sizeof buf, "min %.2fx (at %s)", worst, human(at).c_str());
+  t.value = buf;
+  const Key k{c, at};
+  const Best &pb = d.pld.at(k), &mb = d.mpi.at(k);
+  // all_to_all(_v) moves what exchange_ceiling copies: Open MPI's time over the bare copy's
+  // estimates the largest ratio a runtime could reach at that size here.
+  if ((c == "all_to_all" || c == "all_to_all_v") && d.exchange_us.count(at)) {
+    const double bare_us = d.exchange_us.at(at);
+    char bare[160];
+    std::snprintf(bare, sizeof bare,
+                  "; time over the bare copy: pld %.2fx, Open MPI %.2fx (about the most a runtime "
+                  "can gain here)",
+                  pb.s.time_us / bare_us, mb.s.time_us / bare_us);
+    t.value += bare;
+  }
+  // The same row round by round (pld and Open MPI's chosen configuration ran back to back in
+  // each round): how far the noise moves a ratio near its target.
+  const auto& p = pb.times_by_round.at("pld");
+  const auto& m = mb.times_by_round.at(mb.s.config);
+  if (p.size() > 1 && p.size() == m.size()) {
+    t.value += "; per round";
+    for (std::size_t i = 0; i < p.size(); ++i) {
+      std::snprintf(buf, sizeof buf, " %.2f", p[i] > 0 ? m[i] / p[i] : 0.0);
+      t.value += buf;
+    }
+  }
+  return t;
+}
+
+}  // namespace
+
+// Every collective but the barrier: busbw >= 1.5x Open MPI's from 1 MiB up.
+void add_busbw_targets(const Data& d, std::vector<Target>& targets) {
+  for (const std::string& c : kOrder)
+    if (c != "barrier") targets.push_back(busbw_target(d, c));
+}
+
+// all_to_all(_v) within 1.15x of the bare copy from 1 MiB and at most Open MPI's time at every
+// size; broadcast and allreduce at the small sizes against Open MPI.
+void add_small_size_targets(const Data& d, std::vector<Target>& targets) {
+  auto over_mpi = [&](const Key& k) { return d.mpi.count(k) ? d.mpi.at(k).s.time_us : 0.0; };
+  auto over_bare = [&](const Key& k) { return d.exchange_us.count(k.second) ? d.exchange_us.at(k.second) : 0.0; };
+  for (const char* c : {"all_to_all", "all_to_all_v"}) {
+    if (!d.exchange_us.empty())
+      targets.push_back(max_ratio_target(std::string(c) + " <= 1.15x its bare copy from 1 MiB", d.pld, d.keys, c,
+                                         1ull << 20, UINT64_MAX, 1.15, over_bare));
+    targets.push_back(max_ratio_target(std::string(c) + " <= 1.0x Open MPI at every size", d.pld, d.keys, c, 0,
+                                       UINT64_MAX, 1.0, over_mpi));
+  }
+  targets.push_back(
+      max_ratio_target("broadcast 4 B - 1 KiB <= 1.5x MPI_Bcast", d.pld, d.keys, "broadcast", 4, 1024, 1.5, over_mpi));
+  targets.push_back(max_ratio_target("allreduce 4 B - 256 B <= 0.8x MPI_Allreduce", d.pld, d.keys, "allreduce", 4, 256,
+                                     0.8, over_mpi));
+}
+
+Target print_cliff_check(const Data& d) {
+  std::printf(
+      "\nno-cliff check: steps to 2x the bytes where the time grows more than 3x (excused when the bare copy\n"
+      "of the same bytes, bench/mpi/exchange_ceiling, grows more than 3x too):\n");
+  double worst = 0, mpi_worst = 0;
+  std::string worst_at, mpi_worst_at;
+  const int cliffs = print_cliffs("pld", d.pld, d.keys, d.exchange_us, worst, worst_at);
+  const int mpi_cliffs = print_cliffs("Open MPI", d.mpi, d.keys, d.exchange_us, mpi_worst, mpi_worst_at);
+  if (cliffs + mpi_cliffs == 0 && worst <= 3.0 && mpi_worst <= 3.0) std::printf("  none\n");
+  std::printf("  largest growth per step: pld %.2fx (%s), Open MPI %.2fx (%s)\n", worst, worst_at.c_str(), mpi_worst,
+              mpi_worst_at.c_str());
+  Target t{"no cliff: pld time <= 3x per 2x bytes unless the bare copy's is too"};
+  t.measured = worst > 0;
+  t.pass = cliffs == 0;
+  char buf[128];
+  std::snprintf(buf, sizeof buf, "%d cliff(s); largest growth %.2fx (%s)", cliffs, worst, worst_at.c_str());
+  t.value = buf;
+  return t;
+}
+
+Target print_barrier_p4(const Data& d) {
+  Target t{"barrier P=4 <= 1.0x MPI_Barrier"};
+  const Key k{"barrier", 0};
+  if (!d.pld4.count(k) || !d.mpi4.count(k)) return t;
+  const Sample &p = d.pld4.at(k).s, &m = d.mpi4.at(k).s;
+  const double r = p.time_us / m.time_us;
+  t.measured = true;
+  t.pass = r <= 1.0;
+  char buf[128];
+  std::snprintf(buf, sizeof buf, "%.2fx (pld %.2f us, MPI %.2f us, %s)", r, p.time_us, m.time_us, m.config.c_str());
+  t.value = buf;
+  std::printf("\nP=4 (oversubscribed, 4 ranks on 2 cores): barrier pld %.2f us, Open MPI %.2f us (%s)\n", p.time_us,
+              m.time_us, m.config.c_str());
+  return t;
+}
+
+json print_targets(const std::vector<Target>& targets, std::int64_t wrong) {
+  std::printf("\ntargets:\n");
+  json jt = json::array();
+  int failed = 0;
+  for (const Target& t : targets) {
+    const char* verdict = !t.measured ? "N/A " : t.pass ? "PASS" : "FAIL";
+    failed += t.measured && !t.pass;
+    std::printf("  [%s] %-78s %s\n", verdict, t.name.c_str(), t.value.c_str());
+    jt.push_back({{"target", t.name}, {"measured", t.measured}, {"pass", t.pass}, {"value", t.value}});
+  }
+  std::printf("  %d target(s) missed; %lld wrong value(s) in all runs\n", failed, static_cast<long long>(wrong));
+  return jt;
+}
+
+// PREFIX.dat (busbw per size, one block per collective), PREFIX.body.gp (the panels) and PREFIX.gp
+// (draws the panels twice: PNG with pngcairo, and SVG).
+void write_plot(const Data& d, const Options& o) {
+  if (o.plot_prefix.empty()) return;
+  const std::string& prefix = o.plot_prefix;
+  std::ofstream dat(prefix + ".dat");
+  std::vector<std::string> panels;
+  for (const std::string& c : kOrder) {
+    if (c == "barrier") continue;
+    bool any = false;
+    for (const Key& k : d.keys)
+      if (k.first == c) {
+        if (!any) dat << "# " << c << "\n# size pld_busbw mpi_busbw\n";
+        any = true;
+        dat << k.second << " " << d.pld.at(k).s.busbw << " " << d.mpi.at(k).s.busbw << "\n";
+      }
+    if (any) {
+      dat << "\n\n";
+      panels.push_back(c);
+    }
+  }
+  std::ofstream body(prefix + ".body.gp");
+  body << "set multiplot layout 2,3 title 'bus bandwidth vs size, P=" << o.nranks << ", fp32 (" << o.stat
+       << " of rounds; higher is better)'\n"
+       << "set logscale x 2\nset format x '%.0b%B'\nset xlabel 'size (bytes)'\nset ylabel 'busbw (GB/s)'\n"
+       << "set grid\nset key top left\nset yrange [0:*]\n";
+  for (std::size_t i = 0; i < panels.size(); ++i)
+    body << "set title '" << panels[i] << "' noenhanced\nplot '" << prefix << ".dat' index " << i
+         << " using 1:2 with linespoints lw 2 pt 7 title 'pld', '' index " << i
+         << " using 1:3 with linespoints lw 2 pt 5 dt 2 title 'Open MPI'\n";
+  body << "unset multiplot\n";
+  std::ofstream gp(prefix + ".gp");
+  gp << "# busbw vs size, pld (composite path) vs Open MPI, P=" << o.nranks << " (bench/compare_mpi.sh)\n"
+     << "set terminal pngcairo size 1200,760 font 'sans,10'\nset output '" << prefix << ".png'\n"
+     << "load '" << prefix << ".body.gp'\n"
+     << "set terminal svg size 1200,760 dynamic font 'sans,11'\nset output '" << prefix << ".svg'\n"
+     << "load '" << prefix << ".body.gp'\n";
+}
+
+}  // namespace compare
