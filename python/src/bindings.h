@@ -103,11 +103,23 @@ detail::LocalDesc local_of(py::handle value, const char* api, const char* what, 
 /// True when `value` is a window view.
 bool is_window(py::handle value);
 
+/// The C++ object inside `value` when its Python type is exactly T's bound class, else nullptr: the
+/// per-call fast path of the kernel-side bindings (a type compare instead of pybind11's registry
+/// lookups in isinstance and cast; a subclass takes the general path).
+template <class T>
+const T* exact_instance(py::handle value) {
+  static PyTypeObject* const type = reinterpret_cast<PyTypeObject*>(py::type::of<T>().ptr());
+  if (Py_TYPE(value.ptr()) != type) return nullptr;
+  auto* inst = reinterpret_cast<py::detail::instance*>(value.ptr());
+  return static_cast<const T*>(inst->get_value_and_holder().value_ptr());
+}
+
 [[noreturn]] void throw_not_enum(const char* api, const char* what, py::handle value, py::handle type);
 /// The enum value `value` holds (a pld.ReduceOp, pld.WaitCmp, ...), or a UsageError naming `api`,
 /// `what`, the value and the enum's members.
 template <class E>
 E enum_of(py::handle value, const char* api, const char* what) {
+  if (const E* e = exact_instance<E>(value)) return *e;
   if (!py::isinstance<E>(value)) throw_not_enum(api, what, value, py::type::of<E>());
   return value.cast<E>();
 }
@@ -117,6 +129,20 @@ template <class F>
 decltype(auto) without_gil(F&& f) {
   py::gil_scoped_release release;
   return f();
+}
+
+/// Whether a signal or atomic call completes at once here, so it may keep the GIL: on the shm
+/// backend notify and the atomics never wait; under mpirun they may wait for the network.
+inline bool completes_at_once() {
+  static const bool shm = launcher_world_size() == 0;
+  return shm;
+}
+
+/// Runs `f` keeping the GIL where it completes at once (completes_at_once), else without it.
+template <class F>
+decltype(auto) quick_or_without_gil(F&& f) {
+  if (completes_at_once()) return f();
+  return without_gil(std::forward<F>(f));
 }
 
 }  // namespace pld::python

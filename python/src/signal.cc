@@ -1,5 +1,7 @@
-// pld.system: notify / wait and issue 9's signal reads and multi-cell waits, quiet / fence, and the
-// atomics on window cells (int32, int64, uint32, uint64). Blocking calls release the GIL.
+// pld.system: notify / wait, the signal reads and multi-cell waits, quiet / fence, and the
+// atomics on window cells (int32, int64, uint32, uint64). Calls that may block release the GIL; a
+// wait whose condition already holds, and notify and the atomics on shared memory, keep it (a
+// release and re-acquire of the GIL costs more than the call itself).
 #include "bindings.h"
 
 #include <pld/atomic.hpp>
@@ -15,6 +17,19 @@
 namespace pld::python {
 
 namespace {
+
+/// Whether `value` compares `cmp` against `expected`.
+bool holds(std::int32_t value, std::int32_t expected, WaitCmp cmp) {
+  switch (cmp) {
+    case WaitCmp::Eq: return value == expected;
+    case WaitCmp::Ne: return value != expected;
+    case WaitCmp::Gt: return value > expected;
+    case WaitCmp::Ge: return value >= expected;
+    case WaitCmp::Lt: return value < expected;
+    case WaitCmp::Le: return value <= expected;
+  }
+  return false;
+}
 
 const detail::WindowDesc signal_of(py::handle signal, const char* api) {
   return window_of(signal, api, "signal").desc();
@@ -86,7 +101,7 @@ py::int_ amo(const char* api, detail::AmoOp op, py::handle t, int peer, py::hand
   const std::uint64_t a = operand.is_none() ? 0 : amo_operand(api, cell.dtype, operand);
   const std::uint64_t c = compare.is_none() ? 0 : amo_operand(api, cell.dtype, compare);
   const detail::AmoCall call{api, cell.state, &cell.ref, &cell.shape, &off, peer, cell.dtype, op};
-  return amo_result(cell.dtype, without_gil([&] { return detail::atomic(call, a, c); }));
+  return amo_result(cell.dtype, quick_or_without_gil([&] { return detail::atomic(call, a, c); }));
 }
 
 void bind_atomics(py::module_& s) {
@@ -153,7 +168,7 @@ void bind_signal(py::module_& m) {
         const NotifyOp op = enum_of<NotifyOp>(op_in, "notify", "op");
         const detail::WindowDesc sig = signal_of(signal, "notify");
         const Dims off = dims_of(offsets, "notify", "offsets");
-        without_gil([&] { detail::notify(sig, peer, off, value, op); });
+        quick_or_without_gil([&] { detail::notify(sig, peer, off, value, op); });
       },
       py::arg("signal"), py::arg("peer"), py::arg("offsets"), py::arg("value"), py::arg("op"),
       "On rank peer's copy of signal at offsets: Set stores value, AtomicAdd adds it. A release.");
@@ -163,7 +178,12 @@ void bind_signal(py::module_& m) {
         const WaitCmp cmp = enum_of<WaitCmp>(cmp_in, "wait", "cmp");
         const detail::WindowDesc sig = signal_of(signal, "wait");
         const Dims off = dims_of(offsets, "wait", "offsets");
-        without_gil([&] { detail::wait(sig, off, expected, cmp); });
+        // A condition that holds already returns at once: wait (its checks and records included)
+        // keeps the GIL then.
+        if (holds(detail::signal_fetch(sig, off), expected, cmp))
+          detail::wait(sig, off, expected, cmp);
+        else
+          without_gil([&] { detail::wait(sig, off, expected, cmp); });
       },
       py::arg("signal"), py::arg("offsets"), py::arg("expected"), py::arg("cmp"),
       "Blocks until the local signal[offsets] compares cmp against expected. An acquire; fails at the deadline.");

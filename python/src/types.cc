@@ -84,6 +84,17 @@ Dims dims_of(py::handle value, const char* api, const char* what) {
     if (py::isinstance<py::bool_>(v) || !PyIndex_Check(v.ptr())) bad();
     return py::reinterpret_steal<py::int_>(PyNumber_Index(v.ptr())).cast<Index>();
   };
+  if (PyTuple_CheckExact(value.ptr()) && PyTuple_GET_SIZE(value.ptr()) <= kMaxDims) {  // the common case
+    Dims dims;
+    bool exact = true;
+    for (Py_ssize_t i = 0; exact && i < PyTuple_GET_SIZE(value.ptr()); ++i) {
+      PyObject* v = PyTuple_GET_ITEM(value.ptr(), i);
+      exact = PyLong_CheckExact(v);
+      if (exact) dims.push_back(PyLong_AsLongLong(v));
+    }
+    if (exact && !PyErr_Occurred()) return dims;
+    PyErr_Clear();
+  }
   if (PyIndex_Check(value.ptr()) && !py::isinstance<py::bool_>(value)) return Dims{as_index(value)};
   if (!py::isinstance<py::tuple>(value) && !py::isinstance<py::list>(value)) return bad();
   Dims dims;

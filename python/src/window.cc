@@ -34,6 +34,7 @@ bool is_window(py::handle value) {
 }
 
 const Window& window_of(py::handle value, const char* api, const char* what) {
+  if (const Window* w = exact_instance<Window>(value)) return *w;
   if (!is_window(value))
     throw UsageError(
         fmt::format("{}: {} is a {}, not a window view; pass a pld.DistributedTensor made by "
