@@ -99,37 +99,41 @@ void bind_host_reductions(py::class_<PyHost>& host) {
       py::arg("core_num") = 1, "tensor.reduce_scatter on every member of target's domain.");
 }
 
+/// Binds a host exchange with an input operand besides the target (allgather, all_to_all):
+/// `call(host, typed input, typed target, signal or nullptr, options)` for the target's dtype.
+template <class Options, class Call>
+void def_host_exchange(py::class_<PyHost>& host, const char* name, const char* api, const char* input_name, Call call,
+                       const char* doc) {
+  host.def(
+      name,
+      [api, input_name, call](const PyHost& h, py::handle input, py::handle target, py::handle signal, int core_num) {
+        Host& hst = h.get(api);
+        const Window& t = operand(target, api, "target");
+        const Window& in = operand(input, api, input_name, &t);
+        const Options o{core_num};
+        const auto s = signal_opt(signal, api);
+        with_type(t, [&](auto tag) {
+          using T = decltype(tag);
+          call(hst, in.typed<T>(), t.typed<T>(), s ? &*s : nullptr, o);
+        });
+      },
+      py::arg(input_name), py::arg("target"), py::arg("signal") = py::none(), py::kw_only(), py::arg("core_num") = 1,
+      doc);
+}
+
 /// The host forms of allgather, all_to_all and all_to_all_v (an input operand besides the target).
 void bind_host_exchanges(py::class_<PyHost>& host) {
-  host.def(
-      "allgather",
-      [](const PyHost& h, py::handle local, py::handle target, py::handle signal, int core_num) {
-        Host& host = h.get("Host.allgather");
-        const Window& t = operand(target, "Host.allgather", "target");
-        const Window& l = operand(local, "Host.allgather", "local", &t);
-        const AllgatherOptions o{core_num};
-        const auto s = signal_opt(signal, "Host.allgather");
-        with_type(t, [&](auto tag) {
-          using T = decltype(tag);
-          s ? host.allgather(l.typed<T>(), t.typed<T>(), *s, o) : host.allgather(l.typed<T>(), t.typed<T>(), o);
-        });
+  def_host_exchange<AllgatherOptions>(
+      host, "allgather", "Host.allgather", "local",
+      [](Host& h, auto in, auto t, const Int32Window* s, const AllgatherOptions& o) {
+        s ? h.allgather(in, t, *s, o) : h.allgather(in, t, o);
       },
-      py::arg("local"), py::arg("target"), py::arg("signal") = py::none(), py::kw_only(), py::arg("core_num") = 1,
       "tensor.allgather on every member of target's domain (local is a window view here).");
-  host.def(
-      "all_to_all",
-      [](const PyHost& h, py::handle input, py::handle target, py::handle signal, int core_num) {
-        Host& host = h.get("Host.all_to_all");
-        const Window& t = operand(target, "Host.all_to_all", "target");
-        const Window& in = operand(input, "Host.all_to_all", "input", &t);
-        const AllToAllOptions o{core_num};
-        const auto s = signal_opt(signal, "Host.all_to_all");
-        with_type(t, [&](auto tag) {
-          using T = decltype(tag);
-          s ? host.all_to_all(in.typed<T>(), t.typed<T>(), *s, o) : host.all_to_all(in.typed<T>(), t.typed<T>(), o);
-        });
+  def_host_exchange<AllToAllOptions>(
+      host, "all_to_all", "Host.all_to_all", "input",
+      [](Host& h, auto in, auto t, const Int32Window* s, const AllToAllOptions& o) {
+        s ? h.all_to_all(in, t, *s, o) : h.all_to_all(in, t, o);
       },
-      py::arg("input"), py::arg("target"), py::arg("signal") = py::none(), py::kw_only(), py::arg("core_num") = 1,
       "tensor.all_to_all on every member of target's domain (input is a window view here).");
   host.def(
       "all_to_all_v",

@@ -18,19 +18,6 @@ namespace pld::python {
 
 namespace {
 
-/// Whether `value` compares `cmp` against `expected`.
-bool holds(std::int32_t value, std::int32_t expected, WaitCmp cmp) {
-  switch (cmp) {
-    case WaitCmp::Eq: return value == expected;
-    case WaitCmp::Ne: return value != expected;
-    case WaitCmp::Gt: return value > expected;
-    case WaitCmp::Ge: return value >= expected;
-    case WaitCmp::Lt: return value < expected;
-    case WaitCmp::Le: return value <= expected;
-  }
-  return false;
-}
-
 const detail::WindowDesc signal_of(py::handle signal, const char* api) {
   return window_of(signal, api, "signal").desc();
 }
@@ -179,8 +166,13 @@ void bind_signal(py::module_& m) {
         const detail::WindowDesc sig = signal_of(signal, "wait");
         const Dims off = dims_of(offsets, "wait", "offsets");
         // A condition that holds already returns at once: wait (its checks and records included)
-        // keeps the GIL then.
-        if (holds(detail::signal_fetch(sig, off), expected, cmp))
+        // keeps the GIL then. Bad input fails in wait, under wait's name.
+        bool ready = false;
+        try {
+          ready = detail::signal_test(sig, off, expected, cmp);
+        } catch (const Error&) {
+        }
+        if (ready)
           detail::wait(sig, off, expected, cmp);
         else
           without_gil([&] { detail::wait(sig, off, expected, cmp); });

@@ -233,3 +233,13 @@ def enum_typo_kernel(out, sig):
 def test_enum_typo_names_op_value_and_fix():
     with pytest.raises(pld.RankError, match=r"wait: cmp 'ge' is not a pld.WaitCmp; pass one of pld.WaitCmp.Eq"):
         run_on(1, enum_typo_kernel, ((1, 1), pld.DType.INT32))
+
+
+def wait_out_of_range_kernel(out, sig):
+    pld.system.wait(sig, (5, 0), 1, pld.WaitCmp.Ge)
+
+
+def test_wait_out_of_range_names_wait():
+    message = r"UsageError: wait\(signal .b0., offsets \[5, 0\]\): signal cell exceeds dimension 0"
+    with pytest.raises(pld.RankError, match=message):
+        run_on(1, wait_out_of_range_kernel, ((1, 1), pld.DType.INT32))
