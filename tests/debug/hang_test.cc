@@ -322,8 +322,13 @@ TEST(HangReport, Sigusr1PrintsTheReportAndTheJobContinues) {
     for (int i = 0; i < 2000 && std::atomic_ref<std::int32_t>(*flag.data()).load() == 0; ++i)
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
     if (std::atomic_ref<std::int32_t>(*flag.data()).load() == 0) return;  // the run failed early: no signal
-    kill(getpid(), SIGUSR1);                                              // shm: the host; mpi: this rank's process
-    sent = true;
+    // The flag goes up just before the wait starts; a rank descheduled in between would be
+    // snapshotted before it waits, so a few snapshots are taken, well inside the 2 s deadline.
+    for (int i = 0; i < 5; ++i) {
+      kill(getpid(), SIGUSR1);  // shm: the host; mpi: this rank's process
+      sent = true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
   });
   testing::internal::CaptureStderr();
   int failed_rank = -1;
