@@ -56,7 +56,7 @@ Options sweep_options(const Options& o, const Crossover& c) {
   s.min_bytes = o.tune.quick ? c.quick_min : c.min_bytes;
   s.max_bytes = o.tune.quick ? c.quick_max : c.max_bytes;
   s.budget_bytes = o.tune.quick ? 16 * MiB : 256 * MiB;
-  s.min_iters = o.tune.quick ? 3 : 20;
+  s.min_iters = o.tune.quick ? 3 : 10;
   s.max_iters = o.tune.quick ? 200 : 20000;
   s.pin = o.pin;
   s.progress = Progress::Never;
