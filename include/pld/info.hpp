@@ -1,6 +1,7 @@
 // pld — introspection: the library version, the registry of environment variables (the same
 // list that docs/environment.md and `pld-info --print-env` show), the heaps' pages here, and the
-// machine's caches with the size thresholds pld derives from them (`pld-info` prints both).
+// machine's caches with the size thresholds pld derives from them (`pld-info` prints both), and the
+// text of a tuning file that replaces them with measured ones (`pld-bench --tune` writes it).
 #pragma once
 
 #include <pld/export.hpp>
@@ -38,13 +39,27 @@ PLD_API std::string heap_pages();
 struct ThresholdDescription {
   std::string name;         ///< the environment variable that overrides it, e.g. "PLD_STREAMING_BYTES"
   std::uint64_t bytes = 0;  ///< the value in force for this process's environment
-  std::string source;       ///< "sysfs", "cpuid", "default" (the caches it needs are unknown) or "env"
+  std::string source;       ///< "sysfs", "cpuid", "default" (the caches it needs are unknown), "env" or
+                            ///< "tuning file <path>" (PLD_TUNING_FILE)
   std::string rule;         ///< how it is derived, e.g. "2 x (L2 + L3 / CPUs sharing the L3)"
 };
 
 /// Every machine-derived threshold, in a fixed order. Throws UsageError when one of their
-/// environment variables is malformed or out of range.
+/// environment variables or the tuning file (PLD_TUNING_FILE) is malformed or out of range.
 PLD_API std::vector<ThresholdDescription> describe_thresholds();
+
+/// One threshold of a tuning file: its variable, its value, and how it was found.
+struct TunedThreshold {
+  std::string name;         ///< e.g. "PLD_STREAMING_BYTES"
+  std::uint64_t bytes = 0;  ///< the value pld takes from the file
+  std::string note;         ///< kept in the file for its readers ("" for none); pld ignores it
+};
+
+/// The text of a tuning file for this machine (its CPU model and cache sizes) that sets `values`,
+/// as PLD_TUNING_FILE reads it (docs/performance.md, "Tuning on this machine"); `written_by` names
+/// the tool. Throws UsageError for a name that is not a threshold's variable or a value out of its
+/// range.
+PLD_API std::string tuning_file_text(const std::vector<TunedThreshold>& values, const std::string& written_by);
 
 /// The machine as pld sees it: "AMD EPYC; 2 CPUs; L1d 48 KiB (1 CPU, sysfs), L2 1 MiB (1 CPU,
 /// sysfs), L3 32 MiB (2 CPUs, sysfs), line 64 B".

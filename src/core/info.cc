@@ -2,6 +2,7 @@
 #include "core/machine.h"
 #include "core/settings.h"
 #include "core/thresholds.h"
+#include "core/tuning_file.h"
 
 #include <pld/info.hpp>
 
@@ -39,9 +40,22 @@ std::vector<ThresholdDescription> describe_thresholds() {
   std::vector<ThresholdDescription> out;
   for (const detail::ThresholdSpec& spec : detail::threshold_specs()) {
     const detail::ThresholdValue& v = t.value(spec.id);
-    out.push_back({detail::setting_info(spec.setting).name, v.bytes, detail::source_name(v.source), spec.rule});
+    std::string source = detail::source_name(v.source);
+    if (v.source == detail::Source::TuningFile) source += " " + detail::setting_string(detail::Setting::TuningFile);
+    out.push_back({detail::setting_info(spec.setting).name, v.bytes, source, spec.rule});
   }
   return out;
+}
+
+std::string tuning_file_text(const std::vector<TunedThreshold>& values, const std::string& written_by) {
+  std::vector<std::pair<std::string, std::uint64_t>> set;
+  std::vector<std::pair<std::string, std::string>> notes;
+  for (const TunedThreshold& t : values) {
+    set.emplace_back(t.name, t.bytes);
+    if (!t.note.empty()) notes.emplace_back(t.name, t.note);
+  }
+  const detail::MachineInfo& m = detail::machine();
+  return detail::tuning_file_text(m.cpu_model, m.caches, set, notes, written_by);
 }
 
 std::string describe_machine() {

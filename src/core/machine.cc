@@ -90,6 +90,7 @@ const char* source_name(Source s) {
     case Source::Sysfs: return "sysfs";
     case Source::Cpuid: return "cpuid";
     case Source::Env: return "env";
+    case Source::TuningFile: return "tuning file";
   }
   return "?";
 }

@@ -9,8 +9,8 @@
 
 namespace pld::detail {
 
-/// Where a value came from, as pld-info prints it.
-enum class Source { Default, Sysfs, Cpuid, Env };
+/// Where a value came from, as pld-info prints it (TuningFile: PLD_TUNING_FILE, core/tuning_file.h).
+enum class Source { Default, Sysfs, Cpuid, Env, TuningFile };
 const char* source_name(Source s);
 
 /// One data (or unified) cache level as seen from CPU 0. bytes == 0: the level is unknown.

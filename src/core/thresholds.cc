@@ -2,6 +2,8 @@
 // docs/performance.md, "Thresholds from the machine", gives the reasoning behind each rule).
 #include "core/thresholds.h"
 
+#include "core/tuning_file.h"
+
 #include <pld/error.hpp>
 
 #include <fmt/format.h>
@@ -97,13 +99,15 @@ ThresholdValue derive_threshold(Threshold t, const Caches& c) {
   return v;
 }
 
-Thresholds derive_thresholds(const Caches& caches) {
+Thresholds derive_thresholds(const Caches& caches, const std::string& cpu_model) {
+  const TuningFile* file = tuning_file_in_force(cpu_model, caches);  // validated whoever wins
   Thresholds out;
   for (const ThresholdSpec& spec : kSpecs) {
     const std::string text = setting_string(spec.setting);
     ThresholdValue& v = out.values[static_cast<int>(spec.id)];
     if (text == "auto") {
-      v = derive_threshold(spec.id, caches);
+      const std::optional<std::uint64_t> tuned = file ? file->value(spec.id) : std::nullopt;
+      v = tuned ? ThresholdValue{*tuned, Source::TuningFile} : derive_threshold(spec.id, caches);
       continue;
     }
     const char* name = setting_info(spec.setting).name;

@@ -18,6 +18,8 @@
 //   PLD_BROADCAST_PUSH_MAX     L1d / 8      broadcast pushed by the root between LL barriers, up
 //                                           to this many bytes over all peers (pow2, 1..64 KiB)
 //
+// A tuning file measured on this machine (PLD_TUNING_FILE, written by `pld-bench --tune`) replaces
+// the derivation of the thresholds it sets; an environment variable still wins over it.
 // Without cache information every threshold takes its default (the constants pld used before it
 // read the caches). docs/performance.md explains each rule and the measurements behind it.
 #pragma once
@@ -28,6 +30,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <string>
 
 namespace pld::detail {
 
@@ -72,8 +75,9 @@ ThresholdValue derive_threshold(Threshold t, const Caches& caches);
 
 /// Every threshold: its environment variable when set to something other than "auto" (validated
 /// against [min, max]; a bad value throws UsageError naming the variable, the value and the
-/// range), else derive_threshold().
-Thresholds derive_thresholds(const Caches& caches);
+/// range), else the value of the tuning file in force for a machine with `cpu_model` and `caches`
+/// (PLD_TUNING_FILE, core/tuning_file.h; a bad file throws UsageError), else derive_threshold().
+Thresholds derive_thresholds(const Caches& caches, const std::string& cpu_model = machine().cpu_model);
 
 /// derive_thresholds(machine().caches), once per process.
 const Thresholds& thresholds();

@@ -65,7 +65,9 @@ INSTANTIATE_TEST_SUITE_P(
                     BadSetting{"PLD_ALLREDUCE_MESH_MAX", "big", "PLD_ALLREDUCE_MESH_MAX='big' is not a byte size"},
                     BadSetting{"PLD_COLL_LL_MAX", "-8", "PLD_COLL_LL_MAX='-8' is not a byte size"},
                     BadSetting{"PLD_REPRODUCIBLE", "yes", "PLD_REPRODUCIBLE='yes' is not a non-negative integer"},
-                    BadSetting{"PLD_COLL_RMA", "always", "PLD_COLL_RMA='always' is not a non-negative integer"}),
+                    BadSetting{"PLD_COLL_RMA", "always", "PLD_COLL_RMA='always' is not a non-negative integer"},
+                    BadSetting{"PLD_TUNING_FILE", "/nonexistent/pld-tuning.json",
+                               "PLD_TUNING_FILE=/nonexistent/pld-tuning.json: the file cannot be read"}),
     [](const testing::TestParamInfo<BadSetting>& info) {
       return std::string(info.param.name + 4) + "_" + std::to_string(info.index);  // without "PLD_"
     });

@@ -3,6 +3,7 @@
 //   pld-bench --op allreduce -b 8 -e 128M -f 2 -g 2          # one table, nccl-tests columns
 //   pld-bench --op all --path both -d all -o all -J out.json # everything, JSON too
 //   pld-bench --op amo -g 2                                  # atomics: latency, throughput
+//   pld-bench --tune --tune-out pld-tuning.json              # measured thresholds (tune.hpp)
 //
 // options.cpp parses the command line, sweep.cpp plans the rows, runner.cpp runs them in one
 // pld::run (kernels.hpp / timer.hpp / check.hpp inside the ranks; baseline.cpp the bare memcpy and
@@ -13,6 +14,7 @@
 #include "report.hpp"
 #include "runner.hpp"
 #include "sweep.hpp"
+#include "tune.hpp"
 
 #include <pld/pld.hpp>
 
@@ -24,6 +26,7 @@ int main(int argc, char** argv) {
   // Under mpirun every process runs the benchmark and ends with the same results: one prints.
   if (!pld::is_output_rank() && !std::freopen("/dev/null", "w", stdout)) return 2;
   try {
+    if (o.tune.enabled) return pldbench::run_tune(o);
     int status = 0;
     if (!o.colls.empty()) {
       const pldbench::Plan plan = pldbench::make_plan(o);

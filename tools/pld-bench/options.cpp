@@ -185,6 +185,14 @@ void add_flags(CLI::App& app, Options& o, RawFlags& f) {
   app.add_option("--max-iters", o.max_iters, "upper bound of the auto iteration count")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
+  app.add_flag("--tune", o.tune.enabled,
+               "instead of benchmarks: measure where streaming stores and the pushed broadcast start or stop "
+               "winning on this machine (P = 2) and write a tuning file (PLD_TUNING_FILE reads it)");
+  app.add_option("--tune-out", o.tune.out, "the tuning file --tune writes")->capture_default_str();
+  app.add_flag("--quick", o.tune.quick, "--tune: fewer sizes, rounds and iterations (a smoke run, seconds)");
+  app.add_option("--rounds", o.tune.rounds, "--tune: interleaved rounds per setting; 0 = 9 (--quick: 3)")
+      ->check(CLI::Range(0, 1000))
+      ->capture_default_str();
 }
 
 // --op: "amo" sets o.amo (the atomics benchmark), the other names are collectives; --op amo alone
@@ -233,6 +241,10 @@ void apply_flags(const RawFlags& f, Options& o) {
     throw CLI::ValidationError("--minbytes", fmt::format("{} exceeds --maxbytes {}", o.min_bytes, o.max_bytes));
   if (o.root >= o.nranks)
     throw CLI::ValidationError("--root", fmt::format("{} is not a rank of {} ranks", o.root, o.nranks));
+  if (o.tune.enabled && pld::launcher_world_size() > 0)
+    throw CLI::ValidationError("--tune", "measures forked ranks on this machine: run it without mpirun");
+  if (!o.tune.enabled && (o.tune.quick || o.tune.rounds > 0))
+    throw CLI::ValidationError("--quick", "--quick and --rounds go with --tune");
   for (Coll c : o.colls)
     if (one_sided(c) && o.nranks < 2)
       throw CLI::ValidationError("--op", fmt::format("{} needs at least 2 ranks (-g 2)", coll_name(c)));

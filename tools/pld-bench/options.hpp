@@ -32,6 +32,15 @@ enum class Path { Composite, Builtin, Both };
 
 enum class Progress { Auto, Always, Never };
 
+/// pld-bench --tune (tune.hpp): measure the crossovers of pld's thresholds on this machine and
+/// write a tuning file.
+struct TuneOptions {
+  bool enabled = false;                 // --tune
+  std::string out = "pld-tuning.json";  // --tune-out FILE
+  bool quick = false;                   // --quick: fewer sizes, rounds and iterations
+  int rounds = 0;                       // --rounds; 0: 9 (--quick: 3)
+};
+
 struct Options {
   std::vector<Coll> colls{Coll::Allreduce};
   std::uint64_t min_bytes = 8;
@@ -56,6 +65,7 @@ struct Options {
   Progress progress = Progress::Auto;
   std::string json;  // -J FILE
   bool amo = false;  // --op amo: the atomics benchmark (amo.hpp), run after the tables of `colls`
+  TuneOptions tune;  // --tune: instead of the benchmarks
 };
 
 /// Parses argv; prints help / errors and exits like CLI11 does. Checks combinations.

@@ -1,8 +1,8 @@
 // pld-info: prints pld's version, its backends, whether the shm heaps can get huge pages here, the
 // machine's caches and every size threshold pld derives from them (value and source: sysfs,
-// cpuid, default or env); `--thresholds` the last two alone; `--print-env` every environment
-// variable it reads (name, type, default, current value, description); `--markdown` the table
-// docs/environment.md embeds.
+// cpuid, default, env or "tuning file <path>"); `--thresholds` the last two alone; `--print-env`
+// every environment variable it reads (name, type, default, current value, description);
+// `--markdown` the table docs/environment.md embeds.
 #include <pld/error.hpp>
 #include <pld/info.hpp>
 
@@ -23,7 +23,9 @@ std::string human(std::uint64_t b) {
 
 void print_thresholds() {
   std::printf("machine: %s\n", pld::describe_machine().c_str());
-  std::printf("thresholds (each PLD_* variable overrides its value; unset or auto: derived):\n");
+  std::printf(
+      "thresholds (each PLD_* variable overrides its value; unset or auto: the tuning file's (PLD_TUNING_FILE), "
+      "else derived):\n");
   for (const auto& t : pld::describe_thresholds())
     std::printf("  %-26s %10s  %-7s %s\n", t.name.c_str(), human(t.bytes).c_str(), t.source.c_str(), t.rule.c_str());
 }
