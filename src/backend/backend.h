@@ -189,6 +189,14 @@ class Backend : public BackendProcess {
   /// change of a 4-byte cell wakes a sleeper as notify does.
   virtual std::uint64_t atomic(int rank, std::uint64_t offset, AmoOp op, DType dtype, std::uint64_t operand,
                                std::uint64_t compare) = 0;
+  /// Whether atomic() is nothing but the CPU read-modify-write on the cell as this process
+  /// addresses it (DomainState::windows_in, backend/amo.h atomic_local) followed by
+  /// atomic_changed() for a 4-byte cell it may have changed: the kernel API then applies it
+  /// itself, without the call. shm: true.
+  bool cpu_atomics = false;
+  /// After a CPU atomic (cpu_atomics) that may have changed the int32 cell at `offset` of
+  /// `rank`'s heap: wakes its sleepers, as notify does.
+  virtual void atomic_changed(int /*rank*/, std::uint64_t /*offset*/) {}
 
   // ---- signals: waits on several cells (wait_until_any / all / some) ----
   /// Blocks until the calling rank's cells satisfy `cmp` as `mode` asks (Any / Some: one of them;

@@ -5,8 +5,10 @@
 // a few dozen instructions before the read-modify-write itself: the view travels by address
 // (AmoCall), the cell is validated with one signed compare per dimension while its row-major index
 // is formed, the debug checks and the trace, off unless asked for, are one branch that leads to a
-// separate function, and the history record follows the atomic. Every check still runs on every
-// call; a failed one takes the slow path, which finds the first failure and names it.
+// separate function, the read-modify-write is inline where the backend's atomic is nothing more
+// (Backend::cpu_atomics: shm), and the history record follows the atomic. Every check still runs
+// on every call; a failed one takes the slow path, which finds the first failure and names it.
+#include "backend/amo.h"
 #include "debug/checks.h"
 #include "kernel/region.h"
 #include "rank/runtime.h"
@@ -116,7 +118,14 @@ std::uint64_t atomic(const AmoCall& c, std::uint64_t operand, std::uint64_t comp
   // Recorded after the atomic: the record's stores stay off the path to the read-modify-write,
   // and outside debug mode nothing reads the history before the rank's call ends or a deadline
   // passes (op_history.h: diagnostic, never a synchronisation).
-  const std::uint64_t old = c.state->backend->atomic(target, off, c.op, c.dtype, operand, compare);
+  Backend& b = *c.state->backend;
+  std::uint64_t old = 0;
+  if (b.cpu_atomics) {  // what b.atomic would do, without the call (Backend::cpu_atomics)
+    old = atomic_local(c.state->windows_in[static_cast<std::size_t>(c.peer)] + off, c.op, c.dtype, operand, compare);
+    if (amo_width(c.dtype) == sizeof(std::int32_t) && c.op != AmoOp::Fetch) b.atomic_changed(target, off);
+  } else {
+    old = b.atomic(target, off, c.op, c.dtype, operand, compare);
+  }
   record(c, target, off, operand);
   return old;
 }

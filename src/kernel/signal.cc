@@ -39,22 +39,6 @@ void check_wait_cmp(const std::string& site, WaitCmp cmp) {
                                  static_cast<int>(cmp)));
 }
 
-// Fast check of a signal cell; the slow path (cell_offset) produces the message.
-bool cell_fast(const WindowDesc& s, const Dims& offsets, std::uint64_t* off) {
-  if (offsets.size() != s.shape.size()) return false;
-  Index lin = 0;
-  for (int d = 0; d < s.shape.size(); ++d) {
-    if (offsets[d] < 0 || offsets[d] >= s.shape[d]) return false;
-    lin = lin * s.shape[d] + offsets[d];
-  }
-  *off = s.ref.offset + static_cast<std::uint64_t>(lin) * sizeof(std::int32_t);
-  return true;
-}
-
-namespace {
-
-// notify_cell's slow path: the first failed check as a UsageError. Out of line, so that a valid
-// call sets up no frame for the message.
 [[gnu::noinline]] std::uint64_t notify_cell_checked(const char* api, const WindowDesc& signal, int peer,
                                                     const Dims& offsets, NotifyOp op) {
   const std::string site = signal_site(api, signal, offsets);
@@ -63,17 +47,6 @@ namespace {
     throw UsageError(fmt::format("{}: op {} must be NotifyOp::AtomicAdd or NotifyOp::Set", site, static_cast<int>(op)));
   check_peer(site, d, peer);
   return cell_offset(site, signal, offsets);
-}
-
-}  // namespace
-
-SignalCell notify_cell(const char* api, const WindowDesc& signal, int peer, const Dims& offsets, NotifyOp op) {
-  const DomainState* d = signal.state;
-  std::uint64_t off = 0;
-  if (!d || (op != NotifyOp::AtomicAdd && op != NotifyOp::Set) || peer < 0 || peer >= d->nranks() ||
-      !cell_fast(signal, offsets, &off)) [[unlikely]]
-    off = notify_cell_checked(api, signal, peer, offsets, op);
-  return SignalCell{d->members[static_cast<std::size_t>(peer)], off};
 }
 
 void notify_trace(const WindowDesc& signal, const SignalCell& cell, std::int32_t value, NotifyOp op, std::int64_t t) {

@@ -21,7 +21,17 @@ std::string signal_site(const char* api, const WindowDesc& s, const Dims& offset
 /// Byte offset of the cell `offsets` of a signal window, after checking it exists (UsageError).
 std::uint64_t cell_offset(const std::string& op, const WindowDesc& s, const Dims& offsets);
 /// Fast check of a signal cell: false when it is not a cell of `s` (cell_offset then explains).
-bool cell_fast(const WindowDesc& s, const Dims& offsets, std::uint64_t* off);
+/// Inline: every notify, wait and put_signal runs it.
+inline bool cell_fast(const WindowDesc& s, const Dims& offsets, std::uint64_t* off) {
+  if (offsets.size() != s.shape.size()) return false;
+  Index lin = 0;
+  for (int d = 0; d < s.shape.size(); ++d) {
+    if (offsets[d] < 0 || offsets[d] >= s.shape[d]) return false;
+    lin = lin * s.shape[d] + offsets[d];
+  }
+  *off = s.ref.offset + static_cast<std::uint64_t>(lin) * sizeof(std::int32_t);
+  return true;
+}
 /// UsageError unless `cmp` is a WaitCmp enumerator.
 void check_wait_cmp(const std::string& site, WaitCmp cmp);
 
@@ -31,9 +41,20 @@ struct SignalCell {
   std::uint64_t offset;
 };
 
+/// notify_cell's slow path: the first failed check as a UsageError (out of line, so that a valid
+/// call sets up no frame for the message); returns the cell's offset when every check passes.
+std::uint64_t notify_cell_checked(const char* api, const WindowDesc& signal, int peer, const Dims& offsets,
+                                  NotifyOp op);
 /// Checks the operands of a notify (bound window, op, peer, cell) and returns the cell; messages
 /// name `api`.
-SignalCell notify_cell(const char* api, const WindowDesc& signal, int peer, const Dims& offsets, NotifyOp op);
+inline SignalCell notify_cell(const char* api, const WindowDesc& signal, int peer, const Dims& offsets, NotifyOp op) {
+  const DomainState* d = signal.state;
+  std::uint64_t off = 0;
+  if (!d || (op != NotifyOp::AtomicAdd && op != NotifyOp::Set) || peer < 0 || peer >= d->nranks() ||
+      !cell_fast(signal, offsets, &off)) [[unlikely]]
+    off = notify_cell_checked(api, signal, peer, offsets, op);
+  return SignalCell{d->members[static_cast<std::size_t>(peer)], off};
+}
 /// Before the backend updates the cell: debug-mode checks and the operation record. Returns the
 /// trace start time (0 when tracing is off) for notify_end. Inline: notify and put_signal run it
 /// on every call.

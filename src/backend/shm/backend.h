@@ -16,10 +16,23 @@ namespace pld::detail {
 
 enum class RankState : std::uint32_t { Idle = 0, Running = 1, Waiting = 2, Exited = 3 };
 
+/// Buckets of a rank's sleeper counts (RankSlot::sleeping): a cell's bucket is a hash of its heap
+/// offset, so a notify of a cell nobody sleeps on usually finds its bucket zero and makes no
+/// syscall; two cells that share a bucket only cost a wake-up nobody needed.
+inline constexpr int kSleepBucketBits = 6;
+inline constexpr int kSleepBuckets = 1 << kSleepBucketBits;  // a multi-cell wait's set is one 64-bit mask
+/// A bucket counts single-cell sleepers in its low 16 bits and multi-cell sleepers (which sleep on
+/// the rank's doorbell) in units of kBellSleeper.
+inline constexpr std::uint32_t kBellSleeper = 1u << 16;
+
+/// The bucket of the cell at heap offset `offset` (Fibonacci hashing of the int32 index).
+constexpr int sleep_bucket(std::uint64_t offset) {
+  return static_cast<int>(((offset >> 2) * 0x9E3779B97F4A7C15ull) >> (64 - kSleepBucketBits));
+}
+
 /// One rank's published state. Written by the rank, read by the host for reports.
 struct alignas(64) RankSlot {
   std::atomic<std::uint32_t> state{0};
-  std::atomic<std::int32_t> sleepers{0};   // threads of the rank asleep on a futex
   std::atomic<std::uint64_t> dispatch{0};  // sequence number of the dispatch being run
   // The wait in progress (meaningful while state == Waiting).
   std::uint32_t wait_domain = 0;
@@ -31,11 +44,18 @@ struct alignas(64) RankSlot {
   std::int64_t wait_offsets[kMaxDims] = {};
   std::int32_t wait_writer = -1;  // world rank that the protocol says writes the cell, or -1
   char wait_what[24] = {};        // the collective waiting, or "" for a kernel wait
-  // Waits on several cells (wait_cells) sleep on the doorbell, which notify rings when
-  // bell_sleepers is non-zero; such a sleeper also counts in `sleepers`.
+  // Waits on several cells (wait_cells) sleep on the doorbell, which a change of one of their
+  // cells rings (their buckets count kBellSleeper).
   std::atomic<std::uint32_t> bell{0};
-  std::atomic<std::int32_t> bell_sleepers{0};
   WaitCellsRecord wait_cells;  // the multi-cell wait in progress (count 0: a single-cell wait)
+  // Threads of the rank asleep on a futex, by the bucket of the cell they wait on (sleep_bucket).
+  // Written only around a sleep, so the line stays in every notifier's cache.
+  alignas(64) std::atomic<std::uint32_t> sleeping[kSleepBuckets] = {};
+
+  /// Forgets every sleeper (a rank process that died asleep leaves its counts behind).
+  void forget_sleepers() {
+    for (auto& s : sleeping) s.store(0, std::memory_order_relaxed);
+  }
 };
 
 /// Message counters of one host <-> rank socket, in shared memory, so that either side can spin
@@ -101,6 +121,9 @@ class ShmBackend final : public Backend {
                   std::int32_t* seen) override;
   std::uint64_t atomic(int rank, std::uint64_t offset, AmoOp op, DType dtype, std::uint64_t operand,
                        std::uint64_t compare) override;
+  void atomic_changed(int rank, std::uint64_t offset) override {
+    wake(rank, offset, reinterpret_cast<std::int32_t*>(heap_base(rank) + offset));
+  }
   WaitStatus wait_cells(WaitCell* cells, std::size_t n, WaitCmp cmp, WaitMode mode, const WaitSite& site) override;
 
   // Host side.
@@ -118,9 +141,27 @@ class ShmBackend final : public Backend {
   bool may_spin() const { return wait_spin_ > 0; }
 
  private:
-  /// Wakes the threads of `rank` asleep on `cell` or on its doorbell (after a change of the
-  /// cell), if it has any.
-  void wake(int rank, std::int32_t* cell);
+  /// Set or AtomicAdd `value` on the int32 cell at `offset` of `rank`'s heap (one seq_cst
+  /// read-modify-write), then wake its sleepers: notify, and put_signal's signal.
+  void update_cell(int rank, std::uint64_t offset, std::int32_t value, NotifyOp op) {
+    auto* cell = reinterpret_cast<std::int32_t*>(heap_base(rank) + offset);
+    std::atomic_ref<std::int32_t> a(*cell);
+    if (op == NotifyOp::Set)
+      a.exchange(value, std::memory_order_seq_cst);
+    else
+      a.fetch_add(value, std::memory_order_seq_cst);
+    wake(rank, offset, cell);
+  }
+  /// Wakes the threads of `rank` asleep on the cell at `offset` (`cell` in this process), or on
+  /// its doorbell for it, after a change of the cell: one load of the cell's sleeper bucket, and
+  /// the wake-up (wake_sleepers) only when the bucket counts a sleeper.
+  void wake(int rank, std::uint64_t offset, std::int32_t* cell) {
+    RankSlot& slot = control_->slots[rank];
+    const std::uint32_t sleeping = slot.sleeping[sleep_bucket(offset)].load(std::memory_order_seq_cst);
+    if (sleeping != 0) [[unlikely]]
+      wake_sleepers(slot, sleeping, cell);
+  }
+  void wake_sleepers(RankSlot& slot, std::uint32_t sleeping, std::int32_t* cell);
   /// Unmaps what the constructor mapped (idempotent).
   void release();
   // The phases of wait and wait_cells (signal.cc).

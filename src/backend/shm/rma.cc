@@ -3,7 +3,7 @@
 // is a per-element atomic read-modify-write (backend/atomic_add.h). A non-blocking put or get is
 // the same copy, complete when it returns, so quiet and fence have nothing left to wait for: they
 // are full fences (which also order any streaming store a caller's own copy left unfenced).
-// put_signal is the copy followed by notify (signal.cc), whose read-modify-write orders it.
+// put_signal is the copy followed by notify's update of the cell, whose read-modify-write orders it.
 #include "backend/atomic_add.h"
 #include "backend/shm/backend.h"
 #include "core/copy.h"
@@ -23,7 +23,7 @@ void ShmBackend::get(void* dst, int rank, std::uint64_t offset, std::size_t byte
 void ShmBackend::put_signal(int rank, std::uint64_t offset, const void* src, std::size_t bytes,
                             std::uint64_t signal_offset, std::int32_t value, NotifyOp op, bool /*nbi*/) {
   bulk_copy(heap_base(rank) + offset, static_cast<const std::byte*>(src), bytes);
-  notify(rank, signal_offset, value, op);
+  update_cell(rank, signal_offset, value, op);
 }
 
 void ShmBackend::atomic_add(int rank, std::uint64_t offset, const void* src, std::size_t count, DType dtype) {

@@ -1,13 +1,18 @@
 // Signals of the shm backend. notify is one atomic read-modify-write on the peer's cell (a full
 // barrier on x86, so it also orders earlier non-temporal stores) followed by a futex wake only
-// when the peer has a sleeper. wait polls the local cell for PLD_WAIT_SPIN rounds (yielding now
-// and then while the host is busy dispatching), yields a few times, then sleeps on the cell's
-// futex in bounded slices so that an abort or the deadline is noticed (without a spin phase it
-// keeps yielding for up to kYieldBudget first). The sleeper count and the cell form a Dekker pair
-// (both seq_cst): either the notifier sees the sleeper and wakes it, or the sleeper sees the new
-// value before it sleeps. A wait on several cells (wait_cells) polls them all the same way and
-// sleeps on the rank's doorbell, which notify rings only when the rank has such a sleeper: the
-// single-cell notify -> wait path costs what it did (one load of the sleeper count).
+// when a thread of the peer sleeps on that cell — or on another cell of the same bucket
+// (RankSlot::sleeping): a notify, put_signal or atomic on a cell nobody sleeps on costs one load
+// of a line that stays in the notifier's cache, whatever else the peer sleeps on. wait polls the
+// local cell for PLD_WAIT_SPIN rounds (yielding now and then while the host is busy
+// dispatching), yields a few times, then sleeps on the cell's futex in bounded slices so that an
+// abort or the deadline is noticed (without a spin phase it keeps yielding for up to
+// kYieldBudget first). The cell's bucket and the cell form a Dekker pair (both seq_cst): the
+// sleeper counts itself in the bucket and then re-reads the cell, the notifier changes the cell
+// and then reads the bucket, so either the notifier sees the sleeper and wakes it, or the sleeper
+// sees the new value before it sleeps (and a change between its read and its sleep fails the
+// futex's own compare). A wait on several cells (wait_cells) polls them all the same way and
+// sleeps on the rank's doorbell; it counts itself in the bucket of each of its cells (as
+// kBellSleeper), and a notify that finds such a count rings the doorbell.
 #include "backend/shm/backend.h"
 #include "backend/wait_cmp.h"
 #include "core/cpu_relax.h"
@@ -59,24 +64,16 @@ constexpr double kSleepSlice = 0.1;    // seconds
 }  // namespace
 
 void ShmBackend::notify(int rank, std::uint64_t offset, std::int32_t value, NotifyOp op) {
-  auto* cell = reinterpret_cast<std::int32_t*>(heap_base(rank) + offset);
-  std::atomic_ref<std::int32_t> a(*cell);
-  if (op == NotifyOp::Set)
-    a.exchange(value, std::memory_order_seq_cst);
-  else
-    a.fetch_add(value, std::memory_order_seq_cst);
-  wake(rank, cell);
+  update_cell(rank, offset, value, op);
 }
 
-// Only when the target has a sleeper: its single-cell sleepers sleep on the cell, its multi-cell
-// sleepers on the rank's doorbell, which any notify to the rank rings. The doorbell and its
-// sleeper count form a second Dekker pair: a multi-cell sleeper counts itself, reads the bell,
-// then reads its cells before it sleeps on the bell value it read.
-void ShmBackend::wake(int rank, std::int32_t* cell) {
-  RankSlot& slot = control_->slots[rank];
-  if (slot.sleepers.load(std::memory_order_seq_cst) == 0) return;
-  futex_wake_all(cell);
-  if (slot.bell_sleepers.load(std::memory_order_seq_cst) > 0) {
+// Single-cell sleepers sleep on the cell itself, multi-cell sleepers on the rank's doorbell. The
+// doorbell is a second futex word: a multi-cell sleeper counts itself, reads the bell, then reads
+// its cells before it sleeps on the bell value it read, so a ring after its read fails the
+// futex's compare.
+void ShmBackend::wake_sleepers(RankSlot& slot, std::uint32_t sleeping, std::int32_t* cell) {
+  if (sleeping & (kBellSleeper - 1)) futex_wake_all(cell);
+  if (sleeping >= kBellSleeper) {
     slot.bell.fetch_add(1, std::memory_order_seq_cst);
     futex_wake_all(reinterpret_cast<std::int32_t*>(&slot.bell));
   }
@@ -112,7 +109,7 @@ void ShmBackend::publish_wait(std::uint64_t offset, std::int32_t expected, WaitC
 }
 
 // Slow phase of a wait, after publish_wait: yields, then sleeps in bounded slices with
-// `sleep(left)` (which counts itself as a sleeper and re-checks before it sleeps) until
+// `sleep(left)` (which counts itself in its cells' buckets and re-checks before it sleeps) until
 // `ready()`, the abort or the deadline.
 template <class Ready, class Sleep>
 WaitStatus ShmBackend::sleep_until(Ready&& ready, Sleep&& sleep) {
@@ -135,9 +132,7 @@ WaitStatus ShmBackend::sleep_until(Ready&& ready, Sleep&& sleep) {
       sched_yield();
       continue;
     }
-    slot.sleepers.fetch_add(1, std::memory_order_seq_cst);
     sleep(std::min(left, kSleepSlice));
-    slot.sleepers.fetch_sub(1, std::memory_order_seq_cst);
   }
   if (status != WaitStatus::Timeout)  // a timed-out wait stays published for the host's report
     slot.state.store(static_cast<std::uint32_t>(RankState::Running), std::memory_order_release);
@@ -160,10 +155,13 @@ WaitStatus ShmBackend::wait(std::uint64_t offset, std::int32_t expected, WaitCmp
   }
   publish_wait(offset, expected, cmp, site);
   control_->slots[my_rank_].wait_cells.count = 0;
+  std::atomic<std::uint32_t>& bucket = control_->slots[my_rank_].sleeping[sleep_bucket(offset)];
   const WaitStatus status = sleep_until(ready, [&](double seconds) {
+    bucket.fetch_add(1, std::memory_order_seq_cst);
     const std::int32_t now = a.load(std::memory_order_seq_cst);
     if (!satisfied(now, expected, cmp) && !control_->abort.load(std::memory_order_seq_cst))
       futex_sleep(cell, now, seconds);
+    bucket.fetch_sub(1, std::memory_order_seq_cst);
   });
   *seen = v;
   return status;
@@ -180,12 +178,23 @@ WaitStatus ShmBackend::wait_cells(WaitCell* cells, std::size_t n, WaitCmp cmp, W
   RankSlot& slot = control_->slots[my_rank_];
   publish_wait(cells[0].offset, cells[0].expected, cmp, site);
   fill_cells_record(slot.wait_cells, site, cells, n, mode);
+  std::uint64_t buckets = 0;  // bit b: a cell of the wait falls in bucket b
+  for (std::size_t i = 0; i < n; ++i) buckets |= std::uint64_t{1} << sleep_bucket(cells[i].offset);
+  auto count = [&](bool in) {
+    for (int b = 0; b < kSleepBuckets; ++b)
+      if (buckets >> b & 1) {
+        if (in)
+          slot.sleeping[b].fetch_add(kBellSleeper, std::memory_order_seq_cst);
+        else
+          slot.sleeping[b].fetch_sub(kBellSleeper, std::memory_order_seq_cst);
+      }
+  };
   return sleep_until(ready, [&](double seconds) {
-    slot.bell_sleepers.fetch_add(1, std::memory_order_seq_cst);
+    count(true);
     const std::uint32_t bell = slot.bell.load(std::memory_order_seq_cst);
     if (!ready() && !control_->abort.load(std::memory_order_seq_cst))
       futex_sleep(reinterpret_cast<std::int32_t*>(&slot.bell), static_cast<std::int32_t>(bell), seconds);
-    slot.bell_sleepers.fetch_sub(1, std::memory_order_seq_cst);
+    count(false);
   });
 }
 

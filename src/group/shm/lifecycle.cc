@@ -73,7 +73,7 @@ void ShmGroup::fork_rank(int r) {
   for (const auto& [id, rec] : inherited) rank.blocks.insert(id);
   RankSlot& slot = backend_->control().slots[r];
   slot.state.store(static_cast<std::uint32_t>(RankState::Idle));
-  slot.sleepers.store(0);
+  slot.forget_sleepers();
 }
 
 void ShmGroup::await_ready(const std::vector<int>& starting) {
