@@ -10,16 +10,20 @@ namespace compare {
 
 namespace {
 
-// The bare copy that moves the same bytes per CPU as `coll` at `size` (P = 2): exchange_ceiling
-// at S has each thread read S and write S. all_to_all(_v), allgather, reduce_scatter and allreduce
-// of S read and write about S per rank; a broadcast of S has each rank copy its half, S / 2.
+// The size of the bare copy whose working set (the bytes both ranks touch, P = 2) is that of
+// `coll` at `size`: a cache level fills at the same step for both. exchange_ceiling at S touches
+// 4S (two inputs, two targets of S), as all_to_all(_v) of S does. broadcast, allreduce and
+// reduce_scatter of S work in place on two windows of S, 2S: the bare copy at S / 2 (a broadcast's
+// rank also copies what that one copies, its half). allgather of S touches 3S (two rows of S / 2,
+// two targets of S): set against the bare copy at S, the stricter of its two neighbours.
 std::uint64_t bare_copy_bytes(const std::string& coll, std::uint64_t size) {
-  return coll == "broadcast" ? size / 2 : size;
+  const bool in_place = coll == "broadcast" || coll == "allreduce" || coll == "reduce_scatter";
+  return in_place ? size / 2 : size;
 }
 
 // The no-cliff rule on one side's table: every step to at most twice the bytes whose time grows
-// more than 3x, unless the bare copy of the same bytes (when measured at both sizes) grows more
-// than 3x too. Prints each jump; returns the number of unexcused ones and, in `worst`, the largest
+// more than 3x, unless the bare copy of the same working set (when measured at both sizes) grows
+// more than 3x too. Prints each jump; returns the number of unexcused ones and, in `worst`, the largest
 // growth seen.
 int print_cliffs(const char* side, const Table& t, const std::vector<Key>& keys, const BareCopy& bare, double& worst,
                  std::string& worst_at) {
@@ -325,8 +329,8 @@ void add_small_size_targets(const Data& d, std::vector<Target>& targets) {
 Target print_cliff_check(const Data& d) {
   std::printf(
       "\nno-cliff check: steps to 2x the bytes where the time grows more than 3x (excused when the bare copy\n"
-      "of the same bytes per CPU, bench/mpi/exchange_ceiling, grows more than 3x too; broadcast of S: the\n"
-      "bare copy of S/2):\n");
+      "with the same working set, bench/mpi/exchange_ceiling, grows more than 3x too; broadcast, allreduce\n"
+      "and reduce_scatter of S work in place on 2S: the bare copy of S/2):\n");
   double worst = 0, mpi_worst = 0;
   std::string worst_at, mpi_worst_at;
   const int cliffs = print_cliffs("pld", d.pld, d.keys, d.exchange_us, worst, worst_at);

@@ -12,8 +12,8 @@
 // bound: it is measured like the others, with their noise.
 //
 // The report's no-cliff check sets each collective's growth from one size to the next against this
-// copy's over the same bytes per CPU (broadcast of S: this copy at S/2; `--sizes 2K,4K,...,64M`:
-// any byte sizes with K / M suffixes).
+// copy's over the same working set (broadcast, allreduce, reduce_scatter of S: this copy at S/2;
+// `--sizes 2K,4K,...,64M`: any byte sizes with K / M suffixes).
 //
 //   build/bench/mpi/pld-exchange-ceiling --mib 1,4,16,64
 //   build/bench/mpi/pld-exchange-ceiling --sizes 64K,128K,256K
