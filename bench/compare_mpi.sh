@@ -13,7 +13,7 @@
 #   3. for every round and collective: pld-bench, then mpi_bench under each Open MPI configuration,
 #      on the same sizes (4 B .. 64 MiB, x2), fp32, P=2 — interleaved, so drifts hit both sides;
 #      before all_to_all, the bare copy of the same bytes (bench/mpi/exchange_ceiling.cpp, P=2,
-#      4 KiB .. 64 MiB);
+#      2 KiB .. 64 MiB);
 #   4. the barrier at P=4 (4 ranks on 2 cores, oversubscribed) the same way;
 #   5. prints the ratio table (median over the rounds, both sides alike; --stat min for the lowest),
 #      the no-cliff check (no time may grow more than 3x for 2x the bytes unless the bare copy's
@@ -75,7 +75,7 @@ fi
 # ----- settings ------------------------------------------------------------------------------------
 COLLS=(barrier allreduce broadcast allgather reduce_scatter all_to_all all_to_all_v)
 SIZES=(-b 4 -e 64M -f 2)  # x2 steps: the no-cliff check compares each size with the next
-EXCHANGE_SIZES=4K,8K,16K,32K,64K,128K,256K,512K,1M,2M,4M,8M,16M,32M,64M
+EXCHANGE_SIZES=2K,4K,8K,16K,32K,64K,128K,256K,512K,1M,2M,4M,8M,16M,32M,64M
 if ((QUICK)); then
   ITERS=(--budget 256M --max-iters 5000)
   PLD_PATH=composite

@@ -11,8 +11,9 @@
 // side's all_to_all time as a multiple of this bare copy. It is an estimate of the floor, not a
 // bound: it is measured like the others, with their noise.
 //
-// The report's no-cliff check divides each collective's growth from one size to the next by this
-// copy's (`--sizes 4K,8K,...,64M`: any byte sizes with K / M suffixes).
+// The report's no-cliff check sets each collective's growth from one size to the next against this
+// copy's over the same working set (broadcast, allreduce, reduce_scatter of S: this copy at S/2;
+// `--sizes 2K,4K,...,64M`: any byte sizes with K / M suffixes).
 //
 //   build/bench/mpi/pld-exchange-ceiling --mib 1,4,16,64
 //   build/bench/mpi/pld-exchange-ceiling --sizes 64K,128K,256K

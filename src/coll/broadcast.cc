@@ -2,7 +2,9 @@
 // up to PLD_BROADCAST_PUSH_MAX bytes over all peers, the root pushes to every peer between two LL
 // barriers (coll/ll.cc). Larger: barrier (the root's data is staged); every rank copies its 1/P
 // share of the root's window into every other non-root rank's window and, last, its own; barrier (the root may reuse
-// its window, and every share has landed). Two credits.
+// its window, and every share has landed). Two credits. Like the push collectives (coll/push.h),
+// a rank's copies run backward on every other call on the same target, so a repeated broadcast
+// starts on the lines the previous one left cached.
 //
 // With RMA peers (coll/peer.h) a non-root rank first gets its share from the root straight into
 // its own window and puts it from there; the closing barrier's notifies publish the puts.
@@ -11,6 +13,7 @@
 #include "coll/ll.h"
 #include "coll/native.h"
 #include "coll/peer.h"
+#include "coll/push.h"
 #include "debug/checks.h"
 
 namespace pld::detail {
@@ -37,7 +40,9 @@ void coll_broadcast(const WindowDesc& target, const WindowDesc& signal, int root
     return ll_push_broadcast(api, d, target, signal, root);
   // Every rank copies its 1/P share of the root's vector into every non-root rank, so all
   // cores copy at once instead of each non-root copying the whole vector alone.
+  const int n = d.nranks();
   with_peers(api, d, [&](const auto& peers) {
+    const CopyOrder order = push_order(peers, target);
     fenced_lanes(api, d, signal, stride, core_num, count, [&](Range r) {
       const Range share = split(r.size(), d.nranks(), d.rank);
       const std::uint64_t off = static_cast<std::uint64_t>(r.begin + share.begin) * esz;
@@ -46,11 +51,11 @@ void coll_broadcast(const WindowDesc& target, const WindowDesc& signal, int root
       std::byte* mine = peers.own(target, off);
       // Direct: the root's copy in place. RMA: fetched into my own copy (the root's is mine).
       const std::byte* from = peers.read(root, target, off, bytes, mine);
-      for (int k = 1; k < d.nranks(); ++k) {  // staggered
-        const int p = (d.rank + k) % d.nranks();
-        if (p != root) peers.write(p, target, off, from, bytes);
+      // The other non-root ranks, staggered, then myself (direct, non-root); reversed when backward.
+      for (int i = 0; i < n; ++i) {
+        const int k = 1 + nth_in_order(i, n, order), p = (d.rank + k) % n;
+        if (k < n ? p != root : from != mine) peers.write(p, target, off, from, bytes, streaming_bytes(), order);
       }
-      if (from != mine) peers.write(d.rank, target, off, from, bytes);  // myself last (direct, non-root)
     });
   });
 }

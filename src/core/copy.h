@@ -31,10 +31,12 @@ inline int nth_in_order(int k, int n, CopyOrder order) {
 void bulk_copy(std::byte* dst, const std::byte* src, std::size_t bytes, std::size_t streaming_from = streaming_bytes(),
                CopyOrder order = CopyOrder::Forward);
 
-/// bulk_copy of `src` to each of dsts[0, n), in that order (Backward: dsts[n - 1] first). From
-/// `streaming_from` bytes, when the destinations share one alignment and none overlaps src, each
-/// block of src is read once and streamed to all destinations; that fused copy always runs
-/// forward (its one source stays cached either way, and 64 KiB blocks would only cost).
+/// bulk_copy of `src` to each of dsts[0, n) (Backward: dsts[n - 1] first). Below `streaming_from`
+/// bytes, when no destination overlaps src, it goes block by block (copy_block_bytes(), in `order`),
+/// each block to every destination while it is cached. From `streaming_from` bytes, when the
+/// destinations share one alignment and none overlaps src, each block of src is read once and
+/// streamed to all destinations; that fused copy always runs forward (its one source stays cached
+/// either way, and 64 KiB blocks would only cost).
 void bulk_copy_multi(std::byte* const* dsts, int n, const std::byte* src, std::size_t bytes,
                      std::size_t streaming_from = streaming_bytes(), CopyOrder order = CopyOrder::Forward);
 
