@@ -175,11 +175,12 @@ class MpiWindow final : public Backend, public NativeCollectives {
   /// A floating-point allreduce of at most kNativePiece bytes, in pld's order (collectives.cc).
   WaitStatus canonical_allreduce(std::byte* data, std::size_t count, DType dtype, ReduceOp op, const WaitSite& site);
   /// allgather (`gather`: every member's `input` row) or all_to_all (row s of `input` to member
-  /// s) over rows of `row_bytes`: an exchange when small, else MPI_Iallgather / MPI_Ialltoall.
+  /// s) over rows of `row_bytes`: MPI_Iallgather; all_to_all an exchange up to kExchangeBlocksMax,
+  /// else MPI_Ialltoall.
   WaitStatus block_exchange(bool gather, const void* input, void* target, std::size_t row_bytes, const WaitSite& site);
-  /// Posts the point-to-point sends and receives of one small exchange on `comm` (exchange.cc):
-  /// rows of `bytes`; `gather`: the same `input` row to every member, else row s to member s.
-  /// This member's own row is copied at once.
+  /// Posts the point-to-point sends and receives of one exchange on `comm` (exchange.cc), each
+  /// row in eager pieces (post_pieces): rows of `bytes`; `gather`: the same `input` row to every
+  /// member, else row s to member s. This member's own row is copied at once.
   int post_exchange(bool gather, const void* input, void* target, std::size_t bytes, MPI_Comm comm,
                     Requests& requests) const;
   /// How all_to_all_v counts a row: `per_row` elements of `type` (MPI_BYTE and the row's bytes,
