@@ -34,6 +34,9 @@ class MpiBackend;
 
 /// When an engine collective gives up (the wait deadline, PLD_WAIT_TIMEOUT).
 using NativeDeadline = std::chrono::steady_clock::time_point;
+/// The requests of one step of an engine collective: one nonblocking collective, or the sends and
+/// receives of an exchange (exchange.cc).
+using Requests = std::vector<MPI_Request>;
 
 /// The calling thread's scratch of at least `bytes` for engine collectives, reused from call to
 /// call (a fresh block would cost a zero-fill or page faults every call); abandon_native_scratch()
@@ -152,9 +155,6 @@ class MpiWindow final : public Backend, public NativeCollectives {
   void open_native_channels();
   void close_native_channels();
   MPI_Comm native_comm(const WaitSite& site) const;
-  /// The requests of one step: one nonblocking collective, or the sends and receives of an
-  /// exchange (exchange.cc).
-  using Requests = std::vector<MPI_Request>;
   /// One step of an engine collective: posts its requests with `start(step, comm, requests)`
   /// (under the MPI mutex; returns the MPI error code).
   using NativeStep = std::function<int(std::size_t step, MPI_Comm comm, Requests& requests)>;
@@ -175,11 +175,12 @@ class MpiWindow final : public Backend, public NativeCollectives {
   /// A floating-point allreduce of at most kNativePiece bytes, in pld's order (collectives.cc).
   WaitStatus canonical_allreduce(std::byte* data, std::size_t count, DType dtype, ReduceOp op, const WaitSite& site);
   /// allgather (`gather`: every member's `input` row) or all_to_all (row s of `input` to member
-  /// s) over rows of `row_bytes`: an exchange when small, else MPI_Iallgather / MPI_Ialltoall.
+  /// s) over rows of `row_bytes`: MPI_Iallgather; all_to_all an exchange up to kExchangeBlocksMax,
+  /// else MPI_Ialltoall.
   WaitStatus block_exchange(bool gather, const void* input, void* target, std::size_t row_bytes, const WaitSite& site);
-  /// Posts the point-to-point sends and receives of one small exchange on `comm` (exchange.cc):
-  /// rows of `bytes`; `gather`: the same `input` row to every member, else row s to member s.
-  /// This member's own row is copied at once.
+  /// Posts the point-to-point sends and receives of one exchange on `comm` (exchange.cc), each
+  /// row in eager pieces (post_pieces): rows of `bytes`; `gather`: the same `input` row to every
+  /// member, else row s to member s. This member's own row is copied at once.
   int post_exchange(bool gather, const void* input, void* target, std::size_t bytes, MPI_Comm comm,
                     Requests& requests) const;
   /// How all_to_all_v counts a row: `per_row` elements of `type` (MPI_BYTE and the row's bytes,
@@ -249,6 +250,16 @@ inline constexpr std::uint32_t kNativeChannels = 16;
 /// A step of an engine collective in which each member sends at most this many bytes in all is
 /// an exchange of point-to-point messages (exchange.cc) rather than a libnbc collective.
 inline constexpr std::size_t kExchangeMax = 64u << 10;
+/// all_to_all and reduce_scatter exchange their blocks as messages (exchange.cc) while a member's
+/// blocks total at most this many bytes, and run MPI_Ialltoall above (design §4.9).
+inline constexpr std::size_t kExchangeBlocksMax = 1u << 20;
+/// The largest message of an exchange: a row goes in pieces of at most this many bytes, so that
+/// each is sent eagerly (Open MPI's btl/tcp sends messages up to btl_tcp_eager_limit, 64 KiB with
+/// the header, at once and larger ones after a rendezvous round trip; design §4.9).
+inline constexpr std::size_t kEagerPiece = 32u << 10;
+/// Posts `bytes` at `buf` to (`send`) or from `peer` as messages of at most kEagerPiece bytes
+/// (at least one) with `tag` on `comm`; returns the MPI error code (exchange.cc).
+int post_pieces(bool send, const void* buf, std::size_t bytes, int peer, int tag, MPI_Comm comm, Requests& requests);
 
 class MpiBackend final : public BackendProcess {
  public:

@@ -276,9 +276,10 @@ WaitStatus MpiWindow::allreduce(void* data, std::size_t count, DType dtype, Redu
 // data moves through MPI and is reduced by pld's reduce(), every element over the ranks in
 // ascending order, accumulated in fp32 for fp16 / bf16 and rounded once: the bits of pld's Mesh
 // and TwoShot schedules. Small vectors (kGatherMax, kGatherExtra) are gathered whole and reduced on
-// every rank: one exchange (faster than MPI_Iallreduce too: over TCP at P = 2 an MPI_Iallgather of
-// 4 bytes took 8.7 us, MPI_Iallreduce 13 us). Larger ones as TwoShot: rank r receives segment r
-// of every copy (MPI_Ialltoallv), reduces it, and MPI_Iallgatherv spreads the segments.
+// every rank: one exchange of messages (exchange.cc; faster than MPI_Iallreduce too: over TCP at
+// P = 2 an MPI_Iallgather of 4 bytes took 8.7 us, MPI_Iallreduce 13 us). Larger ones as TwoShot:
+// rank r receives segment r of every copy (MPI_Ialltoallv), reduces it, and MPI_Iallgatherv
+// spreads the segments.
 WaitStatus MpiWindow::canonical_allreduce(std::byte* data, std::size_t count, DType dtype, ReduceOp op,
                                           const WaitSite& site) {
   const int n = static_cast<int>(dirty_.size()), me = target_[static_cast<std::size_t>(engine_.rank_)];
@@ -293,11 +294,7 @@ WaitStatus MpiWindow::canonical_allreduce(std::byte* data, std::size_t count, DT
     s->rows = native_scratch(bytes * ranks);
     st = native_run(
         site, 1,
-        [&](std::size_t, MPI_Comm comm, Requests& rq) {
-          if (bytes * ranks <= kExchangeMax) return post_exchange(true, data, s->rows, bytes, comm, rq);
-          return MPI_Iallgather(data, static_cast<int>(bytes), MPI_BYTE, s->rows, static_cast<int>(bytes), MPI_BYTE,
-                                comm, &rq.emplace_back());
-        },
+        [&](std::size_t, MPI_Comm comm, Requests& rq) { return post_exchange(true, data, s->rows, bytes, comm, rq); },
         [&](std::size_t) { reduce_rows(data, s->rows, n, bytes, count, dtype, op); });
   } else {
     for (std::size_t r = 0; r <= ranks; ++r) s->displ.push_back(static_cast<int>(count * r / ranks * esz));
@@ -337,11 +334,16 @@ WaitStatus MpiWindow::broadcast(void* data, std::size_t bytes, int root, const W
   });
 }
 
-// allgather and all_to_all: one MPI call of that signature, in bytes or in blocks of a row type
-// (libnbc's allgather was as fast as an exchange of messages at every size over TCP).
+// allgather and all_to_all: one MPI call of that signature, in bytes or in blocks of a row type;
+// all_to_all up to kExchangeBlocksMax an exchange of messages instead (libnbc's allgather was as
+// fast as an exchange at every size over TCP, its all_to_all slower: design §4.9).
 WaitStatus MpiWindow::block_exchange(bool gather, const void* input, void* target, std::size_t row_bytes,
                                      const WaitSite& site) {
   if (row_bytes == 0) return WaitStatus::Ok;
+  if (!gather && row_bytes * dirty_.size() <= kExchangeBlocksMax)
+    return native_run(site, 1, [&](std::size_t, MPI_Comm comm, Requests& rq) {
+      return post_exchange(false, input, target, row_bytes, comm, rq);
+    });
   const Block b = block_of(row_bytes, engine_.mutex_);
   const auto call = gather ? &MPI_Iallgather : &MPI_Ialltoall;
   const WaitStatus st = native_run(site, 1, [&](std::size_t, MPI_Comm comm, Requests& rq) {
@@ -359,9 +361,10 @@ WaitStatus MpiWindow::all_to_all(const void* input, void* target, std::size_t ro
   return block_exchange(false, input, target, row_bytes, site);
 }
 
-// Every dtype in pld's order (see canonical_allreduce): rank r receives row r of every copy
-// (MPI_Ialltoall) and reduces them into its row r, in pieces of columns of at most kNativePiece
-// bytes over all ranks; a piece narrower than the row is sent with a type whose extent is the row.
+// Every dtype in pld's order (see canonical_allreduce): rank r receives row r of every copy (an
+// exchange up to kExchangeBlocksMax, else MPI_Ialltoall) and reduces them into its row r, in
+// pieces of columns of at most kNativePiece bytes over all ranks; a piece narrower than the row is
+// sent with a type whose extent is the row.
 WaitStatus MpiWindow::reduce_scatter(void* target, std::size_t count, DType dtype, ReduceOp op, const WaitSite& site) {
   const int n = static_cast<int>(dirty_.size()), me = target_[static_cast<std::size_t>(engine_.rank_)];
   const std::size_t esz = dtype_size(dtype), row = count * esz, ranks = static_cast<std::size_t>(n);
@@ -373,7 +376,7 @@ WaitStatus MpiWindow::reduce_scatter(void* target, std::size_t count, DType dtyp
       site, steps,
       [&](std::size_t i, MPI_Comm comm, Requests& rq) {
         const std::size_t len = std::min(per, count - i * per) * esz;
-        if (steps == 1 && row * ranks <= kExchangeMax) return post_exchange(false, data, rows_in, row, comm, rq);
+        if (steps == 1 && row * ranks <= kExchangeBlocksMax) return post_exchange(false, data, rows_in, row, comm, rq);
         if (steps == 1)
           return MPI_Ialltoall(data, static_cast<int>(row), MPI_BYTE, rows_in, static_cast<int>(row), MPI_BYTE, comm,
                                &rq.emplace_back());

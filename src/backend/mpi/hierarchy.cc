@@ -128,18 +128,17 @@ WaitStatus MpiWindow::leader_gather(const NodeRuns& runs, std::byte* data, std::
   Requests rq;
   {
     std::lock_guard lock(engine_.mutex_);
-    for (std::size_t k = 0; k < nodes; ++k) {  // every other node's rows, one message a row, in order
+    for (std::size_t k = 0; k < nodes; ++k) {  // every other node's rows, in order
       if (k == mine) continue;
       for (int d = runs.first[k]; d < runs.first[k + 1]; ++d)
-        engine_.check(MPI_Irecv(rows + static_cast<std::size_t>(d) * bytes, static_cast<int>(bytes), MPI_BYTE,
-                                runs.first[k], kRows, comm, &rq.emplace_back()),
-                      "allreduce");
+        engine_.check(
+            post_pieces(false, rows + static_cast<std::size_t>(d) * bytes, bytes, runs.first[k], kRows, comm, rq),
+            "allreduce");
     }
     for (std::size_t j = 1; j < nodes; ++j) {
       const std::size_t k = (mine + j) % nodes;
       for (int d = runs.first[mine]; d < runs.first[mine + 1]; ++d)
-        engine_.check(MPI_Isend(row_of(runs, d, data, rows, bytes), static_cast<int>(bytes), MPI_BYTE, runs.first[k],
-                                kRows, comm, &rq.emplace_back()),
+        engine_.check(post_pieces(true, row_of(runs, d, data, rows, bytes), bytes, runs.first[k], kRows, comm, rq),
                       "allreduce");
     }
   }
