@@ -19,6 +19,8 @@
 #   bench/mpi_compare.sh --rounds 1             # a few minutes
 #   bench/mpi_compare.sh --configs tcp,2x2 --out DIR    # default: tcp,node,2x2 and build-compare/
 #   bench/mpi_compare.sh --no-netns             # tcp on one machine even where namespaces work
+#   bench/mpi_compare.sh --configs node --colls barrier,allreduce,p2p --max-bytes 4K --rounds 9
+#                                               # a subset (p2p: the point-to-point rows) up to 4 KiB
 #
 # Builds pld-bench (target pld-bench; Release, own tree OUT/pld, mpi backend on) and mpi_bench
 # (mpicxx, bench/mpi/mpi_bench.cpp). PLD_MPI_SHARED and PLD_MPI_NATIVE_COLL, when set, reach every
@@ -31,13 +33,18 @@ OUT="$ROOT/build-compare"
 ROUNDS=3
 CONFIGS=tcp,node,2x2
 USE_NETNS=1
+ALL_COLLS=(barrier allreduce broadcast allgather reduce_scatter all_to_all all_to_all_v)
+SELECTED=$(IFS=,; echo "${ALL_COLLS[*]},p2p")
+MAX_BYTES=4M
 while (($#)); do
   case "$1" in
     --rounds) ROUNDS="$2"; shift ;;
     --configs) CONFIGS="$2"; shift ;;
     --out) OUT="$2"; shift ;;
     --no-netns) USE_NETNS=0 ;;
-    -h|--help) sed -n '2,26p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --colls) SELECTED="$2"; shift ;;
+    --max-bytes) MAX_BYTES="$2"; shift ;;
+    -h|--help) sed -n '2,28p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "mpi_compare.sh: unknown option '$1' (try --help)" >&2; exit 2 ;;
   esac
   shift
@@ -45,6 +52,16 @@ done
 for c in ${CONFIGS//,/ }; do
   case "$c" in tcp|node|2x2) ;; *) echo "mpi_compare.sh: unknown configuration '$c' in --configs (tcp, node, 2x2)" >&2; exit 2 ;; esac
 done
+COLLS=()
+P2P_ROWS=0
+for c in ${SELECTED//,/ }; do
+  if [ "$c" = p2p ]; then P2P_ROWS=1; continue; fi
+  [[ " ${ALL_COLLS[*]} " == *" $c "* ]] ||
+    { echo "mpi_compare.sh: unknown collective '$c' in --colls (${ALL_COLLS[*]} p2p)" >&2; exit 2; }
+  COLLS+=("$c")
+done
+[[ "$MAX_BYTES" =~ ^[0-9]+[KMG]?$ ]] ||
+  { echo "mpi_compare.sh: --max-bytes '$MAX_BYTES' is not a size; write e.g. 4K or 4M" >&2; exit 2; }
 for tool in cmake mpicxx mpirun; do
   command -v "$tool" >/dev/null || { echo "mpi_compare.sh: '$tool' not found; run scripts/deps.sh" >&2; exit 2; }
 done
@@ -100,8 +117,7 @@ describe() {
   esac
 }
 
-COLLS=(barrier allreduce broadcast allgather reduce_scatter all_to_all all_to_all_v)
-SIZES=(-b 4 -e 4M -f 4)
+SIZES=(-b 4 -e "$MAX_BYTES" -f 4)
 # Iterations (the same rule for both sides): budget / size in [20, max]. Over TCP a pld call can
 # take milliseconds on a loaded machine, so the network configurations take fewer.
 iters() { case "$1" in node) echo --budget 256M --max-iters 2000 ;; *) echo --budget 64M --max-iters 100 ;; esac; }
@@ -127,7 +143,7 @@ latency() { sed -n 's/.*notify->wait latency.*: \([0-9.]*\) us.*/\1/p' "$1"; }
 for ((r = 1; r <= ROUNDS; r++)); do
   for c in ${CONFIGS//,/ }; do
     read -r -a ITERS <<< "$(iters "$c")"
-    for coll in "${COLLS[@]}"; do
+    for coll in ${COLLS[@]+"${COLLS[@]}"}; do
       echo "== round $r/$ROUNDS $c $coll" >&2
       tag="$c.$coll.r$r"
       run "pld.$tag" launch "$c" "$PLD_BENCH" --op "$coll" "${SIZES[@]}" "${ITERS[@]}" -d fp32 -o sum --progress never
@@ -136,6 +152,7 @@ for ((r = 1; r <= ROUNDS; r++)); do
       rows "$c $coll ref" "$RUNS/ompi.$tag.txt" >> "$RUNS/all.txt"
     done
     P2P=(--op p2p -b 8 -e 8 "${ITERS[@]}" --progress never)
+    ((P2P_ROWS)) || continue
     case "$c" in
       tcp)
         echo "== round $r/$ROUNDS $c p2p" >&2

@@ -47,7 +47,7 @@ std::uint64_t MpiWindow::atomic(int rank, std::uint64_t offset, AmoOp op, DType 
   const std::size_t size = dtype_size(dtype);
   const int t = target(rank, offset, size);
   std::uint64_t old = 0;
-  std::byte* at = rank == engine_.rank_ ? heap_base(rank) + offset : shared_at(rank, offset);
+  std::byte* at = local_at(rank, offset);
   if (at && (all_shared_ || engine_.messages_)) {
     // Serve the peers' messages first: a rank spinning on its own cell (a lock) must not starve a
     // peer whose request it waits for.

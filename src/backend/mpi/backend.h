@@ -121,8 +121,10 @@ class MpiWindow final : public Backend, public NativeCollectives {
   struct MessageHeader;                    // messages.cc
   enum class MessageKind : std::uint32_t;  // messages.cc
   MpiWindow(MpiBackend& engine, MPI_Comm comm, const std::vector<int>& members);
-  /// Rank of world rank `rank` in the window's group (throws for a non-member: a bug).
+  /// Rank of world rank `rank` in the window's group (throws for a non-member or an offset
+  /// outside the window: a bug). Inline, as local_at: every put, get, notify and wait starts here.
   int target(int rank, std::uint64_t offset, std::size_t bytes) const;
+  [[noreturn]] void outside(int rank, std::uint64_t offset, std::size_t bytes) const;
   void mark_dirty(int target);
   /// The poll loop of wait and wait_cells (signal.cc).
   template <class Ready, class Record, class Awaited>
@@ -487,6 +489,19 @@ class MpiBackend final : public BackendProcess {
   std::atomic<unsigned> usr1_seen_{0};
   std::function<void(const MpiWaitRecord&)> snapshot_;
 };
+
+inline int MpiWindow::target(int rank, std::uint64_t offset, std::size_t bytes) const {
+  const auto r = static_cast<std::size_t>(rank);  // a negative rank becomes too large
+  const int t = r < target_.size() ? target_[r] : -1;
+  if (t < 0 || offset < lo_ || offset + bytes > lo_ + bytes_) [[unlikely]]
+    outside(rank, offset, bytes);
+  return t;
+}
+
+inline std::byte* MpiWindow::local_at(int rank, std::uint64_t offset) const {
+  std::byte* base = rank == engine_.rank_ ? base_ : shared_[static_cast<std::size_t>(rank)];
+  return base ? base + (offset - lo_) : nullptr;
+}
 
 /// Installs the SIGTERM handler that says what this rank was waiting on when mpirun ended the job.
 void install_termination_report();

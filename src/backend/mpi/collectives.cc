@@ -144,6 +144,7 @@ void MpiWindow::open_native_channels() {
       if (!done) sched_yield();
     }
   }
+  offers_native = true;
 }
 
 void MpiWindow::close_native_channels() {
@@ -152,6 +153,7 @@ void MpiWindow::close_native_channels() {
     if (native_[i] != MPI_COMM_NULL && !native_abandoned_[i]) MPI_Comm_free(&native_[i]);
   native_.clear();
   native_abandoned_.clear();
+  offers_native = false;  // a collective on a window without channels runs pld's schedules at once
 }
 
 // Under the mutex (set_active): the call's kernels have not started.

@@ -52,10 +52,6 @@ void MpiWindow::mark_dirty(int t) {
   }
 }
 
-std::byte* MpiWindow::local_at(int rank, std::uint64_t offset) const {
-  return rank == engine_.rank_ ? heap_base(rank) + offset : shared_at(rank, offset);
-}
-
 void MpiWindow::rma_put(int t, std::uint64_t offset, const void* src, std::size_t bytes) {
   const MPI_Aint disp = static_cast<MPI_Aint>(offset - lo_);
   for (std::size_t at = 0; at < bytes; at += kPiece) {
@@ -100,7 +96,10 @@ void MpiWindow::put_nbi(int rank, std::uint64_t offset, const void* src, std::si
 void MpiWindow::put_signal(int rank, std::uint64_t offset, const void* src, std::size_t bytes,
                            std::uint64_t signal_offset, std::int32_t value, NotifyOp op, bool nbi) {
   const int t = target(rank, offset, bytes);
-  if (local_at(rank, offset)) return Backend::put_signal(rank, offset, src, bytes, signal_offset, value, op, nbi);
+  if (std::byte* at = local_at(rank, offset)) {  // a copy, then the notify: as on shm
+    bulk_copy(at, static_cast<const std::byte*>(src), bytes);
+    return notify(rank, signal_offset, value, op);
+  }
   if (engine_.messages_)
     return engine_.message_put_signal(rank, id_, offset, src, bytes, signal_offset, value, op, nbi);
   {
@@ -135,8 +134,7 @@ void MpiWindow::atomic_add(int rank, std::uint64_t offset, const void* src, std:
   if (count == 0) return;
   if (all_shared_ || engine_.messages_) {  // every add to a cell is a CPU atomic (at its owner, for messages)
     target(rank, offset, count * dtype_size(dtype));
-    if (std::byte* at = rank == engine_.rank_ ? heap_base(rank) + offset : shared_at(rank, offset))
-      return atomic_add_local(at, src, count, dtype);
+    if (std::byte* at = local_at(rank, offset)) return atomic_add_local(at, src, count, dtype);
     return engine_.message_add(rank, id_, offset, src, count, dtype);
   }
   const MPI_Datatype type = mpi_type(dtype);

@@ -242,7 +242,7 @@ WaitStatus MpiWindow::poll_until(Ready&& ready, Record&& record, const WaitSite&
 WaitStatus MpiWindow::wait(std::uint64_t offset, std::int32_t expected, WaitCmp cmp, const WaitSite& site,
                            std::int32_t* seen) {
   target(engine_.rank_, offset, sizeof(std::int32_t));
-  std::atomic_ref<std::int32_t> cell(*reinterpret_cast<std::int32_t*>(heap_base(engine_.rank_) + offset));
+  std::atomic_ref<std::int32_t> cell(*reinterpret_cast<std::int32_t*>(local_at(engine_.rank_, offset)));
   std::int32_t v = 0;
   auto ready = [&] {
     v = cell.load(std::memory_order_acquire);

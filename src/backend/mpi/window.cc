@@ -31,7 +31,7 @@ MpiWindow::MpiWindow(MpiBackend& engine, MPI_Comm comm, const std::vector<int>& 
   dirty_.assign(members.size(), 0);
   shared_.assign(static_cast<std::size_t>(engine.world_size()), nullptr);
   op_history = &engine.history_;
-  offers_native = true;
+  offers_native = false;  // until its engine collectives' communicators open (collectives.cc)
 }
 
 int MpiWindow::world_size() const {
@@ -45,14 +45,11 @@ std::byte* MpiWindow::heap_base(int rank) const {
   return reinterpret_cast<std::byte*>(reinterpret_cast<std::uintptr_t>(base) - lo_);
 }
 
-int MpiWindow::target(int rank, std::uint64_t offset, std::size_t bytes) const {
-  const int t = rank >= 0 && rank < static_cast<int>(target_.size()) ? target_[static_cast<std::size_t>(rank)] : -1;
-  if (t < 0 || offset < lo_ || offset + bytes > lo_ + bytes_)
-    throw Error(
-        fmt::format("pld internal: rank {} heap offset {} (+{} bytes) is outside comm domain window [{}, {}) "
-                    "of its members",
-                    rank, offset, bytes, lo_, lo_ + bytes_));
-  return t;
+void MpiWindow::outside(int rank, std::uint64_t offset, std::size_t bytes) const {
+  throw Error(
+      fmt::format("pld internal: rank {} heap offset {} (+{} bytes) is outside comm domain window [{}, {}) "
+                  "of its members",
+                  rank, offset, bytes, lo_, lo_ + bytes_));
 }
 
 void MpiWindow::progress() {
