@@ -237,14 +237,19 @@ class LLCall {
     }
   }
 
-  // Words 0-6 of each line relaxed, word 7 (data | epoch) release: a reader that acquires the
-  // epoch sees the line's data.
+  // Words 0-6 of each line plainly, then word 7 (data | epoch) with release: a reader that
+  // acquires the epoch sees the line's data. The plain stores race with nothing: the reader reads
+  // them only after that acquire, and it has finished with the slot's previous epoch before this
+  // call could start (see the top of the file).
   void send(int peer) {
     const std::uint64_t my_slot = slot(d_.rank);
     auto* dst = reinterpret_cast<std::uint64_t*>(d_.windows_in[static_cast<std::size_t>(peer)] + my_slot);
-    for (int w = 0; w < lines_ * kLineWords; ++w)
-      std::atomic_ref<std::uint64_t>(dst[w]).store(
-          packed_[w], w % kLineWords == kLineWords - 1 ? std::memory_order_release : std::memory_order_relaxed);
+    for (int l = 0; l < lines_; ++l) {
+      const int w = kLineWords * l;
+      std::memcpy(dst + w, packed_ + w, kLLLineBytes - 8);
+      std::atomic_ref<std::uint64_t>(dst[w + kLineWords - 1])
+          .store(packed_[w + kLineWords - 1], std::memory_order_release);
+    }
     d_.backend->notify(d_.members[static_cast<std::size_t>(peer)], epoch_at(my_slot, lines_ - 1),
                        static_cast<std::int32_t>(epoch_), NotifyOp::Set);
   }
@@ -276,12 +281,8 @@ class LLCall {
     await(source, at, words, lines - 1);  // the last line comes last
     for (int l = 0; kLLLineData * static_cast<std::size_t>(l) < bytes; ++l) {
       await(source, at, words, l);  // never waits on x86 (stores arrive in order), allowed by the protocol
-      const std::uint64_t* line = words + kLineWords * l;
-      std::uint64_t copy[kLineWords];
-      for (int w = 0; w < kLineWords; ++w)
-        copy[w] = std::atomic_ref<const std::uint64_t>(line[w]).load(std::memory_order_relaxed);
       const std::size_t from = kLLLineData * static_cast<std::size_t>(l);
-      std::memcpy(out + from, copy, std::min<std::size_t>(kLLLineData, bytes - from));
+      std::memcpy(out + from, words + kLineWords * l, std::min<std::size_t>(kLLLineData, bytes - from));
     }
   }
 
