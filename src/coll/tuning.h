@@ -19,7 +19,7 @@ namespace pld::detail {
 
 /// Largest LL message (bytes per peer; allreduce: per rank): the staging slot's capacity.
 /// PLD_ALLREDUCE_LL_MAX and PLD_COLL_LL_MAX are capped at it; a broadcast runs LL up to it.
-inline constexpr std::uint64_t kLLMaxBytes = 1024;
+inline constexpr std::uint64_t kLLMaxBytes = 512;
 
 /// Name of pld's small-message staging window, one per used comm domain (host/session.cc
 /// reserves it); names starting with "pld." are reserved.
@@ -47,7 +47,7 @@ inline constexpr std::uint64_t ll_channel_bytes(std::uint64_t nranks) {
 }
 
 /// Staging per rank is capped (it is zeroed with the other windows on every call): channels go
-/// to the first buffer ids only, at least one (P = 2: 40 channels, P = 8: 10, P = 64: 1).
+/// to the first buffer ids only, at least one (P = 2: 76 channels, P = 8: 19, P = 64: 2).
 inline constexpr std::uint64_t kCollStagingBudget = 192 * 1024;
 
 // --- Schedules of the two-barrier collectives ---

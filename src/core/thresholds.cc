@@ -27,7 +27,7 @@ constexpr ThresholdSpec kSpecs[kThresholdCount] = {
      1 * GiB},
     {Threshold::RmaScratch, Setting::RmaScratchBytes, "2 x L2, power of two, at least the RMA chunk", 4 * MiB, 4 * KiB,
      16 * GiB},
-    // Larger LL overrides are capped at the staging slot, 1 KiB (coll/tuning.cc).
+    // Larger LL overrides are capped at the staging slot, 512 B (coll/tuning.cc).
     {Threshold::AllreduceLLMax, Setting::AllreduceLLMax, "4 cache lines, at most 256 B", 256, 0, 64 * GiB},
     {Threshold::CollLLMax, Setting::CollLLMax, "cache line / 2, at most 64 B", 32, 0, 64 * GiB},
     {Threshold::BroadcastPushMax, Setting::BroadcastPushMax, "L1d / 8, power of two in [1 KiB, 64 KiB]", 4 * KiB, 0,

@@ -211,7 +211,7 @@ TEST(LLRows, EverySmallCollectiveTakesLL) {
   }
 }
 
-// all_to_all_v's threshold is on its block: the 4-byte count rides along, up to the 1 KiB slot.
+// all_to_all_v's threshold is on its block: the 4-byte count rides along, up to the 512-byte slot.
 TEST(LLRows, AllToAllVThresholdIsOnTheBlock) {
   PLD_REQUIRE_RANKS(2);
   if (coll_rma()) GTEST_SKIP() << "PLD_COLL_RMA=1 turns LL off (the wait is a credit barrier's)";
@@ -228,9 +228,9 @@ TEST(LLRows, AllToAllVThresholdIsOnTheBlock) {
     EXPECT_STREQ(path(16), "LL");  // a 64-byte block: a 68-byte message, two lines
     EXPECT_STREQ(path(17), "credit");
   }
-  ScopedEnv max("PLD_COLL_LL_MAX", "1K");
-  EXPECT_STREQ(path(255), "LL");  // 1020 + 4: the whole slot
-  EXPECT_STREQ(path(256), "credit");
+  ScopedEnv max("PLD_COLL_LL_MAX", "512");
+  EXPECT_STREQ(path(127), "LL");  // 508 + 4: the whole slot
+  EXPECT_STREQ(path(128), "credit");
 }
 
 // The root of a broadcast runs ahead of peers that arrive late, call after call: it must not
