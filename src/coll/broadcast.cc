@@ -1,6 +1,7 @@
-// broadcast: targets of at most PLD_COLL_LL_MAX bytes take the LL one-hop exchange (coll/ll.cc);
-// up to PLD_BROADCAST_PUSH_MAX bytes over all peers, the root pushes to every peer between two LL
-// barriers (coll/ll.cc). Larger: barrier (the root's data is staged); every rank copies its 1/P
+// broadcast: up to PLD_BROADCAST_PUSH_MAX bytes over all peers, the root pushes to every peer
+// (coll/ll.cc): through the LL staging slots in one hop while the target fits a slot (kLLMaxBytes;
+// the other ranks' messages are their entry into the call), else straight into the peers' windows
+// between two LL barriers. Larger: barrier (the root's data is staged); every rank copies its 1/P
 // share of the root's window into every other non-root rank's window and, last, its own; barrier (the root may reuse
 // its window, and every share has landed). Two credits. Like the push collectives (coll/push.h),
 // a rank's copies run backward on every other call on the same target, so a repeated broadcast
@@ -34,7 +35,7 @@ void coll_broadcast(const WindowDesc& target, const WindowDesc& signal, int root
     return native_done(
         native->broadcast(own_at(d, target, 0), static_cast<std::size_t>(count) * esz, root, native_site(api, signal)),
         api, d);
-  if (ll_rows_fit(d, signal, static_cast<std::uint64_t>(count) * esz))
+  if (ll_broadcast_fits(d, signal, static_cast<std::uint64_t>(count) * esz))
     return ll_broadcast(api, d, target, signal, root);
   if (ll_push_broadcast_fits(d, signal, static_cast<std::uint64_t>(count) * esz))
     return ll_push_broadcast(api, d, target, signal, root);

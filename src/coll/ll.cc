@@ -5,40 +5,44 @@
 // Staging: pld reserves one window per used comm domain (kCollStagingName, host/session.cc) and
 // cuts it into channels, one per buffer id of the domain; a call uses the channel of its signal's
 // buffer, so collectives that run concurrently on separate signals never share a channel. The
-// signal's cells themselves are not touched. Channel layout, in 8-byte words:
+// signal's cells themselves are not touched. Channel layout (coll/tuning.h):
 //
-//   [parity 2][source P][kLLMaxBytes / 4 words]        word = data (bytes 0-3) | epoch (bytes 4-7)
-//   [parity 2][source P] flags of the LL barrier       int32 epoch, one 64-byte line each
-//                                                      (at ll_flags_offset(P) = 2 * P * kLLSlotBytes)
+//   [parity 2][source P][ll_lines(kLLMaxBytes) lines]   line = 60 data bytes | epoch (bytes 60-63)
+//   [parity 2][source P] flags of the LL barrier         int32 epoch, one 64-byte line each
+//                                                        (at ll_flags_offset(P))
 //
 // Every rank numbers its LL data calls per channel, whatever their collective: epoch e = 1, 2, ...
 // (the same sequence on every member, since all members make the same calls in the same order);
 // the call uses parity e & 1.
 //
-// 1. push   For every peer p, rank `me` cuts the payload for p (the same bytes for every peer in
-//           allreduce, allgather and broadcast, row p of its operand in reduce_scatter and
-//           all_to_all, count and block p in all_to_all_v) into
-//           4-byte pieces (the last one zero-padded) and writes word (piece | e << 32) into slot
-//           [e & 1][me] of p's channel, each with one 8-byte store: a reader that sees epoch e in
-//           a word sees that word's data with it (aligned 8-byte accesses are single-copy
-//           atomic), so no fence orders data and flag. Then it rings p's doorbell: notify(Set e)
-//           on the epoch half of the last word, i.e. the value already there. That adds nothing
-//           but the wake-up: the seq_cst read-modify-write pairs with the sleeper count of
-//           Backend::wait (signal.cc), so a reader that went to sleep is woken.
-// 2. gather For every source s != me: wait until the last word of slot [e & 1][s] holds epoch e
-//           (Backend::wait: spin, yield, sleep; deadline report, abort), then read every word,
+// 1. push   For every peer p, rank `me` cuts its message for p (the same bytes for every peer in
+//           allreduce and allgather, row p of its operand in reduce_scatter and all_to_all, count
+//           and block p in all_to_all_v, the target from a broadcast's root, nothing from its other
+//           ranks) into lines of 60 bytes (the last one zero-padded; an empty message is one line)
+//           and writes them into slot [e & 1][me] of p's channel, each line's epoch e last with a
+//           release store: a reader that acquires epoch e in a line sees that line's data (on x86
+//           every store is a plain move). Then it rings p's doorbell: notify(Set e) on the epoch of
+//           the last line, i.e. the value already there. That adds nothing but the wake-up: the
+//           seq_cst read-modify-write pairs with the sleeper count of Backend::wait (signal.cc), so
+//           a reader that went to sleep is woken.
+// 2. gather For every source s != me: wait until the last line of slot [e & 1][s] holds epoch e
+//           (Backend::wait: spin, yield, sleep; deadline report, abort), then copy every line out,
 //           each checked for epoch e.
 // 3. finish Each rank writes only its own window: allreduce reduces sources 0, 1, ..., P-1 in
 //           ascending rank order (the same bits as Mesh and TwoShot on every rank), reduce_scatter
 //           does the same for its row, allgather and all_to_all store each source's row, and a
-//           broadcast's non-root ranks store the root's data (the other ranks' pushes carry their
-//           own target's bytes, unused: they only keep the exchange all-to-all, see below).
+//           broadcast's non-root ranks store the root's data (the other ranks' empty messages only
+//           say that they entered the call, see below).
 //
 // Nothing is ever cleared. Slot [p][s] is rewritten by s with epoch e + 2 only once s finished
-// call e + 1, which needed my payload of call e + 1, which I push only after I read slot [p][s]
-// in call e — whichever collectives calls e, e + 1 and e + 2 are, since each sends to every peer.
-// And e + 2 != e, also across the 2^32 wrap. A fresh (zeroed) channel holds epoch 0, which no call
-// before the wrap waits for. In place is safe: my window is read and written by me alone.
+// call e + 1, which needed my message of call e + 1, which I send only after I read slot [p][s]
+// in call e — whichever collectives calls e, e + 1 and e + 2 are, since in each every rank sends
+// to every peer and waits for every peer. And e + 2 != e, also across the 2^32 wrap. A fresh
+// (zeroed) channel holds epoch 0, which no call before the wrap waits for. In place is safe: my
+// window is read and written by me alone. The same all-to-all makes every LL collective return
+// only after every peer has entered it. A broadcast root that calls back to back sends the data
+// of call k + 1 before it waits for the entries of call k + 1, which its data of call k released
+// two hops earlier: a loop of broadcasts runs at about one hop per call, not a round trip.
 //
 // The LL barrier is the same exchange without data: barrier call e (its own epoch sequence per
 // channel) sets flag [e & 1][me] of every peer's channel to e (notify Set: one seq_cst exchange,
@@ -61,23 +65,18 @@
 #include <algorithm>
 #include <atomic>
 #include <cstring>
+#include <vector>
 
 namespace pld::detail {
 
 namespace {
 
-constexpr int kWords = static_cast<int>(kLLMaxBytes / 4);
-
-std::uint64_t load_word(std::byte* at) {
-  return std::atomic_ref<std::uint64_t>(*reinterpret_cast<std::uint64_t*>(at)).load(std::memory_order_acquire);
-}
-
 // What an LL wait waits for, in its error message: "<api>: waiting for rank <s>'s <thing> <e>
 // (staging '<name>' <cell> <at>, channel of signal '<sig>'; <seen> <v>)".
 struct EpochWait {
   const char* thing;  // "data of LL call", "arrival at LL barrier"
-  const char* cell;   // "cell", "flag"
-  const char* seen;   // "the word's epoch is", "the flag holds"
+  const char* cell;   // "line", "flag"
+  const char* seen;   // "the line's epoch is", "the flag holds"
 };
 
 // Blocks until the int32 at `offset` of my heap — staging cell `at`, raised by domain rank
@@ -99,11 +98,11 @@ void await_epoch(const char* api, const DomainState& d, const WindowDesc& signal
   throw AbortedError(what + ": released because another rank failed");
 }
 
-// Word `word` of LL slot [parity][source] (its epoch half is at `offset` + 4).
-void await_word(const char* api, const DomainState& d, const WindowDesc& signal, std::uint64_t offset,
-                std::uint32_t epoch, int parity, int source, int word) {
-  await_epoch(api, d, signal, offset + 4, epoch, Dims{parity, source, word}, source,
-              {"data of LL call", "cell", "the word's epoch is"});
+// Line `line` of LL slot [parity][source] (its epoch at `offset`).
+void await_line(const char* api, const DomainState& d, const WindowDesc& signal, std::uint64_t offset,
+                std::uint32_t epoch, int parity, int source, int line) {
+  await_epoch(api, d, signal, offset, epoch, Dims{parity, source, line}, source,
+              {"data of LL call", "line", "the line's epoch is"});
 }
 
 // Flag [parity][source] of the LL barrier.
@@ -209,86 +208,97 @@ bool ll_all_to_all_v_fits(const DomainState& d, const WindowDesc& signal, std::u
 
 namespace {
 
-// One LL data call (steps 1 and 2 above): pack(data) cuts `bytes` into epoch-tagged words,
-// send(p) writes them into peer p's slot and rings its doorbell, receive(s) returns source s's
-// bytes (in a per-thread buffer that lives until the next call). send_all, send_each and
-// receive_all visit the peers staggered: rank r sends to r + 1 first and receives from r - 1
-// (the peer that sent to it first) first.
+// One LL data call (steps 1 and 2 above): pack(data, bytes) cuts a message into epoch-tagged
+// lines, send(p) writes them into peer p's slot and rings its doorbell, receive(s, bytes, out)
+// copies source s's message of `bytes` into `out`. send_all, send_each and receive_all visit the
+// peers staggered: rank r sends to r + 1 first and receives from r - 1 (the peer that sent to it
+// first) first.
 class LLCall {
  public:
-  LLCall(const char* api, const DomainState& d, const WindowDesc& signal, std::size_t bytes)
-      : LLCall(api, d, coll_state(d), signal, bytes) {}
-  LLCall(const char* api, const DomainState& d, CollDomainState& state, const WindowDesc& signal, std::size_t bytes)
+  LLCall(const char* api, const DomainState& d, const WindowDesc& signal) : LLCall(api, d, coll_state(d), signal) {}
+  LLCall(const char* api, const DomainState& d, CollDomainState& state, const WindowDesc& signal)
       : api_(api),
         d_(d),
         signal_(signal),
-        bytes_(bytes),
-        words_(static_cast<int>((bytes + 3) / 4)),
         epoch_(++state.ll_epochs[signal.ref.buffer]),
         parity_(static_cast<int>(epoch_ & 1)),
         channel_(channel_of(d, state, signal)) {}
 
-  void pack(const std::byte* data) {
-    for (int i = 0; i < words_; ++i) {
-      std::uint32_t piece = 0;
-      std::memcpy(&piece, data + 4 * i, std::min<std::size_t>(4, bytes_ - 4 * static_cast<std::size_t>(i)));
-      packed_[i] = static_cast<std::uint64_t>(epoch_) << 32 | piece;
+  void pack(const std::byte* data, std::size_t bytes) {
+    lines_ = static_cast<int>(ll_lines(bytes));
+    auto* out = reinterpret_cast<std::byte*>(packed_);
+    for (int l = 0; l < lines_; ++l) {
+      std::byte* line = out + kLLLineBytes * static_cast<std::size_t>(l);
+      const std::size_t at = kLLLineData * static_cast<std::size_t>(l);
+      const std::size_t n = std::min<std::size_t>(kLLLineData, bytes - std::min(bytes, at));
+      if (n > 0) std::memcpy(line, data + at, n);
+      std::memset(line + n, 0, kLLLineData - n);
+      std::memcpy(line + kLLLineData, &epoch_, 4);
     }
   }
 
+  // Words 0-6 of each line plainly, then word 7 (data | epoch) with release: a reader that
+  // acquires the epoch sees the line's data. The plain stores race with nothing: the reader reads
+  // them only after that acquire, and it has finished with the slot's previous epoch before this
+  // call could start (see the top of the file).
   void send(int peer) {
-    const std::uint64_t my_slot = slot(d_.rank), doorbell = my_slot + 8 * static_cast<std::uint64_t>(words_ - 1) + 4;
+    const std::uint64_t my_slot = slot(d_.rank);
     auto* dst = reinterpret_cast<std::uint64_t*>(d_.windows_in[static_cast<std::size_t>(peer)] + my_slot);
-    for (int i = 0; i < words_; ++i)
-      std::atomic_ref<std::uint64_t>(dst[i]).store(packed_[i], std::memory_order_relaxed);
-    d_.backend->notify(d_.members[static_cast<std::size_t>(peer)], doorbell, static_cast<std::int32_t>(epoch_),
-                       NotifyOp::Set);
+    for (int l = 0; l < lines_; ++l) {
+      const int w = kLineWords * l;
+      std::memcpy(dst + w, packed_ + w, kLLLineBytes - 8);
+      std::atomic_ref<std::uint64_t>(dst[w + kLineWords - 1])
+          .store(packed_[w + kLineWords - 1], std::memory_order_release);
+    }
+    d_.backend->notify(d_.members[static_cast<std::size_t>(peer)], epoch_at(my_slot, lines_ - 1),
+                       static_cast<std::int32_t>(epoch_), NotifyOp::Set);
   }
 
   void send_all() {
     for (int k = 1; k < d_.nranks(); ++k) send((d_.rank + k) % d_.nranks());
   }
 
-  // Packs and sends payload(p) to every peer p.
+  // Packs and sends payload(p) (`bytes` long) to every peer p.
   template <class Payload>
-  void send_each(Payload&& payload) {
+  void send_each(std::size_t bytes, Payload&& payload) {
     for (int k = 1; k < d_.nranks(); ++k) {
       const int p = (d_.rank + k) % d_.nranks();
-      pack(payload(p));
+      pack(payload(p), bytes);
       send(p);
     }
   }
 
-  // Calls f(s, bytes of source s) for every source s != me.
+  // Calls f(s) for every source s != me, in receiving order.
   template <class F>
   void receive_all(F&& f) {
-    for (int k = 1; k < d_.nranks(); ++k) {
-      const int s = (d_.rank + d_.nranks() - k) % d_.nranks();
-      f(s, receive(s));
-    }
+    for (int k = 1; k < d_.nranks(); ++k) f((d_.rank + d_.nranks() - k) % d_.nranks());
   }
 
-  const std::byte* receive(int source) {
-    thread_local std::byte pieces[kMaxRanks][kLLMaxBytes];
-    std::byte* heap = d_.windows_in[static_cast<std::size_t>(d_.rank)];
+  void receive(int source, std::size_t bytes, std::byte* out) const {
     const std::uint64_t at = slot(source);
-    const std::uint64_t last = at + 8 * static_cast<std::uint64_t>(words_ - 1);
-    if (load_word(heap + last) >> 32 != epoch_)
-      await_word(api_, d_, signal_, last, epoch_, parity_, source, words_ - 1);
-    for (int i = 0; i < words_; ++i) {
-      const std::uint64_t w_at = at + 8 * static_cast<std::uint64_t>(i);
-      std::uint64_t w = load_word(heap + w_at);
-      if (w >> 32 != epoch_) {  // never on x86 (stores arrive in order), allowed by the protocol
-        await_word(api_, d_, signal_, w_at, epoch_, parity_, source, i);
-        w = load_word(heap + w_at);
-      }
-      const auto piece = static_cast<std::uint32_t>(w);
-      std::memcpy(pieces[source] + 4 * i, &piece, 4);
+    const auto* words = reinterpret_cast<const std::uint64_t*>(d_.windows_in[static_cast<std::size_t>(d_.rank)] + at);
+    const int lines = static_cast<int>(ll_lines(bytes));
+    await(source, at, words, lines - 1);  // the last line comes last
+    for (int l = 0; kLLLineData * static_cast<std::size_t>(l) < bytes; ++l) {
+      await(source, at, words, l);  // never waits on x86 (stores arrive in order), allowed by the protocol
+      const std::size_t from = kLLLineData * static_cast<std::size_t>(l);
+      std::memcpy(out + from, words + kLineWords * l, std::min<std::size_t>(kLLLineData, bytes - from));
     }
-    return pieces[source];
   }
 
  private:
+  static constexpr int kLineWords = static_cast<int>(kLLLineBytes / 8);
+
+  // Returns once line `l` of source s's slot (at `at`, mapped at `words`) holds this call's epoch.
+  void await(int source, std::uint64_t at, const std::uint64_t* words, int l) const {
+    const std::uint64_t tail =
+        std::atomic_ref<const std::uint64_t>(words[kLineWords * l + kLineWords - 1]).load(std::memory_order_acquire);
+    if (static_cast<std::uint32_t>(tail >> 32) != epoch_)
+      await_line(api_, d_, signal_, epoch_at(at, l), epoch_, parity_, source, l);
+  }
+  static std::uint64_t epoch_at(std::uint64_t slot_at, int line) {
+    return slot_at + kLLLineBytes * static_cast<std::uint64_t>(line) + kLLLineData;
+  }
   std::uint64_t slot(int source) const {
     return channel_ + (static_cast<std::uint64_t>(parity_) * static_cast<std::uint64_t>(d_.nranks()) +
                        static_cast<std::uint64_t>(source)) *
@@ -298,20 +308,26 @@ class LLCall {
   const char* api_;
   const DomainState& d_;
   const WindowDesc& signal_;
-  std::size_t bytes_;
-  int words_;
   std::uint32_t epoch_;
   int parity_;
   std::uint64_t channel_;
-  std::uint64_t packed_[kWords] = {};
+  int lines_ = 0;
+  std::uint64_t packed_[kLLSlotBytes / 8];  // the first lines_ lines are packed; not zeroed per call
 };
 
 // mine = op(source 0, ..., source P-1) in ascending rank order, my own source being `mine`, the
-// others this call's messages (after its sends).
+// others this call's messages of `bytes` (after its sends).
 void reduce_received(LLCall& call, const DomainState& d, std::byte* mine, Index count, DType dtype, ReduceOp op) {
+  const std::size_t bytes = static_cast<std::size_t>(count) * dtype_size(dtype);
+  thread_local std::vector<std::byte> received;
+  received.resize(std::max(received.size(), static_cast<std::size_t>(d.nranks()) * kLLMaxBytes));
   const void* srcs[kMaxRanks];
   srcs[d.rank] = mine;
-  call.receive_all([&](int s, const std::byte* data) { srcs[s] = data; });
+  call.receive_all([&](int s) {
+    std::byte* at = received.data() + static_cast<std::size_t>(s) * kLLMaxBytes;
+    call.receive(s, bytes, at);
+    srcs[s] = at;
+  });
   reduce(mine, srcs, d.nranks(), static_cast<std::size_t>(count), dtype, op);
 }
 
@@ -320,22 +336,30 @@ void reduce_received(LLCall& call, const DomainState& d, std::byte* mine, Index 
 void ll_allreduce(const char* api, const DomainState& d, const WindowDesc& target, const WindowDesc& signal,
                   Index count, ReduceOp op) {
   std::byte* mine = own_at(d, target, 0);
-  LLCall call(api, d, signal, static_cast<std::size_t>(count) * dtype_size(target.dtype));
-  call.pack(mine);
+  LLCall call(api, d, signal);
+  call.pack(mine, static_cast<std::size_t>(count) * dtype_size(target.dtype));
   call.send_all();
   reduce_received(call, d, mine, count, target.dtype, op);
+}
+
+bool ll_broadcast_fits(const DomainState& d, const WindowDesc& signal, std::uint64_t bytes) {
+  return d.nranks() > 1 && bytes > 0 && bytes <= kLLMaxBytes &&
+         bytes * static_cast<std::uint64_t>(d.nranks() - 1) <= broadcast_push_max_bytes() && has_channel(d, signal);
 }
 
 void ll_broadcast(const char* api, const DomainState& d, const WindowDesc& target, const WindowDesc& signal, int root) {
   const std::size_t bytes = static_cast<std::size_t>(target.shape.numel()) * dtype_size(target.dtype);
   std::byte* mine = own_at(d, target, 0);
-  // Every rank sends (a non-root its own, ignored bytes) and every rank receives: the exchange
-  // stays all-to-all, which is what lets slots be reused without acknowledgements.
-  LLCall call(api, d, signal, bytes);
-  call.pack(mine);
+  // The root sends its data, every other rank an empty message (its entry into the call); every
+  // rank receives from every peer. So the exchange stays all-to-all (slots are reused without
+  // acknowledgements) and no rank returns before every peer has entered the call, yet a root
+  // that loops waits only for the entries its previous call's data let through.
+  LLCall call(api, d, signal);
+  call.pack(mine, d.rank == root ? bytes : 0);
   call.send_all();
-  call.receive_all([&](int s, const std::byte* data) {
-    if (s == root) std::memcpy(mine, data, bytes);
+  call.receive_all([&](int s) {
+    if (s == root) return call.receive(s, bytes, mine);
+    call.receive(s, 0, nullptr);
   });
 }
 
@@ -351,9 +375,10 @@ void ll_all_to_all_v(const char* api, const DomainState& d, const std::byte* inp
       std::memcpy(own_at(d, target, static_cast<std::uint64_t>(source) * block_bytes), data, bytes);
   };
   // Each message: the row count, then the rows of the block (zero-padded to MAX_RECV rows).
-  LLCall call(api, d, signal, 4 + block_bytes);
-  std::byte message[kLLMaxBytes] = {};
-  call.send_each([&](int p) {
+  const std::size_t message_bytes = 4 + block_bytes;
+  LLCall call(api, d, signal);
+  std::byte message[kLLMaxBytes];  // every message is written in full: count, rows, zero padding
+  call.send_each(message_bytes, [&](int p) {
     const std::size_t bytes = static_cast<std::size_t>(send_counts[p]) * row_bytes;
     std::memcpy(message, &send_counts[p], 4);
     if (bytes > 0)
@@ -362,10 +387,11 @@ void ll_all_to_all_v(const char* api, const DomainState& d, const std::byte* inp
     return static_cast<const std::byte*>(message);
   });
   deliver(d.rank, send_counts[d.rank], input + static_cast<std::size_t>(d.rank) * block_bytes);
-  call.receive_all([&](int s, const std::byte* data) {
+  call.receive_all([&](int s) {
+    call.receive(s, message_bytes, message);
     std::int32_t rows = 0;
-    std::memcpy(&rows, data, 4);
-    deliver(s, rows, data + 4);
+    std::memcpy(&rows, message, 4);
+    deliver(s, rows, message + 4);
   });
 }
 
@@ -374,22 +400,22 @@ void ll_rows(const char* api, LLRows kind, const DomainState& d, const std::byte
   const Index size = target.shape[1];
   const std::size_t row_bytes = static_cast<std::size_t>(size) * dtype_size(target.dtype);
   auto own_row = [&](int row) { return own_at(d, target, static_cast<std::uint64_t>(row) * row_bytes); };
-  LLCall call(api, d, signal, row_bytes);
+  LLCall call(api, d, signal);
   switch (kind) {
     case LLRows::ReduceScatter:
-      call.send_each([&](int p) { return static_cast<const std::byte*>(own_row(p)); });
+      call.send_each(row_bytes, [&](int p) { return static_cast<const std::byte*>(own_row(p)); });
       return reduce_received(call, d, own_row(d.rank), size, target.dtype, op);
     case LLRows::Allgather:
-      call.pack(input);  // the same row for every peer
+      call.pack(input, row_bytes);  // the same row for every peer
       call.send_all();
       std::memcpy(own_row(d.rank), input, row_bytes);
       break;
     case LLRows::AllToAll:
-      call.send_each([&](int p) { return input + static_cast<std::size_t>(p) * row_bytes; });
+      call.send_each(row_bytes, [&](int p) { return input + static_cast<std::size_t>(p) * row_bytes; });
       std::memcpy(own_row(d.rank), input + static_cast<std::size_t>(d.rank) * row_bytes, row_bytes);
       break;
   }
-  call.receive_all([&](int s, const std::byte* data) { std::memcpy(own_row(s), data, row_bytes); });
+  call.receive_all([&](int s) { call.receive(s, row_bytes, own_row(s)); });
 }
 
 }  // namespace pld::detail

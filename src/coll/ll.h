@@ -25,7 +25,7 @@ void ll_allreduce(const char* api, const DomainState& d, const WindowDesc& targe
                   Index count, ReduceOp op);
 
 /// Whether allgather, reduce_scatter or all_to_all of `row_bytes` per [P, SIZE] row can run LL
-/// on domain `d` (also all_to_all_v and broadcast, with their message size): more than one rank,
+/// on domain `d` (also all_to_all_v, with its message size): more than one rank,
 /// 0 < row_bytes <= PLD_COLL_LL_MAX, a staging channel for the signal's buffer, direct peers.
 /// Every member gets the same answer.
 bool ll_rows_fit(const DomainState& d, const WindowDesc& signal, std::uint64_t row_bytes);
@@ -39,9 +39,16 @@ enum class LLRows { Allgather, ReduceScatter, AllToAll };
 void ll_rows(const char* api, LLRows kind, const DomainState& d, const std::byte* input, const WindowDesc& target,
              const WindowDesc& signal, ReduceOp op = ReduceOp::Sum);
 
-/// The LL broadcast of `target` (at most PLD_COLL_LL_MAX bytes; needs ll_rows_fit() for its
-/// size) from domain rank `root`. Every rank pushes to every peer, so it takes one hop like the
-/// others, not the root's push alone.
+/// Whether a broadcast of `bytes` can run LL on domain `d`: more than one rank, 0 < bytes <=
+/// kLLMaxBytes (a staging slot), (P - 1) * bytes within PLD_BROADCAST_PUSH_MAX, a staging channel
+/// for the signal's buffer, direct peers. Every member gets the same answer.
+bool ll_broadcast_fits(const DomainState& d, const WindowDesc& signal, std::uint64_t bytes);
+
+/// The LL broadcast of `target` from domain rank `root` (needs ll_broadcast_fits()): the root
+/// sends its target to every peer, every other rank sends every peer an empty message (its entry
+/// into the call), and every rank waits for every peer's message. So every rank returns only after
+/// every peer entered the call, in one hop: a root calling back to back waits for entries that
+/// its previous call's data released, not for a round trip.
 void ll_broadcast(const char* api, const DomainState& d, const WindowDesc& target, const WindowDesc& signal, int root);
 
 /// Whether a broadcast of `bytes` can run as the root's push between two LL barriers on domain

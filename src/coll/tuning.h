@@ -17,18 +17,28 @@ namespace pld::detail {
 
 // --- LL: the one-hop exchange through pld's staging window (coll/ll.cc) ---
 
-/// Largest LL message (bytes per peer; allreduce: per rank). PLD_ALLREDUCE_LL_MAX and
-/// PLD_COLL_LL_MAX are capped at it.
-inline constexpr std::uint64_t kLLMaxBytes = 64;
+/// Largest LL message (bytes per peer; allreduce: per rank): the staging slot's capacity.
+/// PLD_ALLREDUCE_LL_MAX and PLD_COLL_LL_MAX are capped at it; a broadcast runs LL up to it.
+inline constexpr std::uint64_t kLLMaxBytes = 512;
 
 /// Name of pld's small-message staging window, one per used comm domain (host/session.cc
 /// reserves it); names starting with "pld." are reserved.
 inline constexpr const char* kCollStagingName = "pld.coll_staging";
 
-/// One staging channel holds the LL slots, 2 parities x P sources x kLLMaxBytes / 4 words of 8
-/// bytes, then the LL barrier's flags, 2 parities x P sources, one cache line each.
-inline constexpr std::uint64_t kLLSlotBytes = kLLMaxBytes * 2;
-inline constexpr std::uint64_t kLLFlagBytes = 64;
+/// An LL message is cut into lines of kLLLineBytes: kLLLineData bytes of data, then the call's
+/// 4-byte epoch, stored last (coll/ll.cc). A line is the unit of the layout, not of correctness:
+/// on a machine with longer cache lines two LL lines share one.
+inline constexpr std::uint64_t kLLLineBytes = 64;
+inline constexpr std::uint64_t kLLLineData = kLLLineBytes - 4;
+/// Lines of a message of `bytes` (at least one: an empty message is its epoch alone).
+inline constexpr std::uint64_t ll_lines(std::uint64_t bytes) {
+  return bytes == 0 ? 1 : (bytes + kLLLineData - 1) / kLLLineData;
+}
+
+/// One staging channel holds the LL slots, 2 parities x P sources x the lines of a kLLMaxBytes
+/// message, then the LL barrier's flags, 2 parities x P sources, one line each.
+inline constexpr std::uint64_t kLLSlotBytes = ll_lines(kLLMaxBytes) * kLLLineBytes;
+inline constexpr std::uint64_t kLLFlagBytes = kLLLineBytes;
 inline constexpr std::uint64_t ll_flags_offset(std::uint64_t nranks) {
   return 2 * nranks * kLLSlotBytes;
 }
@@ -37,7 +47,7 @@ inline constexpr std::uint64_t ll_channel_bytes(std::uint64_t nranks) {
 }
 
 /// Staging per rank is capped (it is zeroed with the other windows on every call): channels go
-/// to the first buffer ids only, at least one (P = 2: 256 channels, P = 64: 8).
+/// to the first buffer ids only, at least one (P = 2: 76 channels, P = 8: 19, P = 64: 2).
 inline constexpr std::uint64_t kCollStagingBudget = 192 * 1024;
 
 // --- Schedules of the two-barrier collectives ---
@@ -60,8 +70,9 @@ inline std::size_t push_streaming_bytes() {
   return thresholds()[Threshold::PushStreaming];
 }
 
-/// broadcast is pushed by the root between two LL barriers while (P - 1) x its target is at most
-/// this (coll/ll.cc): the root copies from its L1, and the LL barriers cost less than credits.
+/// broadcast is pushed by the root while (P - 1) x its target is at most this (coll/ll.cc): through
+/// the LL staging slots while the target fits one (kLLMaxBytes), else straight into the peers'
+/// windows between two LL barriers. The root copies from its L1, and either costs less than credits.
 inline std::size_t broadcast_push_max_bytes() {
   return thresholds()[Threshold::BroadcastPushMax];
 }
@@ -81,7 +92,7 @@ inline Index rma_chunk_elems(int sources, std::size_t esz) {
 // --- From the settings registry ---
 
 struct CollTuning {
-  std::uint64_t allreduce_ll_max;  // PLD_ALLREDUCE_LL_MAX (auto: a cache line), at most kLLMaxBytes
+  std::uint64_t allreduce_ll_max;  // PLD_ALLREDUCE_LL_MAX (auto: 4 cache lines), at most kLLMaxBytes
   std::uint64_t coll_ll_max;       // PLD_COLL_LL_MAX (auto: half a cache line), at most kLLMaxBytes
   std::uint64_t mesh_max_bytes;    // PLD_ALLREDUCE_MESH_MAX
   bool reproducible;               // PLD_REPRODUCIBLE

@@ -17,8 +17,8 @@ std::vector<Index> sizes() {
   return {0, 1, 37, static_cast<Index>(40000 / sizeof(T) * 1 + 3)};
 }
 
-/// allreduce adds both sides of the LL threshold (64 bytes: Auto runs LL up to it, TwoShot above).
-constexpr Index kLLBytes = 64;
+/// allreduce adds both sides of the LL threshold (256 bytes: Auto runs LL up to it, TwoShot above).
+constexpr Index kLLBytes = 256;
 template <class T>
 std::vector<Index> allreduce_sizes() {
   std::vector<Index> s = sizes<T>();

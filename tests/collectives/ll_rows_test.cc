@@ -1,10 +1,10 @@
 // The LL form of allgather, reduce_scatter, all_to_all, broadcast and all_to_all_v (messages of
 // at most PLD_COLL_LL_MAX bytes): every LL collective and a two-barrier one back to back on ONE
 // signal (they share its staging channel and its epoch sequence); the same loop with
-// PLD_COLL_LL_MAX=64 (LL messages over two cache lines) and =0 (the two-barrier copies for the
+// PLD_COLL_LL_MAX=64 and =0 (the two-barrier copies for the
 // small calls too); which path each collective takes (the wait of a rank whose peer never joins
-// names a staging word or a credit); a broadcast root running ahead of late peers; int8 rows
-// whose last word is partial.
+// names a staging line or a credit); a broadcast root running ahead of late peers, in one line,
+// in several, and pushed between LL barriers; int8 rows whose last line is partial.
 // Every dtype, op, P in {1,2,3,4,5,8} and size (LL and not): collective_test.cc.
 #include "support.hpp"
 
@@ -135,7 +135,7 @@ TEST(LLRows, SixtyFourRanks) {
 TEST_P(LLRows, RowsUpToTheStagingMaximum) {
   const int p = GetParam();
   PLD_REQUIRE_RANKS(p);
-  ScopedEnv max("PLD_COLL_LL_MAX", "64");  // the 36-byte rows too: 9 words, two cache lines
+  ScopedEnv max("PLD_COLL_LL_MAX", "64");  // the 36-byte rows too (one line each)
   run_mixed(p);
 }
 
@@ -188,9 +188,9 @@ std::string forgotten_message(int which = kAllToAll, Index cols = 3) {
 TEST(LLRows, MissingPeerTimesOutWithTheStagingWordOrTheCredit) {
   PLD_REQUIRE_RANKS(2);
   if (coll_rma()) GTEST_SKIP() << "PLD_COLL_RMA=1 turns LL off (the wait is a credit barrier's)";
-  // 3 int32 = 12 bytes per row: 3 words, the doorbell on the last one.
+  // 3 int32 = 12 bytes per row: one line, the doorbell on its epoch.
   const std::string ll = forgotten_message();
-  EXPECT_NE(ll.find("all_to_all: waiting for rank 0's data of LL call 1 (staging 'pld.coll_staging' cell [1, 0, 2], "
+  EXPECT_NE(ll.find("all_to_all: waiting for rank 0's data of LL call 1 (staging 'pld.coll_staging' line [1, 0, 0], "
                     "channel of signal 'sig'"),
             std::string::npos)
       << ll;
@@ -211,7 +211,7 @@ TEST(LLRows, EverySmallCollectiveTakesLL) {
   }
 }
 
-// all_to_all_v's threshold is on its block: the 4-byte count rides along, up to the 64-byte slot.
+// all_to_all_v's threshold is on its block: the 4-byte count rides along, up to the 512-byte slot.
 TEST(LLRows, AllToAllVThresholdIsOnTheBlock) {
   PLD_REQUIRE_RANKS(2);
   if (coll_rma()) GTEST_SKIP() << "PLD_COLL_RMA=1 turns LL off (the wait is a credit barrier's)";
@@ -223,15 +223,21 @@ TEST(LLRows, AllToAllVThresholdIsOnTheBlock) {
   };
   EXPECT_STREQ(path(8), "LL");  // a 32-byte block: a 36-byte message, PLD_COLL_LL_MAX 32
   EXPECT_STREQ(path(9), "credit");
-  ScopedEnv max("PLD_COLL_LL_MAX", "64");
-  EXPECT_STREQ(path(15), "LL");  // 60 + 4: the whole slot
-  EXPECT_STREQ(path(16), "credit");
+  {
+    ScopedEnv max("PLD_COLL_LL_MAX", "64");
+    EXPECT_STREQ(path(16), "LL");  // a 64-byte block: a 68-byte message, two lines
+    EXPECT_STREQ(path(17), "credit");
+  }
+  ScopedEnv max("PLD_COLL_LL_MAX", "512");
+  EXPECT_STREQ(path(127), "LL");  // 508 + 4: the whole slot
+  EXPECT_STREQ(path(128), "credit");
 }
 
 // The root of a broadcast runs ahead of peers that arrive late, call after call: it must not
-// overwrite a slot a peer has not read (every rank sends, so the root waits for the late ones),
-// nor, pushed between LL barriers, a window whose rank has not entered the call. `barriers`: an LL
-// barrier on the same signal after every third call (the pushed broadcast shares its flags).
+// overwrite a slot a peer has not read (every rank sends, if only its entry, so the root waits for
+// the late ones), nor, pushed between LL barriers, a window whose rank has not entered the call.
+// `barriers`: an LL barrier on the same signal after every third call (the pushed broadcast shares
+// its flags).
 void late_peers(I32 v, I32 sig, Tensor<std::int64_t> wrong, int barriers) {
   const int me = rank(get_comm_ctx(sig));
   const Index n = v.shape()[0];
@@ -261,19 +267,32 @@ TEST_P(LLRows, BroadcastRootAheadOfLatePeers) {
   for (int r = 0; r < p; ++r) EXPECT_EQ(wrong(r, 0), 0) << "P=" << p << " rank " << r;
 }
 
-// 256 bytes: above PLD_COLL_LL_MAX, within PLD_BROADCAST_PUSH_MAX at P <= 3 (the root pushes
-// between two LL barriers), mixed with LL barriers of the program on the same signal.
-TEST_P(LLRows, PushedBroadcastRootAheadOfLatePeers) {
-  const int p = GetParam();
-  PLD_REQUIRE_RANKS(p);
-  ScopedEnv push("PLD_BROADCAST_PUSH_MAX", "4K");
+// A broadcast of `n` int32 from a root running ahead, with LL barriers of the program on the same
+// signal, under PLD_BROADCAST_PUSH_MAX=`push`.
+void late_peers_with_barriers(int p, Index n, const char* push) {
+  ScopedEnv env("PLD_BROADCAST_PUSH_MAX", push);
   auto wrong = HostTensor<std::int64_t>::full({p, 1}, -1);
   run(ranks(p), [&](Host& h) {
-    auto v = h.window<std::int32_t>(h.alloc_window_buffer({64}, DType::INT32, "v"), {64});
+    auto v = h.window<std::int32_t>(h.alloc_window_buffer({n}, DType::INT32, "v"), {n});
     auto sig = h.window<std::int32_t>(h.alloc_window_buffer({p}, DType::INT32, "sig"), {p});
     for (int r = 0; r < p; ++r) h.dispatch(r, late_peers, v, sig, wrong[r], 1);
   });
   for (int r = 0; r < p; ++r) EXPECT_EQ(wrong(r, 0), 0) << "P=" << p << " rank " << r;
+}
+
+// 256 bytes: LL in five lines (within the slot and, at P <= 3, PLD_BROADCAST_PUSH_MAX).
+TEST_P(LLRows, MultiLineBroadcastRootAheadOfLatePeers) {
+  const int p = GetParam();
+  PLD_REQUIRE_RANKS(p);
+  late_peers_with_barriers(p, 64, "4K");
+}
+
+// 2 KiB: above the LL slot, within PLD_BROADCAST_PUSH_MAX at P <= 3 (the root pushes between two
+// LL barriers).
+TEST_P(LLRows, PushedBroadcastRootAheadOfLatePeers) {
+  const int p = GetParam();
+  PLD_REQUIRE_RANKS(p);
+  late_peers_with_barriers(p, 512, "8K");
 }
 
 // int8 rows of 13 and 31 bytes: several words, the last one partial.

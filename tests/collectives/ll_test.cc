@@ -1,4 +1,4 @@
-// The LL one-shot allreduce (AllreduceMode::Auto, payload <= 64 bytes, core_num 1): 64 ranks,
+// The LL one-shot allreduce (AllreduceMode::Auto, payload <= 256 bytes, core_num 1): 64 ranks,
 // two threads of one kernel running LL allreduces at once on separate signals, LL and two-barrier
 // calls alternating on one signal, a signal without a staging channel, and the wait semantics
 // (deadline report, abort release).
@@ -10,12 +10,12 @@
 namespace pld::test {
 namespace {
 
-constexpr Index kSizes[] = {1, 16, 17};  // fp32: LL, LL at the threshold, TwoShot
+constexpr Index kSizes[] = {1, 64, 65};  // fp32: LL, LL at the threshold (five lines), TwoShot
 
-void ll_loop(DistributedTensor<float> v1, DistributedTensor<float> v16, DistributedTensor<float> v17,
+void ll_loop(DistributedTensor<float> v1, DistributedTensor<float> v64, DistributedTensor<float> v65,
              DistributedTensor<std::int32_t> sig, Tensor<float> out) {
   const int me = rank(get_comm_ctx(v1));
-  const DistributedTensor<float> views[] = {v1, v16, v17};
+  const DistributedTensor<float> views[] = {v1, v64, v65};
   for (int s = 0; s < 3; ++s) {
     const Index n = kSizes[s];
     const DistributedTensor<float>& w = views[s];
@@ -39,12 +39,12 @@ float golden(int p, int k, Index i) {
 TEST(LLAllreduce, SixtyFourRanks) {
   PLD_REQUIRE_RANKS(64);
   constexpr int p = 64;
-  auto out = HostTensor<float>::zeros({p, 3, 3, 17});
+  auto out = HostTensor<float>::zeros({p, 3, 3, 65});
   run(ranks(p), [&](Host& h) {
-    auto b = h.alloc_window_buffer({17}, DType::FP32, "v");
+    auto b = h.alloc_window_buffer({65}, DType::FP32, "v");
     auto sig = h.window<std::int32_t>(h.alloc_window_buffer({p}, DType::INT32, "sig"), {p});
     for (int r = 0; r < p; ++r)
-      h.dispatch(r, ll_loop, h.window<float>(b, {1}), h.window<float>(b, {16}), h.window<float>(b, {17}), sig, out[r]);
+      h.dispatch(r, ll_loop, h.window<float>(b, {1}), h.window<float>(b, {64}), h.window<float>(b, {65}), sig, out[r]);
   });
   for (int r = 0; r < p; ++r)
     for (int s = 0; s < 3; ++s)
@@ -107,7 +107,7 @@ TEST(LLAllreduce, MissingParticipantTimesOutWithTheStagingWord) {
     EXPECT_EQ(e.rank(), 1);
     EXPECT_EQ(e.cause(), RankFailure::WaitTimeout);
     EXPECT_NE(std::string(e.what()).find("allreduce: waiting for rank 0's data of LL call 1 (staging "
-                                         "'pld.coll_staging' cell [1, 0, 2], channel of signal 'sig'"),
+                                         "'pld.coll_staging' line [1, 0, 0], channel of signal 'sig'"),
               std::string::npos)
         << e.what();
   }
@@ -115,7 +115,7 @@ TEST(LLAllreduce, MissingParticipantTimesOutWithTheStagingWord) {
 
 TEST(LLAllreduce, SignalWithoutAChannelRunsTwoShot) {
   PLD_REQUIRE_RANKS(2);
-  // Channels cover the first 256 buffer ids at P = 2 (192 KiB of staging per rank): a signal
+  // Channels cover the first 76 buffer ids at P = 2 (192 KiB of staging per rank): a signal
   // allocated after 256 others has none, so the same tiny allreduce waits in a credit barrier.
   try {
     run(ranks(2, 0.5), [](Host& h) {
