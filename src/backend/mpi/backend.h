@@ -12,6 +12,7 @@
 #pragma once
 
 #include "backend/backend.h"
+#include "backend/mpi/exchange.h"
 
 #include <mpi.h>
 
@@ -34,9 +35,6 @@ class MpiBackend;
 
 /// When an engine collective gives up (the wait deadline, PLD_WAIT_TIMEOUT).
 using NativeDeadline = std::chrono::steady_clock::time_point;
-/// The requests of one step of an engine collective: one nonblocking collective, or the sends and
-/// receives of an exchange (exchange.cc).
-using Requests = std::vector<MPI_Request>;
 
 /// The calling thread's scratch of at least `bytes` for engine collectives, reused from call to
 /// call (a fresh block would cost a zero-fill or page faults every call); abandon_native_scratch()
@@ -249,20 +247,6 @@ class MpiWindow final : public Backend, public NativeCollectives {
 
 /// Signal buffer ids of a domain whose collectives can take the engine's own (a communicator each).
 inline constexpr std::uint32_t kNativeChannels = 16;
-/// A step of an engine collective in which each member sends at most this many bytes in all is
-/// an exchange of point-to-point messages (exchange.cc) rather than a libnbc collective.
-inline constexpr std::size_t kExchangeMax = 64u << 10;
-/// all_to_all and reduce_scatter exchange their blocks as messages (exchange.cc) while a member's
-/// blocks total at most this many bytes, and run MPI_Ialltoall above (design §4.9).
-inline constexpr std::size_t kExchangeBlocksMax = 1u << 20;
-/// The largest message of an exchange: a row goes in pieces of at most this many bytes, so that
-/// each is sent eagerly (Open MPI's btl/tcp sends messages up to btl_tcp_eager_limit, 64 KiB with
-/// the header, at once and larger ones after a rendezvous round trip; design §4.9).
-inline constexpr std::size_t kEagerPiece = 32u << 10;
-/// Posts `bytes` at `buf` to (`send`) or from `peer` as messages of at most kEagerPiece bytes
-/// (at least one) with `tag` on `comm`; returns the MPI error code (exchange.cc).
-int post_pieces(bool send, const void* buf, std::size_t bytes, int peer, int tag, MPI_Comm comm, Requests& requests);
-
 class MpiBackend final : public BackendProcess {
  public:
   /// The process's backend. The first call initialises MPI (unless the program did), creates
