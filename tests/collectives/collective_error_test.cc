@@ -135,8 +135,9 @@ TEST(CollectiveErrors, MissingParticipantTimesOutWithTheCell) {
   PLD_REQUIRE_RANKS(2);
   try {
     run(ranks(2, 0.5), [](Host& h) {
-      // 32 floats: above the LL threshold, so the credit barrier waits (ll_test.cc: the LL wait).
-      auto v = h.window<float>(h.alloc_window_buffer({32}, DType::FP32, "v"), {32});
+      // 256 floats (1 KiB): above the largest LL size, so the credit barrier waits (ll_test.cc:
+      // the LL wait).
+      auto v = h.window<float>(h.alloc_window_buffer({256}, DType::FP32, "v"), {256});
       auto s = h.window<std::int32_t>(h.alloc_window_buffer({2, 1}, DType::INT32, "sig"), {2, 1});
       for (int r = 0; r < 2; ++r) h.dispatch(r, forgotten, v, s);
     });
