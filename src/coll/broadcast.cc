@@ -42,8 +42,12 @@ void coll_broadcast(const WindowDesc& target, const WindowDesc& signal, int root
   // Every rank copies its 1/P share of the root's vector into every non-root rank, so all
   // cores copy at once instead of each non-root copying the whole vector alone.
   const int n = d.nranks();
+  // The alternating order pays while a share and its copy stay cached from call to call; from the
+  // push collectives' streaming size per block up they leave the cache anyway, and a backward pass
+  // in blocks only costs time.
+  const std::size_t share_bytes = static_cast<std::size_t>(count) * esz / static_cast<std::size_t>(n);
   with_peers(api, d, [&](const auto& peers) {
-    const CopyOrder order = push_order(peers, target);
+    const CopyOrder order = share_bytes < push_streaming_bytes() ? push_order(peers, target) : CopyOrder::Forward;
     fenced_lanes(api, d, signal, stride, core_num, count, [&](Range r) {
       const Range share = split(r.size(), d.nranks(), d.rank);
       const std::uint64_t off = static_cast<std::uint64_t>(r.begin + share.begin) * esz;
