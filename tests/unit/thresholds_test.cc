@@ -4,6 +4,7 @@
 // information, and the environment's precedence over the derivation.
 #include "core/thresholds.h"
 #include "core/machine.h"
+#include "fake_caches.hpp"
 #include "support.hpp"
 
 #include <pld/error.hpp>
@@ -112,13 +113,7 @@ TEST(MachineProbe, MergeTakesSysfsAndTheLargerSharing) {
 }
 
 Caches xeon_like() {
-  Caches c;
-  c.l1d = {48 * KiB, 1, Source::Sysfs};
-  c.l2 = {2 * MiB, 1, Source::Sysfs};
-  c.l3 = {256 * MiB, 128, Source::Cpuid};
-  c.line_bytes = 64;
-  c.line_source = Source::Sysfs;
-  return c;
+  return fake_caches(48 * KiB, 2 * MiB, 256 * MiB, 128, Source::Cpuid);
 }
 
 TEST(Thresholds, RulesOnAXeon) {

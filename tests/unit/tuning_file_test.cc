@@ -5,6 +5,7 @@
 #include "core/tuning_file.h"
 #include "core/machine.h"
 #include "core/thresholds.h"
+#include "fake_caches.hpp"
 #include "support.hpp"
 
 #include <pld/error.hpp>
@@ -25,13 +26,7 @@ using test::ScopedEnv;
 constexpr std::uint64_t KiB = 1ull << 10, MiB = 1ull << 20;
 
 Caches epyc_like() {
-  Caches c;
-  c.l1d = {32 * KiB, 1, Source::Sysfs};
-  c.l2 = {1 * MiB, 1, Source::Sysfs};
-  c.l3 = {32 * MiB, 2, Source::Sysfs};
-  c.line_bytes = 64;
-  c.line_source = Source::Sysfs;
-  return c;
+  return fake_caches(32 * KiB, 1 * MiB, 32 * MiB, 2);
 }
 
 constexpr const char* kModel = "Test CPU 9000";
