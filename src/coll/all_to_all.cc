@@ -64,7 +64,7 @@ void coll_all_to_all_v(const LocalDesc& input, const WindowDesc* input_window, c
       for (int i = 0; i < n; ++i) {
         const int p = (me + nth_in_order(i, n, order)) % n;
         peers.write(p, target, dst, input.data + static_cast<std::size_t>(p) * block_bytes,
-                    static_cast<std::size_t>(counts[p] * size) * esz, push_streaming_bytes(), order);
+                    static_cast<std::size_t>(counts[p] * size) * esz, push_block_streaming_bytes(n), order);
       }
     });
   });

@@ -8,13 +8,15 @@
 // ended, on lines still in the caches. At P = 2, an all_to_all of 1 MiB per rank touches 2 MiB per
 // core, the L2's size: forward-only repetition misses on almost every line, alternation hits on
 // most (bench/README.md). The push order over peers reverses with it, so it stays
-// staggered. Puts always run forward.
+// staggered. Puts and streamed copies (blocks of push_block_streaming_bytes() and more) always run
+// forward.
 #pragma once
 
 #include "coll/credit.h"
 #include "coll/peer.h"
 #include "coll/tuning.h"
 
+#include <algorithm>
 #include <cstdint>
 
 namespace pld::detail {
@@ -29,6 +31,13 @@ CopyOrder push_order(const Peers& peers, const WindowDesc& target) {
   return CopyOrder::Forward;
 }
 
+/// Size from which a push's block per peer streams in a domain of `nranks`: PLD_PUSH_STREAMING_BYTES
+/// is the block size at P = 2, where a rank's call reads 2 blocks and writes 2; at P ranks it reads
+/// P and writes P, so its working set outgrows the same cache at a block 2 / P times as large.
+inline std::size_t push_block_streaming_bytes(int nranks) {
+  return push_streaming_bytes() * 2 / static_cast<std::size_t>(std::max(2, nranks));
+}
+
 /// Both row collectives: rank `me` sends a SIZE-element row to row `me` of every rank's
 /// [P, SIZE] target; `row_for(p)` is the local row that goes to rank p. When it is the same row
 /// for every peer (Rows::Same, allgather), one fused copy reads it once for all of them.
@@ -41,6 +50,7 @@ void push_rows(const char* api, const DomainState& d, const WindowDesc& target, 
   if (size == 0) return;
   const int n = d.nranks(), me = d.rank;
   const std::size_t esz = dtype_size(target.dtype);
+  const std::size_t streaming_from = push_block_streaming_bytes(n);
   with_peers(api, d, [&](const auto& peers) {
     const CopyOrder order = push_order(peers, target);
     fenced_lanes(api, d, signal, stride, core_num, size, [&](Range r) {
@@ -49,11 +59,10 @@ void push_rows(const char* api, const DomainState& d, const WindowDesc& target, 
           esz;
       const std::size_t from = static_cast<std::size_t>(r.begin) * esz;
       const std::size_t bytes = static_cast<std::size_t>(r.size()) * esz;
-      if (rows == Rows::Same)
-        return peers.write_all(target, dst, row_for(me) + from, bytes, push_streaming_bytes(), order);
+      if (rows == Rows::Same) return peers.write_all(target, dst, row_for(me) + from, bytes, streaming_from, order);
       for (int i = 0; i < n; ++i) {  // staggered, myself first (last when backward)
         const int p = (me + nth_in_order(i, n, order)) % n;
-        peers.write(p, target, dst, row_for(p) + from, bytes, push_streaming_bytes(), order);
+        peers.write(p, target, dst, row_for(p) + from, bytes, streaming_from, order);
       }
     });
   });

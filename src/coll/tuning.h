@@ -61,11 +61,11 @@ inline std::size_t twoshot_step_bytes() {
   return thresholds()[Threshold::TwoShotStep];
 }
 
-/// Pushes of a whole block per peer (allgather, all_to_all, all_to_all_v) stream from this size:
-/// each rank's push lands in another rank's window and is not read again by the pusher, so once
-/// the call's working set (about 4 blocks per CPU at P = 2) outgrows the cache a CPU can count on,
-/// skipping the read-for-ownership of the destination wins (docs/performance.md, "Thresholds from the
-/// machine").
+/// Pushes of a whole block per peer (allgather, all_to_all, all_to_all_v) stream from this size at
+/// P = 2 (push_block_streaming_bytes() scales it to the domain): each rank's push lands in another
+/// rank's window and is not read again by the pusher, so once the call's working set (4 blocks per
+/// CPU at P = 2) outgrows the cache a CPU can count on, skipping the read-for-ownership of the
+/// destination wins (docs/performance.md, "Thresholds from the machine").
 inline std::size_t push_streaming_bytes() {
   return thresholds()[Threshold::PushStreaming];
 }

@@ -1,6 +1,10 @@
 // bulk_copy: the copy every large data movement in pld uses (shm put/get, collectives), and
 // bulk_copy_multi: one source to several destinations (allgather).
 //
+// A streamed copy runs forward in either order. Its destination bypasses the caches, so the only
+// lines a backward pass could find cached are its source's, and restarting the stream at every
+// block costs more than they save (8-80 % at 4-32 MiB; docs/performance.md).
+//
 // Large transfers use streaming (non-temporal) stores: a copy larger than a core's cache share
 // ends up in DRAM anyway, and skipping the read-for-ownership of the destination doubles the
 // bandwidth here (docs/performance.md). glibc decides this from the L3 size, which VMs often
@@ -112,10 +116,8 @@ void bulk_copy(std::byte* dst, const std::byte* src, std::size_t bytes, std::siz
     std::memmove(dst, src, bytes);
     return;
   }
-  const bool streaming = bytes >= streaming_from;
-  for_each_block(bytes, order, [&](std::size_t at, std::size_t len) {
-    if (!streaming || !HWY_DYNAMIC_DISPATCH(StreamCopy)(&dst, 1, src, at, len)) std::memcpy(dst + at, src + at, len);
-  });
+  if (bytes >= streaming_from && HWY_DYNAMIC_DISPATCH(StreamCopy)(&dst, 1, src, 0, bytes)) return;  // forward
+  for_each_block(bytes, order, [&](std::size_t at, std::size_t len) { std::memcpy(dst + at, src + at, len); });
 }
 
 // Below the streaming size, the copies go block by block (copy_block_bytes()), each block to every

@@ -1,7 +1,8 @@
 // bulk_copy: memmove semantics; copies of streaming_bytes() and more (PLD_STREAMING_BYTES, derived
 // from the caches: core/thresholds.h) that do not overlap use streaming (non-temporal) stores
-// followed by a store fence. bulk_copy_multi: one source, several
-// destinations, each source block read once. Either may visit its bytes backward (CopyOrder).
+// followed by a store fence, front to back. bulk_copy_multi: one source, several
+// destinations, each source block read once. Below the streaming size either may visit its bytes
+// backward (CopyOrder).
 #pragma once
 
 #include "core/thresholds.h"
@@ -15,7 +16,7 @@ namespace pld::detail {
 /// A copy repeated on the same buffers in alternating orders then starts with the lines the
 /// previous one touched last, which are still cached when the buffers are a little larger than
 /// the caches (a forward-only repetition evicts each line just before it is needed again).
-/// An overlapping copy is always one memmove, whatever the order.
+/// An overlapping copy is always one memmove, and a streamed one always forward, whatever the order.
 enum class CopyOrder { Forward, Backward };
 
 /// Block of a backward copy (PLD_COPY_BLOCK_BYTES; derived from the L2: core/thresholds.h).

@@ -7,8 +7,9 @@
 //
 //   PLD_STREAMING_BYTES        C / 2        a single copy (put, get, own block) streams from here:
 //                                           its source and destination together outgrow C
-//   PLD_PUSH_STREAMING_BYTES   C / 4        a push collective's block per peer streams from here:
-//                                           at P = 2 a CPU reads 2 blocks and writes 2
+//   PLD_PUSH_STREAMING_BYTES   C / 4        a push collective's block per peer streams from here
+//                                           at P = 2, where a CPU reads 2 blocks and writes 2
+//                                           (at P ranks from 2 / P of it: coll/push.h)
 //   PLD_COPY_BLOCK_BYTES       L2 / 32      block of a backward copy (pow2, 16 KiB..256 KiB)
 //   PLD_TWOSHOT_STEP_BYTES     L1d          TwoShot allreduce step (pow2 <= L1d, 4..256 KiB)
 //   PLD_RMA_CHUNK_BYTES        L2 / 8       RMA schedule step per peer (pow2, 16 KiB..4 MiB)
