@@ -44,7 +44,7 @@ while (($#)); do
     --stat) STAT="$2"; shift ;;
     --colls) SELECTED="$2"; shift ;;
     --max-bytes) MAX_BYTES="$2"; shift ;;
-    -h|--help) sed -n '2,23p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,26p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "compare_mpi.sh: unknown option '$1' (try --help)" >&2; exit 2 ;;
   esac
   shift
