@@ -6,7 +6,8 @@
 #   bench/ab.sh main HEAD -- --op barrier,allreduce -b 4 -e 1M -f 16 -g 2
 #
 # Each revision is checked out into DIR/<rev> (git worktree) and built (Release, pld-bench only).
-# Prints per row: time A, time B (median over rounds, composite path) and B/A.
+# Prints per row: time A, time B (median over rounds, composite path) and B/A (from the full-precision
+# times of the JSON files).
 set -euo pipefail
 
 rounds=5
@@ -58,8 +59,10 @@ def rows(k):
                 acc.setdefault(key, []).append(r["composite"]["time_us"])
     return {k: statistics.median(v) for k, v in acc.items()}
 A, B = rows(0), rows(1)
+def us(t):  # the digits pld-bench prints: 4 decimals below 1 us, 3 below 100 us
+    return f"{t:.4f}" if t < 1 else f"{t:.3f}" if t < 100 else f"{t:.2f}"
 print(f"{'collective':<16}{'size':>10}{'A us':>10}{'B us':>10}{'B/A':>8}   A={a} B={b}, median of {rounds}")
 for key in sorted(A, key=lambda k: (k[0], k[2])):
     if key in B:
-        print(f"{key[0]:<16}{key[2]:>10}{A[key]:>10.2f}{B[key]:>10.2f}{B[key]/A[key]:>8.2f}")
+        print(f"{key[0]:<16}{key[2]:>10}{us(A[key]):>10}{us(B[key]):>10}{B[key]/A[key]:>8.2f}")
 PY

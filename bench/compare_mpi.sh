@@ -21,6 +21,9 @@
 #      OUT/busbw.png + .svg (gnuplot; OUT/busbw.gp + .dat if gnuplot is missing).
 #
 # Options: --quick  --rounds N  --stat median|min  --out DIR  --np N (default 2)  --help
+#   --colls LIST     a subset of the collectives (comma-separated; the P=4 barrier runs with barrier)
+#   --max-bytes SIZE the largest size (default 64M; the memory ceiling runs only at 64M), e.g.
+#                    bench/compare_mpi.sh --colls all_to_all,all_to_all_v --max-bytes 4K --rounds 9
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -29,6 +32,9 @@ QUICK=0
 ROUNDS=""
 NP=2
 STAT=median
+ALL_COLLS=(barrier allreduce broadcast allgather reduce_scatter all_to_all all_to_all_v)
+SELECTED=$(IFS=,; echo "${ALL_COLLS[*]}")
+MAX_BYTES=64M
 while (($#)); do
   case "$1" in
     --quick) QUICK=1 ;;
@@ -36,12 +42,27 @@ while (($#)); do
     --out) OUT="$2"; shift ;;
     --np) NP="$2"; shift ;;
     --stat) STAT="$2"; shift ;;
-    -h|--help) sed -n '2,20p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --colls) SELECTED="$2"; shift ;;
+    --max-bytes) MAX_BYTES="$2"; shift ;;
+    -h|--help) sed -n '2,26p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "compare_mpi.sh: unknown option '$1' (try --help)" >&2; exit 2 ;;
   esac
   shift
 done
 [ -n "$ROUNDS" ] || ROUNDS=$((QUICK ? 1 : 5))
+COLLS=()
+for c in ${SELECTED//,/ }; do
+  [[ " ${ALL_COLLS[*]} " == *" $c "* ]] ||
+    { echo "compare_mpi.sh: unknown collective '$c' in --colls (${ALL_COLLS[*]})" >&2; exit 2; }
+  COLLS+=("$c")
+done
+[[ "$MAX_BYTES" =~ ^[0-9]+[KMG]?$ ]] ||
+  { echo "compare_mpi.sh: --max-bytes '$MAX_BYTES' is not a size; write e.g. 4K or 64M" >&2; exit 2; }
+bytes_of() { numfmt --from=iec "$1"; }
+MAX=$(bytes_of "$MAX_BYTES")
+wants() { [[ " ${COLLS[*]} " == *" $1 "* ]]; }
+STREAM=0  # the memory ceiling serves the 64 MiB allreduce only
+if wants allreduce && ((MAX >= 64 << 20)); then STREAM=1; fi
 mkdir -p "$OUT/runs"
 OUT=$(cd "$OUT" && pwd)
 LOG="$OUT/compare.txt"
@@ -73,9 +94,10 @@ if [ "$NP" -eq 2 ] && [ "$(uname -m)" = x86_64 ]; then
 fi
 
 # ----- settings ------------------------------------------------------------------------------------
-COLLS=(barrier allreduce broadcast allgather reduce_scatter all_to_all all_to_all_v)
-SIZES=(-b 4 -e 64M -f 2)  # x2 steps: the no-cliff check compares each size with the next
-EXCHANGE_SIZES=2K,4K,8K,16K,32K,64K,128K,256K,512K,1M,2M,4M,8M,16M,32M,64M
+SIZES=(-b 4 -e "$MAX_BYTES" -f 2)  # x2 steps: the no-cliff check compares each size with the next
+EXCHANGE_SIZES=$(for s in 2K 4K 8K 16K 32K 64K 128K 256K 512K 1M 2M 4M 8M 16M 32M 64M; do
+                   (($(bytes_of $s) <= MAX)) && echo "$s"; done | paste -sd,)
+[ -n "$EXCHANGE_SIZES" ] || EXCHANGE=0
 if ((QUICK)); then
   ITERS=(--budget 256M --max-iters 5000)
   PLD_PATH=composite
@@ -106,7 +128,8 @@ say "# $(mpirun --version 2>/dev/null | head -1); pld $("$PLD_BENCH" --help >/de
 # The machine as pld sees it (CPU model, caches) and the size thresholds in force, with their
 # sources: a table from any machine reads on its own.
 "$PLD_INFO" --thresholds 2>&1 | sed 's/^/# /' | tee -a "$LOG" || true
-say "# P=$NP, rounds $ROUNDS, sizes ${SIZES[*]}, iterations ${ITERS[*]} (same for both sides), pld path $PLD_PATH"
+say "# P=$NP, rounds $ROUNDS, collectives ${COLLS[*]}, sizes ${SIZES[*]}, iterations ${ITERS[*]}, warm-up iterations / 10" \
+  "(the first row of each process: iterations; tools/pld-bench/rules.hpp, the same for both sides), pld path $PLD_PATH"
 for i in "${!MPI_CONFIG_NAMES[@]}"; do say "# Open MPI config ${MPI_CONFIG_NAMES[$i]}: ${MPIRUN[*]} -np $NP ${MPI_CONFIG_ARGS[$i]}"; done
 for i in "${!MPI4_CONFIG_NAMES[@]}"; do say "# Open MPI config ${MPI4_CONFIG_NAMES[$i]} (P=4): ${MPIRUN[*]} -np 4 ${MPI4_CONFIG_ARGS[$i]}"; done
 thp() { local f=/sys/kernel/mm/transparent_hugepage/$1; [ -r "$f" ] && sed 's/.*\[\(.*\)\].*/\1/' "$f" || echo n/a; }
@@ -127,16 +150,20 @@ run() {  # run LABEL command...: appends stdout to the log of runs, notes a fail
 : > "$OUT/runs/output.txt"
 
 # ----- 2. memory-bandwidth ceiling -------------------------------------------------------------------
-echo "== stream ceiling" >&2
-"$OUT/stream" --threads 2 --bytes 512M --reps $((QUICK ? 5 : 10)) -J "$OUT/runs/stream.json" | tee -a "$LOG"
-"$OUT/stream" --threads 2 --bytes 32M --reps 20 -J "$OUT/runs/stream_footprint.json" | tee -a "$LOG"
+STREAM_ARGS=()
+if ((STREAM)); then
+  echo "== stream ceiling" >&2
+  "$OUT/stream" --threads 2 --bytes 512M --reps $((QUICK ? 5 : 10)) -J "$OUT/runs/stream.json" | tee -a "$LOG"
+  "$OUT/stream" --threads 2 --bytes 32M --reps 20 -J "$OUT/runs/stream_footprint.json" | tee -a "$LOG"
+  STREAM_ARGS=(--stream "$OUT/runs/stream.json" --stream-cache "$OUT/runs/stream_footprint.json")
+fi
 
 # ----- 3. P=2, interleaved rounds --------------------------------------------------------------------
 PLD_JSON=(); MPI_JSON=(); EXCHANGE_JSON=()
 for ((r = 1; r <= ROUNDS; r++)); do
   for coll in "${COLLS[@]}"; do
     echo "== round $r/$ROUNDS: $coll" >&2
-    if [ "$coll" = all_to_all ] && ((EXCHANGE)); then
+    if ((EXCHANGE)) && { [ "$coll" = all_to_all ] || { [ "$coll" = all_to_all_v ] && ! wants all_to_all; }; }; then
       f="$OUT/runs/exchange.r$r.json"
       rm -f "$f"
       run "exchange_ceiling" "$OUT/exchange_ceiling" --sizes "$EXCHANGE_SIZES" --kinds memcpy-alt,stream-64B-alt,stream \
@@ -164,6 +191,7 @@ done
 # ----- 4. P=4 barrier ------------------------------------------------------------------------------
 PLD4_JSON=(); MPI4_JSON=()
 for ((r = 1; r <= ROUNDS; r++)); do
+  wants barrier || break
   echo "== round $r/$ROUNDS: barrier at P=4" >&2
   f="$OUT/runs/pld4.barrier.r$r.json"
   rm -f "$f"
@@ -182,8 +210,8 @@ done
 
 # ----- 5. report -----------------------------------------------------------------------------------
 say ""
-"$OUT/compare" --nranks "$NP" --stat "$STAT" --pld "${PLD_JSON[@]}" --mpi "${MPI_JSON[@]}" --pld4 "${PLD4_JSON[@]}" \
-  --mpi4 "${MPI4_JSON[@]}" --stream "$OUT/runs/stream.json" --stream-cache "$OUT/runs/stream_footprint.json" \
+"$OUT/compare" --nranks "$NP" --stat "$STAT" --pld "${PLD_JSON[@]}" --mpi "${MPI_JSON[@]}" \
+  ${PLD4_JSON[@]+--pld4 "${PLD4_JSON[@]}"} ${MPI4_JSON[@]+--mpi4 "${MPI4_JSON[@]}"} ${STREAM_ARGS[@]+"${STREAM_ARGS[@]}"} \
   ${EXCHANGE_JSON[@]+--exchange "${EXCHANGE_JSON[@]}"} --plot "$OUT/busbw" --summary "$OUT/summary.json" | tee -a "$LOG" || FAILED=1
 if command -v gnuplot >/dev/null; then
   gnuplot "$OUT/busbw.gp" && say "# plot: $OUT/busbw.png and $OUT/busbw.svg"

@@ -2,7 +2,9 @@
 // rounds, several Open MPI configurations), the stream ceiling, and prints
 //
 //   * one row per (collective, size): pld time (composite; builtin for information), Open MPI
-//     time, pld/MPI time ratio, both bus bandwidths and their ratio, the MPI configuration that won;
+//     time, pld/MPI time ratio, both bus bandwidths and their ratio, the MPI configuration that won
+//     (times with pld-bench's digits, 4 decimals below 1 us; every ratio from the full-precision
+//     times of the JSON files);
 //   * the memory-traffic floor of allreduce 64 MiB fp32 (4 x 64 MiB at the streaming copy rate);
 //   * all_to_all's bare copy (exchange_ceiling: two threads copying the same bytes, no runtime),
 //     with pld's and Open MPI's all_to_all and all_to_all_v times as multiples of it;
@@ -22,6 +24,8 @@
 // compare.cpp: the command line, loading and aggregating the JSON files; compare_report.cpp: the
 // report sections.
 #include "compare.hpp"
+
+#include "../../tools/pld-bench/rules.hpp"
 
 #include <CLI/CLI.hpp>
 
@@ -49,6 +53,11 @@ std::string human(std::uint64_t b) {
   else
     std::snprintf(buf, sizeof buf, "%llu B", (unsigned long long)b);
   return buf;
+}
+
+std::string us(double t) {
+  const std::string s = pldbench::rules::format_us(t);
+  return s.substr(std::min(s.find_first_not_of(' '), s.size()));
 }
 
 namespace {

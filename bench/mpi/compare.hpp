@@ -80,6 +80,8 @@ struct Data {
 
 json load(const std::string& path);
 std::string human(std::uint64_t b);
+/// A time in microseconds with pld-bench's digits (tools/pld-bench/rules.hpp): 4 decimals below 1 us.
+std::string us(double t);
 
 // The report sections, in the order compare.cpp calls them. Each prints its part; those that
 // check a target append it to `targets`.

@@ -47,8 +47,8 @@ int print_cliffs(const char* side, const Table& t, const std::vector<Key>& keys,
     char bare_text[64] = "not measured";
     if (have_bare)
       std::snprintf(bare_text, sizeof bare_text, "%.1fx (%s -> %s)", bare_growth, human(ba).c_str(), human(bb).c_str());
-    std::printf("  %-9s %-15s %9s -> %-9s %9.2f -> %9.2f us  %5.1fx  bare copy %s%s\n", side, a.first.c_str(),
-                human(a.second).c_str(), human(b.second).c_str(), ta, tb, growth, bare_text,
+    std::printf("  %-9s %-15s %9s -> %-9s %9s -> %9s us  %5.1fx  bare copy %s%s\n", side, a.first.c_str(),
+                human(a.second).c_str(), human(b.second).c_str(), us(ta).c_str(), us(tb).c_str(), growth, bare_text,
                 excused ? " (excused)" : " CLIFF");
   }
   return cliffs;
@@ -89,7 +89,7 @@ Target time_ratio_target(const Data& d, const std::string& name, const Key& k, d
     t.measured = true;
     t.pass = r <= limit;
     char buf[96];
-    std::snprintf(buf, sizeof buf, "%.2fx (pld %.2f us, MPI %.2f us)", r, p, m);
+    std::snprintf(buf, sizeof buf, "%.2fx (pld %s us, MPI %s us)", r, us(p).c_str(), us(m).c_str());
     t.value = buf;
   }
   return t;
@@ -103,15 +103,15 @@ json print_ratio_row(const Data& d, const Key& k) {
   const double tr = m.time_us > 0 ? p.time_us / m.time_us : 0;
   const double br = m.busbw > 0 ? p.busbw / m.busbw : 0;
   char builtin[32] = "-";
-  if (has_builtin) std::snprintf(builtin, sizeof builtin, "%.2f", d.pld_builtin.at(k).s.time_us);
+  if (has_builtin) std::snprintf(builtin, sizeof builtin, "%s", us(d.pld_builtin.at(k).s.time_us).c_str());
   char bus[3][32] = {"-", "-", "-"};
   if (k.first != "barrier") {
     std::snprintf(bus[0], 32, "%.2f", p.busbw);
     std::snprintf(bus[1], 32, "%.2f", m.busbw);
     std::snprintf(bus[2], 32, "%.2fx", br);
   }
-  std::printf("%-15s %9s %10.2f %11s %10.2f %8.2fx %9s %9s %9s  %s\n", k.first.c_str(), human(k.second).c_str(),
-              p.time_us, builtin, m.time_us, tr, bus[0], bus[1], bus[2], m.config.c_str());
+  std::printf("%-15s %9s %10s %11s %10s %8.2fx %9s %9s %9s  %s\n", k.first.c_str(), human(k.second).c_str(),
+              us(p.time_us).c_str(), builtin, us(m.time_us).c_str(), tr, bus[0], bus[1], bus[2], m.config.c_str());
   return {{"collective", k.first},    {"size", k.second},
           {"pld_time_us", p.time_us}, {"pld_builtin_time_us", has_builtin ? d.pld_builtin.at(k).s.time_us : -1.0},
           {"mpi_time_us", m.time_us}, {"time_ratio", tr},
@@ -245,7 +245,7 @@ void print_bare_copy(const Data& d, json& ceiling) {
           continue;
         }
         const double t = side->at(k).s.time_us;
-        std::printf(" %9.1f %5.2fx", t, t / ceil_us);
+        std::printf(" %9s %5.2fx", us(t).c_str(), t / ceil_us);
         row[std::string(side == &d.pld ? "pld_" : "mpi_") + c + "_us"] = t;
       }
     std::printf("\n");
@@ -356,10 +356,11 @@ Target print_barrier_p4(const Data& d) {
   t.measured = true;
   t.pass = r <= 1.0;
   char buf[128];
-  std::snprintf(buf, sizeof buf, "%.2fx (pld %.2f us, MPI %.2f us, %s)", r, p.time_us, m.time_us, m.config.c_str());
+  std::snprintf(buf, sizeof buf, "%.2fx (pld %s us, MPI %s us, %s)", r, us(p.time_us).c_str(), us(m.time_us).c_str(),
+                m.config.c_str());
   t.value = buf;
-  std::printf("\nP=4 (oversubscribed, 4 ranks on 2 cores): barrier pld %.2f us, Open MPI %.2f us (%s)\n", p.time_us,
-              m.time_us, m.config.c_str());
+  std::printf("\nP=4 (oversubscribed, 4 ranks on 2 cores): barrier pld %s us, Open MPI %s us (%s)\n",
+              us(p.time_us).c_str(), us(m.time_us).c_str(), m.config.c_str());
   return t;
 }
 

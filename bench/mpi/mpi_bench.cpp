@@ -4,7 +4,10 @@
 //   timing   per row: warm-up calls (not timed), MPI_Barrier, then `iters` calls timed with
 //            std::chrono::steady_clock; time per iteration = max over ranks of loop time / iters
 //   sizes    nccl-tests rounding, as pld-bench: whole elements, and for the [P, SIZE] collectives
-//            a whole number of elements per rank; auto iterations = budget / size in [20, max]
+//            a whole number of elements per rank
+//   rules    pld-bench's own (tools/pld-bench/rules.hpp, included): auto iterations = budget / size
+//            in [20, max]; auto warm-up = iters / 10, at least 5, the first row of the process
+//            iters; the time column's digits
 //   check    after timing: re-stage, run once, compare with the same small-integer goldens
 //   calls    MPI_Barrier, MPI_Allreduce (MPI_IN_PLACE by default, as pld's allreduce is in place),
 //            MPI_Bcast, MPI_Allgather, MPI_Reduce_scatter_block, MPI_Alltoall, MPI_Alltoallv;
@@ -19,6 +22,8 @@
 // part of the CMake build). Prints nccl-tests
 // columns; -J writes JSON in pld-bench's schema with the column group "mpi".
 #include <mpi.h>
+
+#include "../../tools/pld-bench/rules.hpp"
 
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
@@ -372,7 +377,7 @@ int main(int argc, char** argv) {
   app.add_option("-e,--maxbytes", o.max_b);
   app.add_option("-f,--stepfactor", o.step_factor);
   app.add_option("-n,--iters", o.iters, "0 = auto (budget / size in [20, max-iters])");
-  app.add_option("-w,--warmup_iters", o.warmup, "-1 = auto (iters / 10, >= 5)");
+  app.add_option("-w,--warmup_iters", o.warmup, "-1 = auto (iters / 10, >= 5; the first size: iters)");
   app.add_option("-c,--check", o.check);
   app.add_option("-o,--redop", o.redop, "sum, prod, max, min");
   app.add_option("-d,--dtype", o.dtype, "fp32, fp64, int32, int64, int16, int8, uint8");
@@ -428,11 +433,8 @@ int main(int argc, char** argv) {
   const std::uint64_t budget = parse_size(o.budget);
   Bench bench(o, c, t, me, n);
   for (Row& r : rows) {
-    r.iters = o.iters > 0 ? o.iters
-                          : static_cast<std::int64_t>(std::clamp<std::uint64_t>(
-                                budget / std::max<std::uint64_t>(r.bytes, 1), static_cast<std::uint64_t>(o.min_iters),
-                                static_cast<std::uint64_t>(o.max_iters)));
-    r.warmup = o.warmup >= 0 ? o.warmup : std::max<std::int64_t>(5, r.iters / 10);
+    r.iters = o.iters > 0 ? o.iters : pldbench::rules::auto_iters(budget, r.bytes, o.min_iters, o.max_iters);
+    r.warmup = pldbench::rules::warmup_iters(o.warmup, r.iters, 5, &r == &rows.front());
     bench.measure(r);
   }
 
@@ -453,9 +455,9 @@ int main(int argc, char** argv) {
       const char* type = c == Coll::Barrier ? "none" : t.name;
       const char* redop = red ? o.redop.c_str() : "none";
       const int root = c == Coll::Broadcast ? o.root : -1;
-      std::printf("%12llu  %12lld  %8s  %6s  %6d  %8.2f  %6.2f  %6.2f  %5lld\n",
+      std::printf("%12llu  %12lld  %8s  %6s  %6d  %s  %6.2f  %6.2f  %5lld\n",
                   static_cast<unsigned long long>(r.bytes), static_cast<long long>(r.count), type, redop, root,
-                  r.time_us, alg, bus, static_cast<long long>(r.wrong));
+                  pldbench::rules::format_us(r.time_us).c_str(), alg, bus, static_cast<long long>(r.wrong));
       jrows.push_back({{"size", r.bytes},
                        {"count", r.count},
                        {"type", type},

@@ -93,7 +93,7 @@ inline Index rma_chunk_elems(int sources, std::size_t esz) {
 
 struct CollTuning {
   std::uint64_t allreduce_ll_max;  // PLD_ALLREDUCE_LL_MAX (auto: 4 cache lines), at most kLLMaxBytes
-  std::uint64_t coll_ll_max;       // PLD_COLL_LL_MAX (auto: half a cache line), at most kLLMaxBytes
+  std::uint64_t coll_ll_max;       // PLD_COLL_LL_MAX (auto: 4 cache lines), at most kLLMaxBytes
   std::uint64_t mesh_max_bytes;    // PLD_ALLREDUCE_MESH_MAX
   bool reproducible;               // PLD_REPRODUCIBLE
 };

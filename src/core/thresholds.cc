@@ -31,7 +31,7 @@ constexpr ThresholdSpec kSpecs[kThresholdCount] = {
      16 * GiB},
     // Larger LL overrides are capped at the staging slot, 512 B (coll/tuning.cc).
     {Threshold::AllreduceLLMax, Setting::AllreduceLLMax, "4 cache lines, at most 256 B", 256, 0, 64 * GiB},
-    {Threshold::CollLLMax, Setting::CollLLMax, "cache line / 2, at most 64 B", 32, 0, 64 * GiB},
+    {Threshold::CollLLMax, Setting::CollLLMax, "4 cache lines, at most 256 B", 256, 0, 64 * GiB},
     {Threshold::BroadcastPushMax, Setting::BroadcastPushMax, "L1d / 8, power of two in [1 KiB, 64 KiB]", 4 * KiB, 0,
      1 * GiB},
 };
@@ -92,7 +92,7 @@ ThresholdValue derive_threshold(Threshold t, const Caches& c) {
       v = {std::max(floor_pow2(2 * l2), derive_threshold(Threshold::RmaChunk, c).bytes), c.l2.source};
       break;
     case Threshold::AllreduceLLMax: v = {std::min<std::uint64_t>(4 * c.line_bytes, 256), c.line_source}; break;
-    case Threshold::CollLLMax: v = {std::min<std::uint64_t>(c.line_bytes / 2, 64), c.line_source}; break;
+    case Threshold::CollLLMax: v = {std::min<std::uint64_t>(4 * c.line_bytes, 256), c.line_source}; break;
     case Threshold::BroadcastPushMax: v = {pow2_in(c.l1d.bytes / 8, 1 * KiB, 64 * KiB), c.l1d.source}; break;
   }
   if (v.source == Source::Default) return {spec.fallback, Source::Default};  // a cache the rule needs is unknown

@@ -15,7 +15,7 @@
 //   PLD_RMA_CHUNK_BYTES        L2 / 8       RMA schedule step per peer (pow2, 16 KiB..4 MiB)
 //   PLD_RMA_SCRATCH_BYTES      2 L2         RMA schedule scratch over all peers (pow2, >= chunk)
 //   PLD_ALLREDUCE_LL_MAX       4 lines      LL allreduce up to 4 cache lines (at most 256 B)
-//   PLD_COLL_LL_MAX            line / 2     LL exchange of the other collectives (at most 64 B)
+//   PLD_COLL_LL_MAX            4 lines      LL exchange of the row collectives (at most 256 B)
 //   PLD_BROADCAST_PUSH_MAX     L1d / 8      broadcast pushed by the root between LL barriers, up
 //                                           to this many bytes over all peers (pow2, 1..64 KiB)
 //

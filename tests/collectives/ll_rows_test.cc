@@ -1,7 +1,7 @@
 // The LL form of allgather, reduce_scatter, all_to_all, broadcast and all_to_all_v (messages of
 // at most PLD_COLL_LL_MAX bytes): every LL collective and a two-barrier one back to back on ONE
 // signal (they share its staging channel and its epoch sequence); the same loop with
-// PLD_COLL_LL_MAX=64 and =0 (the two-barrier copies for the
+// PLD_COLL_LL_MAX=512 and =0 (the two-barrier copies for the
 // small calls too); which path each collective takes (the wait of a rank whose peer never joins
 // names a staging line or a credit); a broadcast root running ahead of late peers, in one line,
 // in several, and pushed between LL barriers; int8 rows whose last line is partial.
@@ -20,14 +20,14 @@ constexpr int kIters = 12;
 constexpr Index kGather = 3;               // int32 rows of 12 bytes: LL
 constexpr Index kScatter = 5;              // int16 rows of 10 bytes: LL
 constexpr Index kSmall = 8;                // int32 rows of 32 bytes: LL, at the default threshold
-constexpr Index kLarge = 9;                // int32 rows of 36 bytes: two barriers around the pushes
+constexpr Index kLarge = 65;               // int32 rows of 260 bytes: two barriers around the pushes
 constexpr Index kBroadcast = 4;            // int32, 16 bytes: LL
 constexpr Index kMaxRecv = 2, kVCols = 4;  // all_to_all_v: a 2 * 4 * 4 = 32-byte block, 36-byte message: LL
 
 using I32 = DistributedTensor<std::int32_t>;
 
 // One kernel, kIters rounds of: allreduce, allgather, reduce_scatter (Max), all_to_all of 8 and
-// of 9 columns, broadcast from a root that moves, all_to_all_v, barrier — all on `sig`. Each rank checks every result
+// of 65 columns, broadcast from a root that moves, all_to_all_v, barrier — all on `sig`. Each rank checks every result
 // against its formula and counts what differs. (Windows travel as kernel arguments one by one: that is what binds
 // them.)
 void mixed(I32 ar, I32 ag_in, I32 ag, DistributedTensor<std::int16_t> rs, I32 small_in, I32 small, I32 large_in,
@@ -135,7 +135,7 @@ TEST(LLRows, SixtyFourRanks) {
 TEST_P(LLRows, RowsUpToTheStagingMaximum) {
   const int p = GetParam();
   PLD_REQUIRE_RANKS(p);
-  ScopedEnv max("PLD_COLL_LL_MAX", "64");  // the 36-byte rows too (one line each)
+  ScopedEnv max("PLD_COLL_LL_MAX", "512");  // the 260-byte rows too (five lines each)
   run_mixed(p);
 }
 
@@ -221,8 +221,8 @@ TEST(LLRows, AllToAllVThresholdIsOnTheBlock) {
     if (what.find("all_to_all_v: waiting for rank 0's credit 1") != std::string::npos) return "credit";
     return "neither";
   };
-  EXPECT_STREQ(path(8), "LL");  // a 32-byte block: a 36-byte message, PLD_COLL_LL_MAX 32
-  EXPECT_STREQ(path(9), "credit");
+  EXPECT_STREQ(path(64), "LL");  // a 256-byte block: a 260-byte message, PLD_COLL_LL_MAX 256
+  EXPECT_STREQ(path(65), "credit");
   {
     ScopedEnv max("PLD_COLL_LL_MAX", "64");
     EXPECT_STREQ(path(16), "LL");  // a 64-byte block: a 68-byte message, two lines

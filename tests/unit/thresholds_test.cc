@@ -126,7 +126,7 @@ TEST(Thresholds, RulesOnAXeon) {
   EXPECT_EQ(derive_threshold(Threshold::RmaChunk, c).bytes, 256 * KiB);
   EXPECT_EQ(derive_threshold(Threshold::RmaScratch, c).bytes, 4 * MiB);
   EXPECT_EQ(derive_threshold(Threshold::AllreduceLLMax, c).bytes, 256u);
-  EXPECT_EQ(derive_threshold(Threshold::CollLLMax, c).bytes, 32u);
+  EXPECT_EQ(derive_threshold(Threshold::CollLLMax, c).bytes, 256u);
   EXPECT_EQ(derive_threshold(Threshold::BroadcastPushMax, c).bytes, 4 * KiB);  // 48 KiB / 8, rounded down
 }
 

@@ -48,7 +48,7 @@ struct Options {
   std::uint64_t step_factor = 2;  // geometric sweep
   std::uint64_t step_bytes = 0;   // linear sweep when set (-i), as nccl-tests
   std::int64_t iters = 0;         // 0 = auto: budget_bytes / size, in [min_iters, max_iters]
-  std::int64_t warmup = -1;       // -1 = auto: iters / 10, at least 5
+  std::int64_t warmup = -1;       // -1 = auto: iters / 10, at least 5; the first row: iters (rules.hpp)
   std::int64_t min_iters = 20;
   std::int64_t max_iters = 20000;
   std::int64_t max_builtin_iters = 1000;  // each builtin iteration is a recorded dispatch per rank

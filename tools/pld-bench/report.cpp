@@ -1,5 +1,7 @@
 #include "report.hpp"
 
+#include "rules.hpp"
+
 #include <cstdlib>
 
 #include <pld/pld.hpp>
@@ -34,18 +36,6 @@ std::string table_title(const Table& t) {
   return s;
 }
 
-// nccl-tests' time format: more digits for small times.
-std::string fmt_time(double us) {
-  char buf[32];
-  if (us < 1e4)
-    std::snprintf(buf, sizeof buf, "%8.2f", us);
-  else if (us < 1e6)
-    std::snprintf(buf, sizeof buf, "%8.1f", us);
-  else
-    std::snprintf(buf, sizeof buf, "%8.0f", us);
-  return buf;
-}
-
 }  // namespace
 
 double algbw(const Point& p, const Measure& m) {
@@ -76,7 +66,8 @@ void print_header(std::FILE* out, const Options& o, const Plan& plan) {
   if (o.path != Path::Builtin)
     std::fprintf(out,
                  "# composite: pld::tensor::* looping inside ONE dispatch per row; time = max over ranks of the "
-                 "timed loop / iters (steady_clock, after a barrier, warm-up excluded)\n");
+                 "timed loop / iters (steady_clock, after a barrier, warm-up excluded; auto warm-up: iters / 10, "
+                 "the first row iters)\n");
   if (o.path != Path::Composite)
     std::fprintf(out,
                  "# builtin:   pld::Host methods, each iteration ONE dispatch per rank; time = max over ranks of "
@@ -113,7 +104,7 @@ void print_table(std::FILE* out, const Options& o, const TableResult& t) {
         std::fprintf(out, "  %8s  %6s  %6s  %5s", "-", "-", "-", "-");
         continue;
       }
-      std::fprintf(out, "  %s  %6.2f  %6.2f  %5s", fmt_time(m.time_us).c_str(), algbw(p, m), busbw(p, m, o.nranks),
+      std::fprintf(out, "  %s  %6.2f  %6.2f  %5s", rules::format_us(m.time_us).c_str(), algbw(p, m), busbw(p, m, o.nranks),
                    m.wrong < 0 ? "N/A" : std::to_string(m.wrong).c_str());
     }
     std::fprintf(out, "\n");
@@ -138,14 +129,14 @@ void print_table(std::FILE* out, const Options& o, const TableResult& t) {
 
 void print_footer(std::FILE* out, const Results& r) {
   if (r.latency_us >= 0)
-    std::fprintf(out, "#\n# p2p notify->wait latency (half a round trip, rank 0 <-> rank 1, %lld iters): %.3f us\n",
+    std::fprintf(out, "#\n# p2p notify->wait latency (half a round trip, rank 0 <-> rank 1, %lld iters): %.4f us\n",
                  static_cast<long long>(r.latency_iters), r.latency_us);
   // The bare ping-pongs: one int32 both ways, and one per direction (the layout of pld's signals).
   auto ratio = [&](double bare) { return bare > 0 ? r.latency_us / bare : 0.0; };
   if (r.bare_one_cell_us >= 0)
     std::fprintf(out,
-                 "# bare ping-pong, two fork()ed processes, same iters: one int32 both ways %.3f us (pld %.2fx), "
-                 "one int32 per direction %.3f us (pld %.2fx)\n",
+                 "# bare ping-pong, two fork()ed processes, same iters: one int32 both ways %.4f us (pld %.2fx), "
+                 "one int32 per direction %.4f us (pld %.2fx)\n",
                  r.bare_one_cell_us, ratio(r.bare_one_cell_us), r.bare_two_cell_us, ratio(r.bare_two_cell_us));
   std::fprintf(out, "#\n# %s: %lld wrong values, %.1f s\n", r.wrong_total ? "FAILED" : "OK",
                static_cast<long long>(r.wrong_total), r.elapsed_s);

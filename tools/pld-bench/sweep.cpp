@@ -1,5 +1,7 @@
 #include "sweep.hpp"
 
+#include "rules.hpp"
+
 #include <algorithm>
 
 namespace pldbench {
@@ -23,17 +25,10 @@ std::vector<std::uint64_t> sizes(const Options& o) {
   return out;
 }
 
-Iters iters_for(const Options& o, std::uint64_t bytes, std::int64_t cap, std::int64_t min_warmup) {
+Iters iters_for(const Options& o, std::uint64_t bytes, std::int64_t cap, std::int64_t min_warmup, bool first_row) {
   Iters it;
-  if (o.iters > 0) {
-    it.iters = o.iters;
-  } else {
-    const std::uint64_t per = std::max<std::uint64_t>(bytes, 1);
-    it.iters = static_cast<std::int64_t>(std::clamp<std::uint64_t>(
-        o.budget_bytes / per, static_cast<std::uint64_t>(o.min_iters), static_cast<std::uint64_t>(o.max_iters)));
-    it.iters = std::min(it.iters, cap);
-  }
-  it.warmup = o.warmup >= 0 ? o.warmup : std::max<std::int64_t>(min_warmup, it.iters / 10);
+  it.iters = o.iters > 0 ? o.iters : std::min(rules::auto_iters(o.budget_bytes, bytes, o.min_iters, o.max_iters), cap);
+  it.warmup = rules::warmup_iters(o.warmup, it.iters, min_warmup, first_row);
   return it;
 }
 
@@ -71,8 +66,9 @@ Plan make_plan(const Options& o) {
   auto add_row = [&](Table& t, Point p) {
     p.index = plan.npoints++;
     const bool builtin_cap = !one_sided(p.coll);
-    p.composite = iters_for(o, p.bytes, o.max_iters, 5);
-    p.builtin = builtin_cap ? iters_for(o, p.bytes, std::min(o.max_iters, o.max_builtin_iters), 2) : Iters{};
+    const bool first = p.index == 0;  // the first row of the process (rules.hpp)
+    p.composite = iters_for(o, p.bytes, o.max_iters, 5, first);
+    p.builtin = builtin_cap ? iters_for(o, p.bytes, std::min(o.max_iters, o.max_builtin_iters), 2, first) : Iters{};
     std::uint64_t data = p.bytes, aux = 0;
     if (p.coll == Coll::Allgather) aux = p.bytes / static_cast<std::uint64_t>(n);
     if (p.coll == Coll::AllToAll || p.coll == Coll::AllToAllV || one_sided(p.coll)) aux = p.bytes;
