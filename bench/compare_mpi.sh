@@ -80,10 +80,10 @@ cmake -S "$ROOT" -B "$OUT/pld" -DCMAKE_BUILD_TYPE=Release -DPLD_BUILD_TESTS=OFF 
 cmake --build "$OUT/pld" --target pld-bench pld-info -j "$(nproc)" >>"$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log" >&2; exit 2; }
 PLD_BENCH="$OUT/pld/tools/pld-bench/pld-bench"
 PLD_INFO="$OUT/pld/tools/pld-info"
-MPI_FLAGS=(-O3 -std=c++20 -DOMPI_SKIP_MPICXX)
+MPI_FLAGS=(-O3 -std=c++20 -DOMPI_SKIP_MPICXX -I"$ROOT/tools/pld-bench")
 mpicxx "${MPI_FLAGS[@]}" "$ROOT/bench/mpi/mpi_bench.cpp" -o "$OUT/mpi_bench"
 g++ -O2 -std=c++20 -pthread "$ROOT/bench/mpi/stream.cpp" -o "$OUT/stream"
-g++ -O2 -std=c++20 "$ROOT/bench/mpi/compare.cpp" "$ROOT/bench/mpi/compare_report.cpp" -o "$OUT/compare"
+g++ -O2 -std=c++20 -I"$ROOT/tools/pld-bench" "$ROOT/bench/mpi/compare.cpp" "$ROOT/bench/mpi/compare_report.cpp" -o "$OUT/compare"
 EXCHANGE=0  # all_to_all's copy ceiling: two threads, x86 intrinsics, the P=2 pattern
 if [ "$NP" -eq 2 ] && [ "$(uname -m)" = x86_64 ]; then
   if g++ -O2 -std=c++20 -pthread "$ROOT/bench/mpi/exchange_ceiling.cpp" -o "$OUT/exchange_ceiling" 2>>"$OUT/build.log"; then

@@ -75,7 +75,7 @@ cmake -S "$ROOT" -B "$OUT/pld" -DCMAKE_BUILD_TYPE=Release -DPLD_BUILD_TESTS=OFF 
 cmake --build "$OUT/pld" --target pld-bench -j "$(nproc)" >>"$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log" >&2; exit 2; }
 PLD_BENCH="$OUT/pld/tools/pld-bench/pld-bench"
 MPI_BENCH="$OUT/mpi_bench"
-mpicxx -O3 -std=c++20 -DOMPI_SKIP_MPICXX "$ROOT/bench/mpi/mpi_bench.cpp" -o "$MPI_BENCH"
+mpicxx -O3 -std=c++20 -DOMPI_SKIP_MPICXX -I"$ROOT/tools/pld-bench" "$ROOT/bench/mpi/mpi_bench.cpp" -o "$MPI_BENCH"
 
 if [ "$(id -u)" -eq 0 ]; then export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1; fi
 NETNS_RUN="$ROOT/tests/mpi/netns_run.sh"

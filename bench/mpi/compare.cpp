@@ -25,7 +25,7 @@
 // report sections.
 #include "compare.hpp"
 
-#include "../../tools/pld-bench/rules.hpp"
+#include "rules.hpp"  // tools/pld-bench/rules.hpp, on the include path
 
 #include <CLI/CLI.hpp>
 

@@ -23,7 +23,7 @@
 // columns; -J writes JSON in pld-bench's schema with the column group "mpi".
 #include <mpi.h>
 
-#include "../../tools/pld-bench/rules.hpp"
+#include "rules.hpp"  // tools/pld-bench/rules.hpp, on the include path
 
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
