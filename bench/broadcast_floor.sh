@@ -8,7 +8,7 @@
 #   bench/broadcast_floor.sh                       # 5 interleaved rounds, 4 B .. 1 KiB
 #   bench/broadcast_floor.sh --rounds 9 --max-bytes 256 --no-node
 #
-# Per round: entry_floor (shapes entered, entered-rmw, eager), pld-bench --op broadcast -g 2 (shm),
+# Per round: entry_floor (shapes entered, entered-rmw, entered-late, eager), pld-bench --op broadcast -g 2 (shm),
 # mpirun -n 2 pld-bench (PLD_BACKEND=mpi: one node, pld's schedules on shared windows; skipped with
 # --no-node) and mpirun -n 2 mpi_bench --op broadcast (MPI_Bcast, Open MPI's defaults). Prints per
 # size the median over the rounds of each and each side over the floor. Builds into OUT (default
@@ -95,7 +95,7 @@ for side, group in (("shm", "composite"), ("node", "composite"), ("mpi", "mpi"))
                 if group in r:
                     add(side, r["size"], r[group]["time_us"])
 med = {c: {s: statistics.median(v) for s, v in d.items()} for c, d in cols.items()}
-names = [("entered", "floor"), ("entered-rmw", "floor+rmw"), ("eager", "eager"), ("shm", "pld shm"),
+names = [("entered", "floor"), ("entered-rmw", "floor+rmw"), ("entered-late", "floor+late"), ("eager", "eager"), ("shm", "pld shm"),
          ("node", "pld node"), ("mpi", "Open MPI")]
 names = [(c, n) for c, n in names if c in med]
 ratios = [(c, f"{c}/floor") for c in ("shm", "node", "mpi") if c in med and "entered" in med]

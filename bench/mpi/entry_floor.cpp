@@ -21,8 +21,8 @@
 // pld / floor and Open MPI / floor per size (bench/README.md).
 //
 //   g++ -O2 -std=c++20 bench/mpi/entry_floor.cpp -o entry_floor
-//   ./entry_floor [--bytes 8,64,512] [--iters 200000] [--reps 5] [--shapes entered,entered-rmw,entered-late,eager]
-//                 [--pin] [-J FILE]
+//   ./entry_floor [--bytes 8,64,512] [--iters 200000] [--reps 5]
+//                 [--shapes entered,entered-rmw,entered-late,eager] [--pin] [-J FILE]
 #include <sched.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
