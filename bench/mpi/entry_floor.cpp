@@ -216,12 +216,18 @@ int main(int argc, char** argv) {
       }
       return argv[++i];
     };
-    if (a == "--bytes") sizes = value();
-    else if (a == "--iters") iters = std::atol(value().c_str());
-    else if (a == "--reps") reps = std::atoi(value().c_str());
-    else if (a == "--shapes") shapes_arg = value();
-    else if (a == "--pin") pin = true;
-    else if (a == "-J") json = value();
+    if (a == "--bytes")
+      sizes = value();
+    else if (a == "--iters")
+      iters = std::atol(value().c_str());
+    else if (a == "--reps")
+      reps = std::atoi(value().c_str());
+    else if (a == "--shapes")
+      shapes_arg = value();
+    else if (a == "--pin")
+      pin = true;
+    else if (a == "-J")
+      json = value();
     else {
       std::fprintf(stderr,
                    "usage: entry_floor [--bytes 4,8,64,256,512] [--iters N] [--reps N] "
@@ -231,10 +237,14 @@ int main(int argc, char** argv) {
   }
   std::vector<std::pair<std::string, Shape>> shapes;
   for (const std::string& s : split(shapes_arg)) {
-    if (s == "entered") shapes.emplace_back(s, Shape::Entered);
-    else if (s == "entered-rmw") shapes.emplace_back(s, Shape::EnteredRmw);
-    else if (s == "entered-late") shapes.emplace_back(s, Shape::EnteredLate);
-    else if (s == "eager") shapes.emplace_back(s, Shape::Eager);
+    if (s == "entered")
+      shapes.emplace_back(s, Shape::Entered);
+    else if (s == "entered-rmw")
+      shapes.emplace_back(s, Shape::EnteredRmw);
+    else if (s == "entered-late")
+      shapes.emplace_back(s, Shape::EnteredLate);
+    else if (s == "eager")
+      shapes.emplace_back(s, Shape::Eager);
     else {
       std::fprintf(stderr, "entry_floor: unknown shape '%s' (entered, entered-rmw, entered-late, eager)\n", s.c_str());
       return 2;
@@ -246,7 +256,8 @@ int main(int argc, char** argv) {
   std::vector<std::vector<std::vector<double>>> ns(shapes.size(), std::vector<std::vector<double>>(bytes.size()));
   for (int rep = 0; rep < reps; ++rep)
     for (std::size_t b = 0; b < bytes.size(); ++b)
-      for (std::size_t s = 0; s < shapes.size(); ++s) ns[s][b].push_back(measure(shapes[s].second, bytes[b], iters, pin));
+      for (std::size_t s = 0; s < shapes.size(); ++s)
+        ns[s][b].push_back(measure(shapes[s].second, bytes[b], iters, pin));
   auto median = [](std::vector<double> v) {
     std::sort(v.begin(), v.end());
     return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;

@@ -294,8 +294,6 @@ class LLCall {
     bells_.stored(peer, epoch_at(my_slot, lines_ - 1), static_cast<std::int32_t>(epoch_));
   }
 
-
-
   void send_all() {
     for (int k = 1; k < d_.nranks(); ++k) send((d_.rank + k) % d_.nranks());
   }
