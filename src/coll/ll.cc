@@ -55,8 +55,8 @@
 // 4) and waits until its own flags [e & 1][s] hold e. Each flag has one writer and its own cache
 // line, and nothing is given back afterwards: where the credit barrier does two
 // read-modify-writes on a line that both ranks write (the peer's +1, then my -1), this does one
-// store on a line only the peer reads. Flag [p][s] is rewritten (with e + 2) only after s passed barrier e + 1,
-// which needed my flag e + 1, which I raise only after I saw flag [p][s] = e.
+// store on a line only the peer reads. Flag [p][s] is rewritten (with e + 2) only after s passed
+// barrier e + 1, which needed my flag e + 1, which I raise only after I saw flag [p][s] = e.
 #include "coll/ll.h"
 
 #include "coll/peer.h"
@@ -141,6 +141,14 @@ class Doorbells {
   void stored(int peer, std::uint64_t offset, std::int32_t value) {
     if (!deferred_) d_.backend->notify(d_.members[static_cast<std::size_t>(peer)], offset, value, NotifyOp::Set);
   }
+  // Sets `peer`'s int32 `cell` (at `offset` of its heap) to `value`: a release store where the
+  // doorbell waits for ring(), else notify(Set) alone (its release comes before the cell changes).
+  void set(int peer, std::uint64_t offset, std::int32_t* cell, std::int32_t value) {
+    if (deferred_)
+      std::atomic_ref<std::int32_t>(*cell).store(value, std::memory_order_release);
+    else
+      stored(peer, offset, value);
+  }
   // After the waits of the call: wakes the peers asleep on the cells `offset_of(peer)`.
   template <class OffsetOf>
   void ring(OffsetOf&& offset_of) const {
@@ -172,8 +180,7 @@ class LLFlags {
   }
   void raise(int peer) {
     auto* cell = reinterpret_cast<std::int32_t*>(d_.windows_in[static_cast<std::size_t>(peer)] + at(d_.rank));
-    std::atomic_ref<std::int32_t>(*cell).store(static_cast<std::int32_t>(epoch_), std::memory_order_release);
-    bells_.stored(peer, at(d_.rank), static_cast<std::int32_t>(epoch_));
+    bells_.set(peer, at(d_.rank), cell, static_cast<std::int32_t>(epoch_));
   }
   // After the waits: wakes the peers asleep on my flags.
   void ring() const {
