@@ -12,8 +12,8 @@
 //   entered      the above, plain release stores: the floor of the rule in pld's layout
 //   entered-rmw  the same with each message's last epoch written by a seq_cst exchange, as pld's
 //                doorbell does (notify Set on the epoch: it pairs with a sleeping waiter's count)
-//   entered-late the same with plain stores and, after the waits, one seq_cst fence (the place of
-//                pld's doorbell check: its stores drained while it waited)
+//   entered-late the same with plain stores and, after the waits, one seq_cst fence (a doorbell
+//                checked after the waits: the stores drain while the rank waits)
 //   eager        the root never waits (Open MPI's fixed-root MPI_Bcast of a small message: an
 //                eager send into a ring of 64 slots; the peer returns its read count every 32)
 //

@@ -21,7 +21,10 @@
 //           ranks) into lines of 60 bytes (the last one zero-padded; an empty message is one line)
 //           and writes them into slot [e & 1][me] of p's channel, each line's epoch e last with a
 //           release store: a reader that acquires epoch e in a line sees that line's data (on x86
-//           every store is a plain move).
+//           every store is a plain move). Then it rings p's doorbell: notify(Set e) on the epoch of
+//           the last line, i.e. the value already there. That adds nothing but the wake-up: the
+//           seq_cst read-modify-write pairs with the sleeper count of Backend::wait (signal.cc), so
+//           a reader that went to sleep is woken.
 // 2. gather For every source s != me: wait until the last line of slot [e & 1][s] holds epoch e
 //           (Backend::wait: spin, yield, sleep; deadline report, abort), then copy every line out,
 //           each checked for epoch e.
@@ -30,15 +33,6 @@
 //           does the same for its row, allgather and all_to_all store each source's row, and a
 //           broadcast's non-root ranks store the root's data (the other ranks' empty messages only
 //           say that they entered the call, see below).
-// 4. ring   The doorbells: a reader that went to sleep in Backend::wait must be woken. Where the
-//           backend's atomics are CPU atomics (shm), after its waits a rank issues one seq_cst
-//           fence and checks each peer's sleeper count for the last cell it stored there
-//           (Backend::atomic_changed): the fence pairs with the sleeper's count and re-read
-//           (signal.cc), so either the reader sees the epoch or the writer sees the sleeper. The
-//           check comes after the waits, not after each store, so that the stores drain while the
-//           rank waits instead of stalling it; no rank waits on a doorbell before its own sends,
-//           so none is late by more than its ringer's own waits. Elsewhere (mpi) each message is
-//           followed at once by notify(Set e) of its last epoch, the value already there.
 //
 // Nothing is ever cleared. Slot [p][s] is rewritten by s with epoch e + 2 only once s finished
 // call e + 1, which needed my message of call e + 1, which I send only after I read slot [p][s]
@@ -51,12 +45,13 @@
 // two hops earlier: a loop of broadcasts runs at about one hop per call, not a round trip.
 //
 // The LL barrier is the same exchange without data: barrier call e (its own epoch sequence per
-// channel) sets flag [e & 1][me] of every peer's channel to e (a release store, rung as in step
-// 4) and waits until its own flags [e & 1][s] hold e. Each flag has one writer and its own cache
-// line, and nothing is given back afterwards: where the credit barrier does two
-// read-modify-writes on a line that both ranks write (the peer's +1, then my -1), this does one
-// store on a line only the peer reads. Flag [p][s] is rewritten (with e + 2) only after s passed
-// barrier e + 1, which needed my flag e + 1, which I raise only after I saw flag [p][s] = e.
+// channel) sets flag [e & 1][me] of every peer's channel to e (notify Set: one seq_cst exchange,
+// which also wakes a sleeping waiter) and waits until its own flags [e & 1][s] hold e. Each flag
+// has one writer and its own cache line, and nothing is given back afterwards: where the credit
+// barrier does two read-modify-writes on a line that both ranks write (the peer's +1, then my
+// -1), this does one on a line only the peer reads (P = 2: 0.17 vs 0.21 us per barrier,
+// bench/README.md). Flag [p][s] is rewritten (with e + 2) only after s passed barrier e + 1,
+// which needed my flag e + 1, which I raise only after I saw flag [p][s] = e.
 #include "coll/ll.h"
 
 #include "coll/peer.h"
@@ -130,61 +125,21 @@ std::uint64_t channel_of(const DomainState& d, const CollDomainState& s, const W
          signal.ref.buffer * ll_channel_bytes(static_cast<std::uint64_t>(d.nranks()));
 }
 
-// The doorbell of one LL call (step 4 above): where the backend's atomics are CPU atomics
-// (Backend::cpu_atomics, shm), a rank's messages are plain release stores and, after its waits,
-// one seq_cst fence and a check of each peer's sleeper count for the cell it stored last
-// (atomic_changed()); elsewhere each message is followed by notify(Set) of that cell at once.
-class Doorbells {
- public:
-  explicit Doorbells(const DomainState& d) : d_(d), deferred_(d.backend->cpu_atomics) {}
-  // After the stores of the message to `peer`, whose last cell (this call's `value`) is at `offset`.
-  void stored(int peer, std::uint64_t offset, std::int32_t value) {
-    if (!deferred_) d_.backend->notify(d_.members[static_cast<std::size_t>(peer)], offset, value, NotifyOp::Set);
-  }
-  // Sets `peer`'s int32 `cell` (at `offset` of its heap) to `value`: a release store where the
-  // doorbell waits for ring(), else notify(Set) alone (its release comes before the cell changes).
-  void set(int peer, std::uint64_t offset, std::int32_t* cell, std::int32_t value) {
-    if (deferred_)
-      std::atomic_ref<std::int32_t>(*cell).store(value, std::memory_order_release);
-    else
-      stored(peer, offset, value);
-  }
-  // After the waits of the call: wakes the peers asleep on the cells `offset_of(peer)`.
-  template <class OffsetOf>
-  void ring(OffsetOf&& offset_of) const {
-    if (!deferred_) return;
-    std::atomic_thread_fence(std::memory_order_seq_cst);  // my stores, then the sleeper counts
-    for (int k = 1; k < d_.nranks(); ++k) {
-      const int p = (d_.rank + k) % d_.nranks();
-      d_.backend->atomic_changed(d_.members[static_cast<std::size_t>(p)], offset_of(p));
-    }
-  }
-
- private:
-  const DomainState& d_;
-  bool deferred_;
-};
-
 // The flags of one LL barrier epoch (the LL barrier and the push broadcast share the sequence):
 // raise(p) sets my flag in peer p's channel, await(s) returns once source s's flag in mine holds
 // the epoch.
 class LLFlags {
  public:
-  LLFlags(const char* api, const DomainState& d, const WindowDesc& signal)
-      : api_(api), d_(d), signal_(signal), bells_(d) {
+  LLFlags(const char* api, const DomainState& d, const WindowDesc& signal) : api_(api), d_(d), signal_(signal) {
     const CollDomainState& state = coll_state(d);
     const auto n = static_cast<std::uint64_t>(d.nranks());
     epoch_ = ++coll_state(d).ll_barrier_epochs[signal.ref.buffer];
     parity_ = static_cast<int>(epoch_ & 1);
     base_ = channel_of(d, state, signal) + ll_flags_offset(n) + static_cast<std::uint64_t>(parity_) * n * kLLFlagBytes;
   }
-  void raise(int peer) {
-    auto* cell = reinterpret_cast<std::int32_t*>(d_.windows_in[static_cast<std::size_t>(peer)] + at(d_.rank));
-    bells_.set(peer, at(d_.rank), cell, static_cast<std::int32_t>(epoch_));
-  }
-  // After the waits: wakes the peers asleep on my flags.
-  void ring() const {
-    bells_.ring([&](int) { return at(d_.rank); });
+  void raise(int peer) const {
+    d_.backend->notify(d_.members[static_cast<std::size_t>(peer)], at(d_.rank), static_cast<std::int32_t>(epoch_),
+                       NotifyOp::Set);
   }
   // A flag already raised is taken with one acquire load (the LL flags are direct-only, so the own
   // heap is memory); the backend's wait runs only for a peer still on its way.
@@ -203,7 +158,6 @@ class LLFlags {
   std::uint32_t epoch_;
   int parity_;
   std::uint64_t base_;
-  Doorbells bells_;
 };
 
 }  // namespace
@@ -214,10 +168,9 @@ bool ll_barrier_fits(const DomainState& d, const WindowDesc& signal) {
 
 void ll_barrier(const char* api, const DomainState& d, const WindowDesc& signal) {
   const int n = d.nranks(), me = d.rank;
-  LLFlags flags(api, d, signal);
+  const LLFlags flags(api, d, signal);
   for (int k = 1; k < n; ++k) flags.raise((me + k) % n);      // staggered: rank r starts with r + 1
   for (int k = 1; k < n; ++k) flags.await((me + n - k) % n);  // the peer that raised my flag first is me - 1
-  flags.ring();
 }
 
 bool ll_push_broadcast_fits(const DomainState& d, const WindowDesc& signal, std::uint64_t bytes) {
@@ -269,8 +222,7 @@ class LLCall {
         signal_(signal),
         epoch_(++state.ll_epochs[signal.ref.buffer]),
         parity_(static_cast<int>(epoch_ & 1)),
-        channel_(channel_of(d, state, signal)),
-        bells_(d) {}
+        channel_(channel_of(d, state, signal)) {}
 
   void pack(const std::byte* data, std::size_t bytes) {
     lines_ = static_cast<int>(ll_lines(bytes));
@@ -298,7 +250,8 @@ class LLCall {
       std::atomic_ref<std::uint64_t>(dst[w + kLineWords - 1])
           .store(packed_[w + kLineWords - 1], std::memory_order_release);
     }
-    bells_.stored(peer, epoch_at(my_slot, lines_ - 1), static_cast<std::int32_t>(epoch_));
+    d_.backend->notify(d_.members[static_cast<std::size_t>(peer)], epoch_at(my_slot, lines_ - 1),
+                       static_cast<std::int32_t>(epoch_), NotifyOp::Set);
   }
 
   void send_all() {
@@ -315,12 +268,10 @@ class LLCall {
     }
   }
 
-  // Calls f(s) for every source s != me, in receiving order (f receives s's message), then rings
-  // the doorbells of my messages. Every LL collective calls it once, after its sends.
+  // Calls f(s) for every source s != me, in receiving order.
   template <class F>
   void receive_all(F&& f) {
     for (int k = 1; k < d_.nranks(); ++k) f((d_.rank + d_.nranks() - k) % d_.nranks());
-    ring();
   }
 
   void receive(int source, std::size_t bytes, std::byte* out) const {
@@ -337,11 +288,6 @@ class LLCall {
 
  private:
   static constexpr int kLineWords = static_cast<int>(kLLLineBytes / 8);
-
-  // After the receives: wakes the peers asleep on the last line of my message.
-  void ring() const {
-    bells_.ring([&](int) { return epoch_at(slot(d_.rank), lines_ - 1); });
-  }
 
   // Returns once line `l` of source s's slot (at `at`, mapped at `words`) holds this call's epoch.
   void await(int source, std::uint64_t at, const std::uint64_t* words, int l) const {
@@ -365,7 +311,6 @@ class LLCall {
   std::uint32_t epoch_;
   int parity_;
   std::uint64_t channel_;
-  Doorbells bells_;
   int lines_ = 0;
   std::uint64_t packed_[kLLSlotBytes / 8];  // the first lines_ lines are packed; not zeroed per call
 };
