@@ -50,7 +50,7 @@ cmake -S "$ROOT" -B "$OUT/pld" -DCMAKE_BUILD_TYPE=Release -DPLD_BUILD_TESTS=OFF 
   -DPLD_BUILD_BENCH=OFF -DPLD_WITH_MPI=ON >"$OUT/build.log" 2>&1 || { cat "$OUT/build.log" >&2; exit 2; }
 cmake --build "$OUT/pld" --target pld-bench -j "$(nproc)" >>"$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log" >&2; exit 2; }
 PLD_BENCH="$OUT/pld/tools/pld-bench/pld-bench"
-mpicxx -O3 -std=c++20 -DOMPI_SKIP_MPICXX "$ROOT/bench/mpi/mpi_bench.cpp" -o "$OUT/mpi_bench"
+mpicxx -O3 -std=c++20 -DOMPI_SKIP_MPICXX -I"$ROOT/tools/pld-bench" "$ROOT/bench/mpi/mpi_bench.cpp" -o "$OUT/mpi_bench"
 g++ -O2 -std=c++20 "$ROOT/bench/mpi/entry_floor.cpp" -o "$OUT/entry_floor"
 if [ "$(id -u)" -eq 0 ]; then export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1; fi
 
