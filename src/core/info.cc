@@ -41,7 +41,10 @@ std::vector<ThresholdDescription> describe_thresholds() {
   for (const detail::ThresholdSpec& spec : detail::threshold_specs()) {
     const detail::ThresholdValue& v = t.value(spec.id);
     std::string source = detail::source_name(v.source);
-    if (v.source == detail::Source::TuningFile) source += " " + detail::setting_string(detail::Setting::TuningFile);
+    if (v.source == detail::Source::TuningFile) {
+      source += ' ';
+      source += detail::setting_string(detail::Setting::TuningFile);
+    }
     out.push_back({detail::setting_info(spec.setting).name, v.bytes, source, spec.rule});
   }
   return out;
