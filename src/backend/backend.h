@@ -227,8 +227,13 @@ class Backend : public BackendProcess {
 
   /// Appends one record to this rank's operation history (backend/op_history.h).
   void record_op(OpKind kind, std::uint8_t flag, int peer, std::int32_t value, std::uint32_t domain,
-                 std::uint32_t buffer, std::uint64_t offset, const Dims* coords, std::uint64_t put = 0) noexcept {
-    if (op_history) op_history->write(kind, flag, peer, value, domain, buffer, offset, coords, put);
+                 std::uint32_t buffer, std::uint64_t offset, const Dims* coords) noexcept {
+    if (op_history) op_history->write(kind, flag, peer, value, domain, buffer, offset, coords);
+  }
+  /// Appends put_signal's one record (OpKind::PutSignal or PutSignalNbi; `put` as OpRing::write_put_signal).
+  void record_put_signal(OpKind kind, std::uint8_t flag, int peer, std::int32_t value, std::uint32_t domain,
+                         std::uint32_t buffer, std::uint64_t offset, const Dims* coords, std::uint64_t put) noexcept {
+    if (op_history) op_history->write_put_signal(kind, flag, peer, value, domain, buffer, offset, coords, put);
   }
 };
 

@@ -8,11 +8,11 @@
 // record that describes both halves: the signal's fields as a notify has them, and the data's
 // window buffer and byte count; every other put_signal records a Put and a Notify.
 //
-// Cost: one record is eight relaxed 64-bit stores and one relaxed load into the rank's own ring
-// (plain `mov`s on x86, no read-modify-write, no fence, no syscall). Threads of one rank (core_num
-// lanes, a task scheduler) share the ring without locking: two records written at the same moment
-// may land in one slot, and the reader skips a slot whose sequence number does not match. The
-// history is diagnostic, never a synchronisation.
+// Cost: one record is seven relaxed 64-bit stores (eight for PutSignal) and one relaxed load into
+// the rank's own ring (plain `mov`s on x86, no read-modify-write, no fence, no syscall). Threads
+// of one rank (core_num lanes, a task scheduler) share the ring without locking: two records
+// written at the same moment may land in one slot, and the reader skips a slot whose sequence
+// number does not match. The history is diagnostic, never a synchronisation.
 #pragma once
 
 #include <pld/types.hpp>
@@ -113,30 +113,19 @@ struct alignas(64) OpRing {
     std::atomic<std::uint64_t> w[7];
   } slots[kOpHistory];
 
-  /// Appends a record; `put` is a PutSignal's put_buffer | put_bytes << 32 (0 otherwise).
+  /// Appends a record.
   void write(OpKind kind, std::uint8_t flag, int peer, std::int32_t value, std::uint32_t domain, std::uint32_t buffer,
-             std::uint64_t offset, const Dims* coords, std::uint64_t put = 0) noexcept {
+             std::uint64_t offset, const Dims* coords) noexcept {
     const std::uint64_t n = head.load(std::memory_order_relaxed);
-    Slot& s = slots[n % kOpHistory];
-    std::uint64_t c01 = 0, c2 = 0;
-    if (coords) {
-      const int nd = coords->size();
-      c01 = static_cast<std::uint32_t>(nd > 0 ? (*coords)[0] : 0) |
-            (static_cast<std::uint64_t>(static_cast<std::uint32_t>(nd > 1 ? (*coords)[1] : 0)) << 32);
-      c2 = static_cast<std::uint32_t>(nd > 2 ? (*coords)[2] : 0) | (static_cast<std::uint64_t>(nd) << 32);
-    }
-    s.w[0].store(0, std::memory_order_relaxed);
-    s.w[1].store(static_cast<std::uint64_t>(kind) | (static_cast<std::uint64_t>(flag) << 8) |
-                     (static_cast<std::uint64_t>(static_cast<std::uint16_t>(peer)) << 16) |
-                     (static_cast<std::uint64_t>(static_cast<std::uint32_t>(value)) << 32),
-                 std::memory_order_relaxed);
-    s.w[2].store(domain | (static_cast<std::uint64_t>(buffer) << 32), std::memory_order_relaxed);
-    s.w[3].store(offset, std::memory_order_relaxed);
-    s.w[4].store(c01, std::memory_order_relaxed);
-    s.w[5].store(c2, std::memory_order_relaxed);
+    publish(fill(n, kind, flag, peer, value, domain, buffer, offset, coords), n);
+  }
+  /// Appends a PutSignal(Nbi) record: `put` is its put_buffer | put_bytes << 32.
+  void write_put_signal(OpKind kind, std::uint8_t flag, int peer, std::int32_t value, std::uint32_t domain,
+                        std::uint32_t buffer, std::uint64_t offset, const Dims* coords, std::uint64_t put) noexcept {
+    const std::uint64_t n = head.load(std::memory_order_relaxed);
+    Slot& s = fill(n, kind, flag, peer, value, domain, buffer, offset, coords);
     s.w[6].store(put, std::memory_order_relaxed);
-    s.w[0].store(n + 1, std::memory_order_release);
-    head.store(n + 1, std::memory_order_release);
+    publish(s, n);
   }
 
   /// Forgets every record (a process that is a rank for many calls: mpi backend).
@@ -167,13 +156,43 @@ struct alignas(64) OpRing {
       r.coords[1] = static_cast<std::int32_t>(static_cast<std::uint32_t>(c01 >> 32));
       r.coords[2] = static_cast<std::int32_t>(static_cast<std::uint32_t>(c2));
       r.ndim = static_cast<std::uint8_t>(c2 >> 32);
-      const std::uint64_t put = s.w[6].load(std::memory_order_relaxed);
-      r.put_buffer = static_cast<std::uint32_t>(put);
-      r.put_bytes = static_cast<std::int32_t>(static_cast<std::uint32_t>(put >> 32));
+      if (r.kind == OpKind::PutSignal || r.kind == OpKind::PutSignalNbi) {
+        const std::uint64_t put = s.w[6].load(std::memory_order_relaxed);
+        r.put_buffer = static_cast<std::uint32_t>(put);
+        r.put_bytes = static_cast<std::int32_t>(static_cast<std::uint32_t>(put >> 32));
+      }
       if (s.w[0].load(std::memory_order_acquire) != r.seq) continue;
       out[n++] = r;
     }
     return n;
+  }
+
+ private:
+  /// Writes record n + 1's fields (w[6] only for PutSignal: read only for those).
+  Slot& fill(std::uint64_t n, OpKind kind, std::uint8_t flag, int peer, std::int32_t value, std::uint32_t domain,
+             std::uint32_t buffer, std::uint64_t offset, const Dims* coords) noexcept {
+    Slot& s = slots[n % kOpHistory];
+    std::uint64_t c01 = 0, c2 = 0;
+    if (coords) {
+      const int nd = coords->size();
+      c01 = static_cast<std::uint32_t>(nd > 0 ? (*coords)[0] : 0) |
+            (static_cast<std::uint64_t>(static_cast<std::uint32_t>(nd > 1 ? (*coords)[1] : 0)) << 32);
+      c2 = static_cast<std::uint32_t>(nd > 2 ? (*coords)[2] : 0) | (static_cast<std::uint64_t>(nd) << 32);
+    }
+    s.w[0].store(0, std::memory_order_relaxed);
+    s.w[1].store(static_cast<std::uint64_t>(kind) | (static_cast<std::uint64_t>(flag) << 8) |
+                     (static_cast<std::uint64_t>(static_cast<std::uint16_t>(peer)) << 16) |
+                     (static_cast<std::uint64_t>(static_cast<std::uint32_t>(value)) << 32),
+                 std::memory_order_relaxed);
+    s.w[2].store(domain | (static_cast<std::uint64_t>(buffer) << 32), std::memory_order_relaxed);
+    s.w[3].store(offset, std::memory_order_relaxed);
+    s.w[4].store(c01, std::memory_order_relaxed);
+    s.w[5].store(c2, std::memory_order_relaxed);
+    return s;
+  }
+  void publish(Slot& s, std::uint64_t n) noexcept {
+    s.w[0].store(n + 1, std::memory_order_release);
+    head.store(n + 1, std::memory_order_release);
   }
 };
 

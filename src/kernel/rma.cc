@@ -355,8 +355,8 @@ bool put_signal_inline(const PutSignalCall& c) {
   // Recorded after the signal, as an atomic's record is: outside debug mode nothing reads the
   // history before the rank's call ends or a deadline passes (op_history.h).
   const std::uint64_t put = c.dst.ref->buffer | static_cast<std::uint64_t>(saturate(static_cast<Index>(bytes))) << 32;
-  b.record_op(c.nbi ? OpKind::PutSignalNbi : OpKind::PutSignal, static_cast<std::uint8_t>(c.op), target, c.value,
-              c.signal.ref->domain, c.signal.ref->buffer, cell, c.signal_offsets, put);
+  b.record_put_signal(c.nbi ? OpKind::PutSignalNbi : OpKind::PutSignal, static_cast<std::uint8_t>(c.op), target,
+                      c.value, c.signal.ref->domain, c.signal.ref->buffer, cell, c.signal_offsets, put);
   if (c.nbi) RankRuntime::get("tensor::put_signal_nbi").nbi().issued();
   return true;
 }
