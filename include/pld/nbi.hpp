@@ -64,9 +64,56 @@ struct SignalArg {
   std::int32_t value;
   NotifyOp op;
 };
+/// put_signal on descriptors (the Python bindings), every check on every call.
 PLD_API void put_signal(const WindowDesc& dst, int peer, const LocalDesc& src, const Dims* dst_offsets,
                         const Dims* src_offsets, const Dims* shape, const SignalArg& signal, const PutOptions& options,
                         bool nbi);
+
+/// A window view by address: its parts, nothing of it copied on the way.
+struct ViewRef {
+  const DomainState* state;
+  const WindowRef* ref;
+  const Dims* shape;
+  DType dtype;
+};
+template <class T>
+ViewRef view_ref(const DistributedTensor<T>& t) {
+  return {t.state(), &t.ref(), &t.shape(), dtype_of<T>};
+}
+/// A put's source by address: a rank-local array (`data`, shape and dtype in `view`) or, with
+/// `window`, the calling rank's own copy of the window view `view`.
+struct SourceRef {
+  ViewRef view;
+  std::byte* data;
+  bool window;
+};
+template <class T>
+SourceRef source_ref(const Tensor<T>& t) {
+  return {{nullptr, nullptr, &t.shape(), dtype_of<T>}, reinterpret_cast<std::byte*>(t.data()), false};
+}
+template <class T>
+SourceRef source_ref(const DistributedTensor<T>& t) {
+  return {view_ref(t), nullptr, true};
+}
+/// A put_signal as the templates hand it over: every operand by address (the region pointers
+/// all nullptr for the full-slice form).
+struct PutSignalCall {
+  ViewRef dst;
+  int peer;
+  SourceRef src;
+  const Dims* dst_offsets;
+  const Dims* src_offsets;
+  const Dims* shape;
+  ViewRef signal;
+  const Dims* signal_offsets;
+  std::int32_t value;
+  NotifyOp op;
+  const PutOptions* options;
+  bool nbi;
+};
+/// The one entry of the put_signal templates: validates, records, moves the data and the signal.
+PLD_API void put_signal(const PutSignalCall& call);
+
 PLD_API void quiet();
 PLD_API void fence();
 
@@ -81,18 +128,18 @@ template <class T, detail::LocalOperand<T> Src>
 void put_signal(const DistributedTensor<T>& dst, int peer, const Src& src,
                 const DistributedTensor<std::int32_t>& signal, const Dims& signal_offsets, std::int32_t value,
                 NotifyOp op, const PutOptions& options = {}) {
-  const detail::WindowDesc s = detail::desc(signal);
-  detail::put_signal(detail::desc(dst), peer, detail::local_operand("tensor::put_signal", src), nullptr, nullptr,
-                     nullptr, detail::SignalArg{s, signal_offsets, value, op}, options, false);
+  detail::put_signal(detail::PutSignalCall{detail::view_ref(dst), peer, detail::source_ref(src), nullptr, nullptr,
+                                           nullptr, detail::view_ref(signal), &signal_offsets, value, op, &options,
+                                           false});
 }
 /// Region form: `shape` from `src_offsets` of src to `dst_offsets` of the peer's dst, then the signal.
 template <class T, detail::LocalOperand<T> Src>
 void put_signal(const DistributedTensor<T>& dst, int peer, const Src& src, const Dims& dst_offsets,
                 const Dims& src_offsets, const Dims& shape, const DistributedTensor<std::int32_t>& signal,
                 const Dims& signal_offsets, std::int32_t value, NotifyOp op, const PutOptions& options = {}) {
-  const detail::WindowDesc s = detail::desc(signal);
-  detail::put_signal(detail::desc(dst), peer, detail::local_operand("tensor::put_signal", src), &dst_offsets,
-                     &src_offsets, &shape, detail::SignalArg{s, signal_offsets, value, op}, options, false);
+  detail::put_signal(detail::PutSignalCall{detail::view_ref(dst), peer, detail::source_ref(src), &dst_offsets,
+                                           &src_offsets, &shape, detail::view_ref(signal), &signal_offsets, value, op,
+                                           &options, false});
 }
 
 /// Non-blocking put_signal: the data and the signal may still be in flight when it returns, and
@@ -101,17 +148,17 @@ template <class T, detail::LocalOperand<T> Src>
 void put_signal_nbi(const DistributedTensor<T>& dst, int peer, const Src& src,
                     const DistributedTensor<std::int32_t>& signal, const Dims& signal_offsets, std::int32_t value,
                     NotifyOp op, const PutOptions& options = {}) {
-  const detail::WindowDesc s = detail::desc(signal);
-  detail::put_signal(detail::desc(dst), peer, detail::local_operand("tensor::put_signal_nbi", src), nullptr, nullptr,
-                     nullptr, detail::SignalArg{s, signal_offsets, value, op}, options, true);
+  detail::put_signal(detail::PutSignalCall{detail::view_ref(dst), peer, detail::source_ref(src), nullptr, nullptr,
+                                           nullptr, detail::view_ref(signal), &signal_offsets, value, op, &options,
+                                           true});
 }
 template <class T, detail::LocalOperand<T> Src>
 void put_signal_nbi(const DistributedTensor<T>& dst, int peer, const Src& src, const Dims& dst_offsets,
                     const Dims& src_offsets, const Dims& shape, const DistributedTensor<std::int32_t>& signal,
                     const Dims& signal_offsets, std::int32_t value, NotifyOp op, const PutOptions& options = {}) {
-  const detail::WindowDesc s = detail::desc(signal);
-  detail::put_signal(detail::desc(dst), peer, detail::local_operand("tensor::put_signal_nbi", src), &dst_offsets,
-                     &src_offsets, &shape, detail::SignalArg{s, signal_offsets, value, op}, options, true);
+  detail::put_signal(detail::PutSignalCall{detail::view_ref(dst), peer, detail::source_ref(src), &dst_offsets,
+                                           &src_offsets, &shape, detail::view_ref(signal), &signal_offsets, value, op,
+                                           &options, true});
 }
 
 /// Non-blocking tensor::put: complete at system::quiet(); `src` is read until then.

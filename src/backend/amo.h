@@ -44,6 +44,18 @@ inline std::uint64_t atomic_local(std::byte* cell, AmoOp op, DType dtype, std::u
   return amo_apply(reinterpret_cast<std::uint64_t*>(cell), op, operand, compare);
 }
 
+/// A notify's update of the int32 signal cell at `cell`: Set or AtomicAdd `value`, one seq_cst
+/// read-modify-write (xchg / lock xadd on x86, a full barrier that also orders earlier
+/// non-temporal stores). The shm backend's notify and put_signal, and the kernel API's put_signal
+/// where the backend's is nothing more (Backend::cpu_put_signal).
+[[gnu::always_inline]] inline void signal_update_local(std::byte* cell, std::int32_t value, NotifyOp op) {
+  std::atomic_ref<std::int32_t> a(*reinterpret_cast<std::int32_t*>(cell));
+  if (op == NotifyOp::Set)
+    a.exchange(value, std::memory_order_seq_cst);
+  else
+    a.fetch_add(value, std::memory_order_seq_cst);
+}
+
 /// The new value `op` leaves in a cell that held `old` (the width's arithmetic; Fetch leaves it).
 std::uint64_t amo_result(AmoOp op, DType dtype, std::uint64_t old, std::uint64_t operand, std::uint64_t compare);
 

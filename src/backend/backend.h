@@ -194,6 +194,11 @@ class Backend : public BackendProcess {
   /// atomic_changed() for a 4-byte cell it may have changed: the kernel API then applies it
   /// itself, without the call. shm: true.
   bool cpu_atomics = false;
+  /// Whether put_signal() is nothing but bulk_copy (core/copy.h) into the peer's window as this
+  /// process addresses it (DomainState::windows_in), then notify's read-modify-write on the signal
+  /// cell there (seq_cst exchange for Set, fetch_add for AtomicAdd), then atomic_changed(): the
+  /// kernel API then does it itself, without the call. shm: true.
+  bool cpu_put_signal = false;
   /// After a CPU atomic (cpu_atomics) that may have changed the int32 cell at `offset` of
   /// `rank`'s heap: wakes its sleepers, as notify does.
   virtual void atomic_changed(int /*rank*/, std::uint64_t /*offset*/) {}
@@ -224,6 +229,11 @@ class Backend : public BackendProcess {
   void record_op(OpKind kind, std::uint8_t flag, int peer, std::int32_t value, std::uint32_t domain,
                  std::uint32_t buffer, std::uint64_t offset, const Dims* coords) noexcept {
     if (op_history) op_history->write(kind, flag, peer, value, domain, buffer, offset, coords);
+  }
+  /// Appends put_signal's one record (OpKind::PutSignal or PutSignalNbi; `put` as OpRing::write_put_signal).
+  void record_put_signal(OpKind kind, std::uint8_t flag, int peer, std::int32_t value, std::uint32_t domain,
+                         std::uint32_t buffer, std::uint64_t offset, const Dims* coords, std::uint64_t put) noexcept {
+    if (op_history) op_history->write_put_signal(kind, flag, peer, value, domain, buffer, offset, coords, put);
   }
 };
 

@@ -4,11 +4,15 @@
 // hang report (debug/hang.h) can say what every rank did last and who has written the cell a rank
 // waits on. Backend::record_op appends to it.
 //
-// Cost: one record is seven relaxed 64-bit stores and one relaxed load into the rank's own ring
-// (plain `mov`s on x86, no read-modify-write, no fence, no syscall). Threads of one rank (core_num
-// lanes, a task scheduler) share the ring without locking: two records written at the same moment
-// may land in one slot, and the reader skips a slot whose sequence number does not match. The
-// history is diagnostic, never a synchronisation.
+// put_signal's common case (a full slice, outside debug mode and tracing) writes one PutSignal
+// record that describes both halves: the signal's fields as a notify has them, and the data's
+// window buffer and byte count; every other put_signal records a Put and a Notify.
+//
+// Cost: one record is seven relaxed 64-bit stores (eight for PutSignal) and one relaxed load into
+// the rank's own ring (plain `mov`s on x86, no read-modify-write, no fence, no syscall). Threads
+// of one rank (core_num lanes, a task scheduler) share the ring without locking: two records
+// written at the same moment may land in one slot, and the reader skips a slot whose sequence
+// number does not match. The history is diagnostic, never a synchronisation.
 #pragma once
 
 #include <pld/types.hpp>
@@ -33,12 +37,22 @@ enum class OpKind : std::uint8_t {
   Collective,
   // signals: a wait on several cells (wait_until_any / all / some)
   WaitCells,
-  // Non-blocking transfers (tensor::put_nbi / get_nbi; put_signal records a Put and a Notify).
+  // Non-blocking transfers (tensor::put_nbi / get_nbi).
   PutNbi,
   GetNbi,
   // Atomics (pld::system::atomic_*): flag is the AmoOp, value the operand (truncated to 32 bits).
   Atomic,
+  // put_signal / put_signal_nbi as one record: the signal's fields as Notify has them (flag,
+  // peer, value, domain, buffer, offset, coords) and the data's buffer and bytes (put_buffer,
+  // put_bytes).
+  PutSignal,
+  PutSignalNbi,
 };
+
+/// Whether a record changes a signal cell as a notify does (Notify, and put_signal's one record).
+inline bool notifies(OpKind k) {
+  return k == OpKind::Notify || k == OpKind::PutSignal || k == OpKind::PutSignalNbi;
+}
 
 /// The collectives, as recorded (OpRecord::flag of a Collective record, debug-mode descriptors).
 enum class CollKind : std::uint8_t {
@@ -87,6 +101,8 @@ struct OpRecord {
   std::uint64_t offset = 0;
   std::int32_t coords[3] = {0, 0, 0};
   std::uint8_t ndim = 0;
+  std::uint32_t put_buffer = 0;  // PutSignal(Nbi): the data's window buffer
+  std::int32_t put_bytes = 0;    // PutSignal(Nbi): the data's bytes (saturated)
 };
 
 /// The ring of one rank, as stored in shared memory (packed into words written with relaxed
@@ -94,31 +110,22 @@ struct OpRecord {
 struct alignas(64) OpRing {
   std::atomic<std::uint64_t> head{0};  // records written so far
   struct Slot {
-    std::atomic<std::uint64_t> w[6];
+    std::atomic<std::uint64_t> w[7];
   } slots[kOpHistory];
 
+  /// Appends a record.
   void write(OpKind kind, std::uint8_t flag, int peer, std::int32_t value, std::uint32_t domain, std::uint32_t buffer,
              std::uint64_t offset, const Dims* coords) noexcept {
     const std::uint64_t n = head.load(std::memory_order_relaxed);
-    Slot& s = slots[n % kOpHistory];
-    std::uint64_t c01 = 0, c2 = 0;
-    if (coords) {
-      const int nd = coords->size();
-      c01 = static_cast<std::uint32_t>(nd > 0 ? (*coords)[0] : 0) |
-            (static_cast<std::uint64_t>(static_cast<std::uint32_t>(nd > 1 ? (*coords)[1] : 0)) << 32);
-      c2 = static_cast<std::uint32_t>(nd > 2 ? (*coords)[2] : 0) | (static_cast<std::uint64_t>(nd) << 32);
-    }
-    s.w[0].store(0, std::memory_order_relaxed);
-    s.w[1].store(static_cast<std::uint64_t>(kind) | (static_cast<std::uint64_t>(flag) << 8) |
-                     (static_cast<std::uint64_t>(static_cast<std::uint16_t>(peer)) << 16) |
-                     (static_cast<std::uint64_t>(static_cast<std::uint32_t>(value)) << 32),
-                 std::memory_order_relaxed);
-    s.w[2].store(domain | (static_cast<std::uint64_t>(buffer) << 32), std::memory_order_relaxed);
-    s.w[3].store(offset, std::memory_order_relaxed);
-    s.w[4].store(c01, std::memory_order_relaxed);
-    s.w[5].store(c2, std::memory_order_relaxed);
-    s.w[0].store(n + 1, std::memory_order_release);
-    head.store(n + 1, std::memory_order_release);
+    publish(fill(n, kind, flag, peer, value, domain, buffer, offset, coords), n);
+  }
+  /// Appends a PutSignal(Nbi) record: `put` is its put_buffer | put_bytes << 32.
+  void write_put_signal(OpKind kind, std::uint8_t flag, int peer, std::int32_t value, std::uint32_t domain,
+                        std::uint32_t buffer, std::uint64_t offset, const Dims* coords, std::uint64_t put) noexcept {
+    const std::uint64_t n = head.load(std::memory_order_relaxed);
+    Slot& s = fill(n, kind, flag, peer, value, domain, buffer, offset, coords);
+    s.w[6].store(put, std::memory_order_relaxed);
+    publish(s, n);
   }
 
   /// Forgets every record (a process that is a rank for many calls: mpi backend).
@@ -149,10 +156,43 @@ struct alignas(64) OpRing {
       r.coords[1] = static_cast<std::int32_t>(static_cast<std::uint32_t>(c01 >> 32));
       r.coords[2] = static_cast<std::int32_t>(static_cast<std::uint32_t>(c2));
       r.ndim = static_cast<std::uint8_t>(c2 >> 32);
+      if (r.kind == OpKind::PutSignal || r.kind == OpKind::PutSignalNbi) {
+        const std::uint64_t put = s.w[6].load(std::memory_order_relaxed);
+        r.put_buffer = static_cast<std::uint32_t>(put);
+        r.put_bytes = static_cast<std::int32_t>(static_cast<std::uint32_t>(put >> 32));
+      }
       if (s.w[0].load(std::memory_order_acquire) != r.seq) continue;
       out[n++] = r;
     }
     return n;
+  }
+
+ private:
+  /// Writes record n + 1's fields (w[6] only for PutSignal: read only for those).
+  Slot& fill(std::uint64_t n, OpKind kind, std::uint8_t flag, int peer, std::int32_t value, std::uint32_t domain,
+             std::uint32_t buffer, std::uint64_t offset, const Dims* coords) noexcept {
+    Slot& s = slots[n % kOpHistory];
+    std::uint64_t c01 = 0, c2 = 0;
+    if (coords) {
+      const int nd = coords->size();
+      c01 = static_cast<std::uint32_t>(nd > 0 ? (*coords)[0] : 0) |
+            (static_cast<std::uint64_t>(static_cast<std::uint32_t>(nd > 1 ? (*coords)[1] : 0)) << 32);
+      c2 = static_cast<std::uint32_t>(nd > 2 ? (*coords)[2] : 0) | (static_cast<std::uint64_t>(nd) << 32);
+    }
+    s.w[0].store(0, std::memory_order_relaxed);
+    s.w[1].store(static_cast<std::uint64_t>(kind) | (static_cast<std::uint64_t>(flag) << 8) |
+                     (static_cast<std::uint64_t>(static_cast<std::uint16_t>(peer)) << 16) |
+                     (static_cast<std::uint64_t>(static_cast<std::uint32_t>(value)) << 32),
+                 std::memory_order_relaxed);
+    s.w[2].store(domain | (static_cast<std::uint64_t>(buffer) << 32), std::memory_order_relaxed);
+    s.w[3].store(offset, std::memory_order_relaxed);
+    s.w[4].store(c01, std::memory_order_relaxed);
+    s.w[5].store(c2, std::memory_order_relaxed);
+    return s;
+  }
+  void publish(Slot& s, std::uint64_t n) noexcept {
+    s.w[0].store(n + 1, std::memory_order_release);
+    head.store(n + 1, std::memory_order_release);
   }
 };
 

@@ -418,7 +418,7 @@ void debug_check_wait_done(const WindowDesc& signal, const Dims& offsets, std::u
       OpRecord recs[kOpHistory];
       const int n = d.backend->op_histories[w].read(recs);
       for (int i = n - 1; i >= 0; --i)
-        if (recs[i].kind == OpKind::Notify && recs[i].peer == me && recs[i].offset == off) {
+        if (notifies(recs[i].kind) && recs[i].peer == me && recs[i].offset == off) {
           writers += fmt::format("{}rank {} notify({} {}, its operation #{})", writers.empty() ? "" : "; ", m,
                                  recs[i].flag == static_cast<std::uint8_t>(NotifyOp::Set) ? "Set" : "AtomicAdd",
                                  recs[i].value, recs[i].seq);

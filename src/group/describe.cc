@@ -82,6 +82,12 @@ std::string describe_op(const OpRecord& op, const HostSession& session) {
       return fmt::format("put_nbi(rank {}, {} at {}, {} bytes{})", op.peer, buf, coords(op), op.value,
                          atomic ? ", atomic add" : "");
     case OpKind::GetNbi: return fmt::format("get_nbi(rank {}, {} at {}, {} bytes)", op.peer, buf, coords(op), op.value);
+    case OpKind::PutSignal:
+    case OpKind::PutSignalNbi:
+      return fmt::format("{}(rank {}, {} bytes to {}, signal {} {}, {} {})",
+                         op.kind == OpKind::PutSignal ? "put_signal" : "put_signal_nbi", op.peer, op.put_bytes,
+                         buffer_name(session, op.domain, op.put_buffer), buf, coords(op),
+                         op.flag == static_cast<std::uint8_t>(NotifyOp::Set) ? "Set" : "AtomicAdd", op.value);
     case OpKind::Atomic:
       return fmt::format("atomic_{}(rank {}, {} {}, {})", amo_name(static_cast<AmoOp>(op.flag)), op.peer, buf,
                          coords(op), op.value);

@@ -75,8 +75,7 @@ std::vector<Writer> cell_writers(int a, const RankSnapshot& w, const std::vector
     const OpRecord* last = nullptr;
     bool any_set = false;
     for (const OpRecord& r : ranks[static_cast<std::size_t>(x)].history)
-      if ((r.kind == OpKind::Notify ||
-           (r.kind == OpKind::Atomic && r.flag != static_cast<std::uint8_t>(AmoOp::Fetch))) &&
+      if ((notifies(r.kind) || (r.kind == OpKind::Atomic && r.flag != static_cast<std::uint8_t>(AmoOp::Fetch))) &&
           r.peer == a && r.offset == w.offset) {
         last = &r;
         any_set |= r.kind == OpKind::Atomic ? r.flag != static_cast<std::uint8_t>(AmoOp::Add)
@@ -98,7 +97,7 @@ std::vector<Writer> cell_writers(int a, const RankSnapshot& w, const std::vector
   // Symmetric evidence: ranks that notified the same cell of other ranks, but not of this one.
   for (int x = 0; x < static_cast<int>(ranks.size()); ++x)
     for (const OpRecord& r : ranks[static_cast<std::size_t>(x)].history)
-      if (r.kind == OpKind::Notify && r.peer != a && r.offset == w.offset && x != a) {
+      if (notifies(r.kind) && r.peer != a && r.offset == w.offset && x != a) {
         Writer wr{x, fmt::format("notified the same cell on rank {} but not on this one", r.peer)};
         wr.elsewhere = r.peer;
         out.push_back(wr);
@@ -113,7 +112,7 @@ std::vector<Writer> cell_writers(int a, const RankSnapshot& w, const std::vector
     bool convention = row >= 0 && row < static_cast<Index>(d.members.size());
     for (int x = 0; x < static_cast<int>(ranks.size()) && convention; ++x)
       for (const OpRecord& r : ranks[static_cast<std::size_t>(x)].history)
-        if (r.kind == OpKind::Notify && r.domain == w.domain && r.buffer == w.buffer && r.ndim >= 1 &&
+        if (notifies(r.kind) && r.domain == w.domain && r.buffer == w.buffer && r.ndim >= 1 &&
             static_cast<std::size_t>(x) < d.local_of.size() && r.coords[0] != d.local_of[static_cast<std::size_t>(x)])
           convention = false;
     if (convention) {

@@ -4,9 +4,14 @@
 // first), records the operation (backend/op_history.h), and moves the addressed box in runs of
 // contiguous elements through the backend (backend/*/rma.cc). put_signal hands its last run to
 // the backend together with the signal (Backend::put_signal), so a backend can send both at once;
+// its common case on a backend whose put_signal is CPU work on addressable memory
+// (Backend::cpu_put_signal: shm) runs inline instead, with one pass of checks and one record
+// (put_signal_inline);
 // in debug mode a non-blocking put's source runs are checksummed and a non-blocking get's
 // destination runs remembered until quiet, and a put whose source is such a destination fails
 // (rank/nbi.h).
+#include "backend/amo.h"
+#include "core/copy.h"
 #include "debug/checks.h"
 #include "kernel/region.h"
 #include "kernel/signal.h"
@@ -162,13 +167,17 @@ bool same_dims(const Dims& a, const Dims& b) {
   return true;
 }
 
+/// A plain copy: no atomic add, no chunking, no pipeline.
+bool plain_copy(AtomicType atomic, Index chunk_rows, Index chunk_cols, bool pipeline) {
+  return atomic == AtomicType::None && chunk_rows == 0 && chunk_cols == 0 && !pipeline;
+}
+
 // The common case — whole tensor, same shape and dtype, plain copy, no chunking — goes straight to
 // the backend; anything else (including every error) takes the checked general path.
 bool plain_full_slice(const Transfer& t) {
   const WindowDesc& w = t.window;
   return !t.shape && w.state && t.peer >= 0 && t.peer < w.state->nranks() && w.dtype == t.local.dtype &&
-         t.atomic == AtomicType::None && t.chunk_rows == 0 && t.chunk_cols == 0 && !t.pipeline &&
-         same_dims(w.shape, t.local.shape);
+         plain_copy(t.atomic, t.chunk_rows, t.chunk_cols, t.pipeline) && same_dims(w.shape, t.local.shape);
 }
 
 /// put_signal's signal, with `held` (the last run of the data, if any) travelling with it.
@@ -309,6 +318,59 @@ Transfer get_transfer(const char* api, const LocalDesc& dst, int peer, const Win
       dst.state->label));
 }
 
+WindowDesc desc_of(const ViewRef& v) {
+  return WindowDesc{v.state, *v.ref, *v.shape, v.dtype};
+}
+
+/// put_signal's common case, where the backend's put_signal is nothing but CPU work on memory this
+/// process addresses (Backend::cpu_put_signal): a full slice of the same shape and dtype, a plain
+/// copy, a valid signal cell of dst's comm domain, debug mode and tracing off. Every check runs
+/// once, on the views' parts; then the copy, the signal's read-modify-write and wake-up test
+/// (what the backend's put_signal would do, without the call), and one PutSignal record. Returns
+/// false, having done nothing, when any condition fails: the checked path then names the failure.
+bool put_signal_inline(const PutSignalCall& c) {
+  const DomainState* d = c.dst.state;
+  if (!d || c.signal.state != d || !d->backend->cpu_put_signal || c.shape || debug_checks() || trace::on())
+    return false;
+  const Dims& shape = *c.dst.shape;
+  const PutOptions& o = *c.options;
+  std::uint64_t cell = 0;
+  if (c.peer < 0 || c.peer >= d->nranks() || c.src.view.dtype != c.dst.dtype || !same_dims(*c.src.view.shape, shape) ||
+      !plain_copy(o.atomic, o.chunk_rows, o.chunk_cols, o.pipeline) || !notify_op_valid(c.op) ||
+      !cell_fast(*c.signal.shape, c.signal.ref->offset, *c.signal_offsets, &cell))
+    return false;
+  std::byte* src = c.src.data;
+  if (c.src.window) {
+    const DomainState* s = c.src.view.state;
+    if (!s) return false;
+    src = s->windows_in[static_cast<std::size_t>(s->rank)] + c.src.view.ref->offset;
+  }
+  const std::size_t bytes = static_cast<std::size_t>(shape.numel()) * dtype_size(c.dst.dtype);
+  std::byte* heap = d->windows_in[static_cast<std::size_t>(c.peer)];
+  bulk_copy(heap + c.dst.ref->offset, src, bytes);
+  signal_update_local(heap + cell, c.value, c.op);
+  Backend& b = *d->backend;
+  const int target = d->members[static_cast<std::size_t>(c.peer)];
+  b.atomic_changed(target, cell);
+  // Recorded after the signal, as an atomic's record is: outside debug mode nothing reads the
+  // history before the rank's call ends or a deadline passes (op_history.h).
+  const std::uint64_t put = c.dst.ref->buffer | static_cast<std::uint64_t>(saturate(static_cast<Index>(bytes))) << 32;
+  b.record_put_signal(c.nbi ? OpKind::PutSignalNbi : OpKind::PutSignal, static_cast<std::uint8_t>(c.op), target,
+                      c.value, c.signal.ref->domain, c.signal.ref->buffer, cell, c.signal_offsets, put);
+  if (c.nbi) RankRuntime::get("tensor::put_signal_nbi").nbi().issued();
+  return true;
+}
+
+/// Every other put_signal of the templates, and every error: the descriptors, then the checked path.
+[[gnu::noinline]] void put_signal_checked(const PutSignalCall& c) {
+  const char* api = c.nbi ? "tensor::put_signal_nbi" : "tensor::put_signal";
+  const LocalDesc src = c.src.window ? window_local(api, desc_of(c.src.view))
+                                     : LocalDesc{c.src.data, *c.src.view.shape, c.src.view.dtype, *c.src.view.shape};
+  const WindowDesc signal = desc_of(c.signal);
+  put_signal(desc_of(c.dst), c.peer, src, c.dst_offsets, c.src_offsets, c.shape,
+             SignalArg{signal, *c.signal_offsets, c.value, c.op}, *c.options, c.nbi);
+}
+
 }  // namespace
 
 void put(const WindowDesc& dst, int peer, const LocalDesc& src, const Dims* dst_offsets, const Dims* src_offsets,
@@ -329,6 +391,12 @@ void put_nbi(const WindowDesc& dst, int peer, const LocalDesc& src, const Dims* 
 void get_nbi(const LocalDesc& dst, int peer, const WindowDesc& src, const Dims* dst_offsets, const Dims* src_offsets,
              const Dims* shape, const GetOptions& options) {
   transfer(get_transfer("tensor::get_nbi", dst, peer, src, dst_offsets, src_offsets, shape, options, true));
+}
+
+void put_signal(const PutSignalCall& c) {
+  if (put_signal_inline(c)) [[likely]]
+    return;
+  return put_signal_checked(c);
 }
 
 void put_signal(const WindowDesc& dst, int peer, const LocalDesc& src, const Dims* dst_offsets, const Dims* src_offsets,

@@ -1,7 +1,8 @@
 // Internal helpers of the signal operations: the cell checks and the site text of every message
 // (kernel/signal.cc, kernel/signal_cells.cc), and the parts of notify that put_signal shares
-// (kernel/rma.cc): checking the signal cell before any data moves, and the debug check, operation
-// record and trace around the backend's call.
+// (kernel/rma.cc): checking the signal cell before any data moves (put_signal's common case runs
+// the same checks on the parts of the view: cell_fast, notify_op_valid), and the debug check,
+// operation record and trace around the backend's call.
 #pragma once
 
 #include "debug/checks.h"
@@ -22,15 +23,23 @@ std::string signal_site(const char* api, const WindowDesc& s, const Dims& offset
 std::uint64_t cell_offset(const std::string& op, const WindowDesc& s, const Dims& offsets);
 /// Fast check of a signal cell: false when it is not a cell of `s` (cell_offset then explains).
 /// Inline: every notify, wait and put_signal runs it.
-inline bool cell_fast(const WindowDesc& s, const Dims& offsets, std::uint64_t* off) {
-  if (offsets.size() != s.shape.size()) return false;
+/// The view's parts: its `shape` and the heap offset `base` of its first cell.
+inline bool cell_fast(const Dims& shape, std::uint64_t base, const Dims& offsets, std::uint64_t* off) {
+  if (offsets.size() != shape.size()) return false;
   Index lin = 0;
-  for (int d = 0; d < s.shape.size(); ++d) {
-    if (offsets[d] < 0 || offsets[d] >= s.shape[d]) return false;
-    lin = lin * s.shape[d] + offsets[d];
+  for (int d = 0; d < shape.size(); ++d) {
+    if (offsets[d] < 0 || offsets[d] >= shape[d]) return false;
+    lin = lin * shape[d] + offsets[d];
   }
-  *off = s.ref.offset + static_cast<std::uint64_t>(lin) * sizeof(std::int32_t);
+  *off = base + static_cast<std::uint64_t>(lin) * sizeof(std::int32_t);
   return true;
+}
+inline bool cell_fast(const WindowDesc& s, const Dims& offsets, std::uint64_t* off) {
+  return cell_fast(s.shape, s.ref.offset, offsets, off);
+}
+/// Whether `op` is a NotifyOp enumerator.
+inline bool notify_op_valid(NotifyOp op) {
+  return op == NotifyOp::AtomicAdd || op == NotifyOp::Set;
 }
 /// UsageError unless `cmp` is a WaitCmp enumerator.
 void check_wait_cmp(const std::string& site, WaitCmp cmp);
@@ -50,8 +59,7 @@ std::uint64_t notify_cell_checked(const char* api, const WindowDesc& signal, int
 inline SignalCell notify_cell(const char* api, const WindowDesc& signal, int peer, const Dims& offsets, NotifyOp op) {
   const DomainState* d = signal.state;
   std::uint64_t off = 0;
-  if (!d || (op != NotifyOp::AtomicAdd && op != NotifyOp::Set) || peer < 0 || peer >= d->nranks() ||
-      !cell_fast(signal, offsets, &off)) [[unlikely]]
+  if (!d || !notify_op_valid(op) || peer < 0 || peer >= d->nranks() || !cell_fast(signal, offsets, &off)) [[unlikely]]
     off = notify_cell_checked(api, signal, peer, offsets, op);
   return SignalCell{d->members[static_cast<std::size_t>(peer)], off};
 }

@@ -136,6 +136,34 @@ TEST(HangReport, NamesTheRankThatNeverNotified) {
   EXPECT_HAS(dot, "r3 -> r2");
 }
 
+// Rank 0 put_signals its data with the signal Set to 1, then waits for a reply that never comes;
+// rank 1 waits for the signal to reach 2.
+void put_signal_then_wait(DistributedTensor<std::int32_t> data, DistributedTensor<std::int32_t> sig) {
+  if (rank(get_comm_ctx(sig)) == 0) {
+    tensor::put_signal(data, 1, data, sig, {0, 0}, 1, NotifyOp::Set);
+    system::wait(sig, {1, 0}, 1, WaitCmp::Ge);
+  } else {
+    system::wait(sig, {0, 0}, 2, WaitCmp::Ge);
+  }
+}
+
+TEST(HangReport, NamesThePutSignalThatSetTheCell) {
+  PLD_REQUIRE_RANKS(2);
+  DotDir dir;
+  const std::string msg = hang_message(ranks(2, deadline()), [](Host& h) {
+    auto d = h.alloc_window_buffer({2}, DType::INT32, "data");
+    auto b = h.alloc_window_buffer({2, 1}, DType::INT32, "sig");
+    for (int r = 0; r < 2; ++r)
+      h.dispatch(r, put_signal_then_wait, h.window<std::int32_t>(d, {2}), h.window<std::int32_t>(b, {2, 1}));
+  });
+  EXPECT_HAS(msg, "notified it: Set 1");  // rank 1's cell: rank 0 wrote it
+  // Rank 0's history: on shm one record for the whole put_signal; under mpirun its put and its notify.
+  if (launcher_world_size() == 0)
+    EXPECT_HAS(msg, "put_signal(rank 1, 8 bytes to 'data', signal 'sig' [0, 0], Set 1)");
+  else
+    EXPECT_HAS(msg, "notify(rank 1, 'sig' [0, 0], Set 1)");
+}
+
 // A wait on several cells: rank 0 waits for all of cells [1, 0] and [2, 0]; rank 1 notifies its
 // cell, rank 2 never does. The report names both cells with their values and writers.
 void wait_all_cells(DistributedTensor<std::int32_t> sig) {

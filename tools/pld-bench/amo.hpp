@@ -6,9 +6,11 @@
 //   throughput  every rank atomic_fetch_add(1)s one int64 cell of rank 0 at once; aggregate
 //               operations per second = P * iters / the slowest rank's loop time.
 // Both are checked: the cells must end at the exact totals (#wrong counts the difference).
+// print_put_signal_ratios adds the put_signal table's ratios to put (rma_kernels.cpp's loops).
 #pragma once
 
 #include "options.hpp"
+#include "runner.hpp"
 
 #include <cstdint>
 #include <cstdio>
@@ -28,5 +30,9 @@ struct AmoResults {
 /// Runs the amo benchmark in one pld::run of o.nranks ranks (-n iterations, default 100,000).
 AmoResults run_amo(const Options& o);
 void print_amo(std::FILE* out, const AmoResults& r);
+
+/// The put_signal table's loops in nanoseconds per call and as ratios to put, row by row:
+/// put_signal / put, floor / put (a put and a bare exchange on the peer's cell) and put + notify / put.
+void print_put_signal_ratios(std::FILE* out, const TableResult& t);
 
 }  // namespace pldbench

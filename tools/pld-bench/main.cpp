@@ -33,7 +33,10 @@ int main(int argc, char** argv) {
       pldbench::print_header(stdout, o, plan);
       std::fflush(stdout);
       const pldbench::Results r = pldbench::run_plan(o, plan);
-      for (const auto& t : r.tables) pldbench::print_table(stdout, o, t);
+      for (const auto& t : r.tables) {
+        pldbench::print_table(stdout, o, t);
+        if (t.table.coll == pldbench::Coll::PutSignal) pldbench::print_put_signal_ratios(stdout, t);
+      }
       pldbench::print_footer(stdout, r);
       if (!o.json.empty() && pld::is_output_rank()) pldbench::write_json(o.json, o, plan, r);
       status = r.wrong_total ? 1 : 0;

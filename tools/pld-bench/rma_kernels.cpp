@@ -1,11 +1,17 @@
 // pld-bench: the one-sided benchmarks of put_signal and the non-blocking puts. Rank 0 sends to
-// rank 1 in three timed loops side by side; rank 1 (and any other rank) only joins the barriers,
-// where it drives progress. The check sends once more and rank 1 compares every byte after the
-// signal (put_signal) or after a notify that follows the quiet (nbi).
+// rank 1 in timed loops side by side; rank 1 (and any other rank) only joins the barriers, where
+// it drives progress. The check sends once more and rank 1 compares every byte after the signal
+// (put_signal) or after a notify that follows the quiet (nbi).
 //
-//   put_signal   put_signal(Set)        | put                      | put + notify(Set)
-//   nbi          64 put_nbi + quiet     | 64 blocking puts         | 64 blocking puts + quiet
+//   put_signal   put_signal(Set)     | put               | put + notify(Set)        | floor
+//   nbi          64 put_nbi + quiet  | 64 blocking puts  | 64 blocking puts + quiet |
+//
+// put_signal's floor is a put followed by one bare `std::atomic_ref::exchange` on the peer's
+// signal cell (where the peer's window is load/store addressable): the least a signal that
+// follows the data can cost, without pld's checks, record or wake-up test.
 #include "kernels.hpp"
+
+#include <atomic>
 
 namespace pldbench {
 
@@ -14,6 +20,14 @@ namespace {
 // Cells of the [2, 16] p2p signal: the timed loops' signals (nobody waits on them) and the check's.
 const pld::Dims kLoopCell{1, 1};
 const pld::Dims kCheckCell{1, 2};
+
+/// Rank 1's loop cell as this process addresses it, or nullptr where windows are not addressable.
+std::int32_t* peer_loop_cell(const pld::DistributedTensor<std::int32_t>& ping) {
+  std::byte* base = pld::get_comm_ctx(ping).windows_in(1);
+  if (!base) return nullptr;
+  const pld::Index index = kLoopCell[0] * ping.shape()[1] + kLoopCell[1];
+  return reinterpret_cast<std::int32_t*>(base + ping.ref().offset) + index;
+}
 
 /// Rank 1's part of a check: poisoned before rank 0 sends, compared once the check's signal
 /// (Set to the row's number, which grows from row to row) has arrived.
@@ -57,6 +71,13 @@ void put_signal_kernel(pld::DistributedTensor<std::uint8_t> data, pld::Distribut
     pld::tensor::put(data, 1, aux);
     pld::system::notify(ping, 1, kLoopCell, ++v, pld::NotifyOp::Set);
   });
+  std::int32_t* cell = me == 0 ? peer_loop_cell(ping) : nullptr;  // every rank runs the loop (its barrier)
+  const double floor_ns = time_loop(sig, a.warmup, a.iters, [&] {
+    if (me != 0) return;
+    pld::tensor::put(data, 1, aux);
+    if (cell) std::atomic_ref<std::int32_t>(*cell).exchange(++v, std::memory_order_seq_cst);
+  });
+  if (cell) res[kTime3] = floor_ns;
   if (a.check)
     res[kWrong0] = checked_send(data, sig, ping, a, me, [&](std::int32_t row) {
       pld::tensor::put_signal(data, 1, aux, ping, kCheckCell, row, pld::NotifyOp::Set);

@@ -11,8 +11,8 @@
 
 namespace pldbench {
 
-/// Column groups per row: composite / builtin, or put / get / memcpy for p2p.
-inline constexpr int kGroups = 3;
+/// Column groups per row: composite / builtin, or put / get / memcpy for p2p (put_signal: four).
+inline constexpr int kGroups = 4;
 
 /// One column group of a row.
 struct Measure {
@@ -29,8 +29,8 @@ struct Row {
 
 struct TableResult {
   Table table;
-  const char* group_names[kGroups] = {"composite", "builtin", ""};
-  const char* group_notes[kGroups] = {"", "", ""};
+  const char* group_names[kGroups] = {"composite", "builtin", "", ""};
+  const char* group_notes[kGroups] = {"", "", "", ""};
   std::vector<Row> rows;
 };
 

@@ -17,7 +17,8 @@ namespace pld::detail {
 ShmBackend::ShmBackend(int world_size, std::uint64_t heap_bytes, bool huge_pages, double wait_timeout,
                        std::int64_t wait_spin)
     : world_size_(world_size), heap_bytes_(heap_bytes), wait_timeout_(wait_timeout), wait_spin_(wait_spin) {
-  cpu_atomics = true;  // atomic.cc: the read-modify-write and the wake-up, nothing else
+  cpu_atomics = true;     // atomic.cc: the read-modify-write and the wake-up, nothing else
+  cpu_put_signal = true;  // rma.cc: the copy, the read-modify-write and the wake-up
   try {
     control_ = new (map_memfd("pld-control", sizeof(ControlBlock))) ControlBlock();
     int refused = 0;  // errno of a refused madvise

@@ -4,6 +4,7 @@
 // and for waking sleepers when the job aborts).
 #pragma once
 
+#include "backend/amo.h"
 #include "backend/backend.h"
 
 #include <pld/window.hpp>
@@ -112,7 +113,9 @@ class ShmBackend final : public Backend {
   // Non-blocking transfers complete when they return (copies): put_nbi and get_nbi keep
   // Backend's defaults; quiet and fence are fences (rma.cc).
   /// The copy, then notify's read-modify-write on the signal cell (its full barrier orders the
-  /// copy's streaming stores before the signal): one call, no virtual call in between.
+  /// copy's streaming stores before the signal): one call, no virtual call in between. That is
+  /// all it is (Backend::cpu_put_signal), so the kernel API does it inline (kernel/rma.cc) and
+  /// calls it only in debug mode, with tracing on, or for a region's last run.
   void put_signal(int rank, std::uint64_t offset, const void* src, std::size_t bytes, std::uint64_t signal_offset,
                   std::int32_t value, NotifyOp op, bool nbi) override;
   void quiet() override;
@@ -144,13 +147,9 @@ class ShmBackend final : public Backend {
   /// Set or AtomicAdd `value` on the int32 cell at `offset` of `rank`'s heap (one seq_cst
   /// read-modify-write), then wake its sleepers: notify, and put_signal's signal.
   void update_cell(int rank, std::uint64_t offset, std::int32_t value, NotifyOp op) {
-    auto* cell = reinterpret_cast<std::int32_t*>(heap_base(rank) + offset);
-    std::atomic_ref<std::int32_t> a(*cell);
-    if (op == NotifyOp::Set)
-      a.exchange(value, std::memory_order_seq_cst);
-    else
-      a.fetch_add(value, std::memory_order_seq_cst);
-    wake(rank, offset, cell);
+    std::byte* cell = heap_base(rank) + offset;
+    signal_update_local(cell, value, op);
+    wake(rank, offset, reinterpret_cast<std::int32_t*>(cell));
   }
   /// Wakes the threads of `rank` asleep on the cell at `offset` (`cell` in this process), or on
   /// its doorbell for it, after a change of the cell: one load of the cell's sleeper bucket, and
