@@ -210,6 +210,7 @@ class MpiWindow final : public Backend, public NativeCollectives {
   struct NodeRuns {
     std::vector<int> first, world;
     int mine = -1;
+    int leader(std::size_t k) const;  // domain rank of node k's leader (hierarchy.cc)
   };
   NodeRuns node_runs() const;
   /// Whether an allreduce of `bytes` runs hierarchically over `runs`.

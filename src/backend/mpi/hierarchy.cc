@@ -10,7 +10,9 @@
 //           node's rows and streams the result back. Left-to-right folding makes these the bits
 //           of reducing every rank in order; fp16 / bf16 round once, so they do not chain.
 // Members signal the leader that their data is in place and wait for it to write the result
-// into their windows (zero-byte messages on the node).
+// into their windows (zero-byte messages on the node). Node k's leader is its member k mod (its
+// member count): where nodes share a machine's cores (ranks bound by their index on the node),
+// the leaders, which do the work, then run on different cores instead of all on the first.
 #include "backend/mpi/backend.h"
 #include "reduce/reduce.h"
 
@@ -30,6 +32,13 @@ constexpr std::size_t kChainPiece = 512u << 10;
 constexpr std::size_t kLeaderGatherMax = 256u << 10;
 
 }  // namespace
+
+// Where nodes share a machine's cores and ranks are bound by their index on the node, node k's
+// member k mod its count keeps the leaders on different cores.
+int MpiWindow::NodeRuns::leader(std::size_t k) const {
+  const int lo = first[k], size = first[k + 1] - lo;
+  return lo + static_cast<int>(k % static_cast<std::size_t>(size));
+}
 
 MpiWindow::NodeRuns MpiWindow::node_runs() const {
   NodeRuns runs;
@@ -65,7 +74,7 @@ WaitStatus MpiWindow::hierarchical_allreduce(const NodeRuns& runs, std::byte* da
   const MPI_Comm comm = native_comm(site);
   const NativeDeadline deadline = native_deadline();
   const int me = target_[static_cast<std::size_t>(engine_.rank_)];
-  const int leader = runs.first[static_cast<std::size_t>(runs.mine)];
+  const int leader = runs.leader(static_cast<std::size_t>(runs.mine));
   const std::size_t bytes = count * dtype_size(dtype);
   Requests rq;
   if (me != leader) {  // my data is in place; the leader writes the result into it
@@ -80,12 +89,13 @@ WaitStatus MpiWindow::hierarchical_allreduce(const NodeRuns& runs, std::byte* da
     engine_.sync_local();
     return st;
   }
-  const int last = runs.first[static_cast<std::size_t>(runs.mine) + 1];
+  const int lo = runs.first[static_cast<std::size_t>(runs.mine)],
+            hi = runs.first[static_cast<std::size_t>(runs.mine) + 1];
   {
     std::lock_guard lock(engine_.mutex_);
     native_begin_locked();
-    for (int m = leader + 1; m < last; ++m)
-      engine_.check(MPI_Irecv(nullptr, 0, MPI_BYTE, m, kEnter, comm, &rq.emplace_back()), site.what);
+    for (int m = lo; m < hi; ++m)
+      if (m != leader) engine_.check(MPI_Irecv(nullptr, 0, MPI_BYTE, m, kEnter, comm, &rq.emplace_back()), site.what);
   }
   WaitStatus st = native_complete(deadline, rq);
   if (st == WaitStatus::Ok)
@@ -99,7 +109,8 @@ WaitStatus MpiWindow::hierarchical_allreduce(const NodeRuns& runs, std::byte* da
   rq.clear();
   {
     std::lock_guard lock(engine_.mutex_);
-    for (int m = leader + 1; m < last; ++m) {
+    for (int m = lo; m < hi; ++m) {
+      if (m == leader) continue;
       std::memcpy(shared_at(runs.world[static_cast<std::size_t>(m)], offset), data, bytes);
       engine_.check(MPI_Isend(nullptr, 0, MPI_BYTE, m, kDone, comm, &rq.emplace_back()), site.what);
     }
@@ -113,34 +124,44 @@ WaitStatus MpiWindow::hierarchical_allreduce(const NodeRuns& runs, std::byte* da
 // Row `d` (domain rank) of the call: a member's window on my node, else where the rows arrived.
 const std::byte* MpiWindow::row_of(const NodeRuns& runs, int d, const std::byte* data, const std::byte* rows,
                                    std::size_t bytes) const {
-  const int leader = runs.first[static_cast<std::size_t>(runs.mine)];
-  const int last = runs.first[static_cast<std::size_t>(runs.mine) + 1];
-  if (d < leader || d >= last) return rows + static_cast<std::size_t>(d) * bytes;
+  const int lo = runs.first[static_cast<std::size_t>(runs.mine)];
+  const int hi = runs.first[static_cast<std::size_t>(runs.mine) + 1];
+  if (d < lo || d >= hi) return rows + static_cast<std::size_t>(d) * bytes;
   const std::uint64_t offset = static_cast<std::uint64_t>(data - base_) + lo_;
   return shared_at(runs.world[static_cast<std::size_t>(d)], offset);
 }
 
+// Rows smaller than an eager piece travel as one block per node (packed on the sending side: a
+// copy of the node's rows, small next to sending them), so a small allreduce is one message each
+// way between two leaders instead of one per row; larger rows go as they are, in eager pieces.
 WaitStatus MpiWindow::leader_gather(const NodeRuns& runs, std::byte* data, std::size_t count, DType dtype, ReduceOp op,
                                     MPI_Comm comm, NativeDeadline deadline) {
   const std::size_t n = dirty_.size(), bytes = count * dtype_size(dtype), nodes = runs.first.size() - 1;
   const auto mine = static_cast<std::size_t>(runs.mine);
+  const bool packed = bytes < kEagerPiece;
   std::byte* rows = native_scratch(n * bytes);
   Requests rq;
+  auto at = [&](int d) { return rows + static_cast<std::size_t>(d) * bytes; };
+  // Node k's rows to (`send`) or from `peer`: one block, or row by row.
+  auto post_node = [&](bool send, std::size_t k, int peer) {
+    const int lo = runs.first[k], hi = runs.first[k + 1];
+    if (packed) return post_pieces(send, at(lo), static_cast<std::size_t>(hi - lo) * bytes, peer, kRows, comm, rq);
+    for (int d = lo; d < hi; ++d)
+      if (const int rc =
+              post_pieces(send, send ? row_of(runs, d, data, rows, bytes) : at(d), bytes, peer, kRows, comm, rq);
+          rc != MPI_SUCCESS)
+        return rc;
+    return MPI_SUCCESS;
+  };
+  if (packed)
+    for (int d = runs.first[mine]; d < runs.first[mine + 1]; ++d)
+      std::memcpy(at(d), row_of(runs, d, data, rows, bytes), bytes);
   {
     std::lock_guard lock(engine_.mutex_);
-    for (std::size_t k = 0; k < nodes; ++k) {  // every other node's rows, in order
-      if (k == mine) continue;
-      for (int d = runs.first[k]; d < runs.first[k + 1]; ++d)
-        engine_.check(
-            post_pieces(false, rows + static_cast<std::size_t>(d) * bytes, bytes, runs.first[k], kRows, comm, rq),
-            "allreduce");
-    }
-    for (std::size_t j = 1; j < nodes; ++j) {
-      const std::size_t k = (mine + j) % nodes;
-      for (int d = runs.first[mine]; d < runs.first[mine + 1]; ++d)
-        engine_.check(post_pieces(true, row_of(runs, d, data, rows, bytes), bytes, runs.first[k], kRows, comm, rq),
-                      "allreduce");
-    }
+    for (std::size_t k = 0; k < nodes; ++k)  // every other node's rows, in order
+      if (k != mine) engine_.check(post_node(false, k, runs.leader(k)), "allreduce");
+    for (std::size_t j = 1; j < nodes; ++j)
+      engine_.check(post_node(true, mine, runs.leader((mine + j) % nodes)), "allreduce");
   }
   const WaitStatus st = native_complete(deadline, rq);
   if (st != WaitStatus::Ok) return st;
@@ -157,7 +178,7 @@ WaitStatus MpiWindow::leader_chain(const NodeRuns& runs, std::byte* data, std::s
   const std::size_t esz = dtype_size(dtype), per = std::max<std::size_t>(1, kChainPiece / esz);
   const std::size_t pieces = (count + per - 1) / per;
   const bool first = runs.mine == 0;
-  const int other = runs.first[first ? 1 : 0];
+  const int other = runs.leader(first ? 1 : 0);
   const int lo = runs.first[static_cast<std::size_t>(runs.mine)],
             hi = runs.first[static_cast<std::size_t>(runs.mine) + 1];
   std::byte* carry = native_scratch(count * esz);  // first: the partial it sends; second: the one it receives
