@@ -201,7 +201,10 @@ class MpiWindow final : public Backend, public NativeCollectives {
                                const std::int32_t* send_counts, MPI_Comm comm, Requests& requests) const;
   void unpack_all_to_all_v(const std::byte* packed, void* target, std::size_t block, std::size_t row_bytes,
                            std::int32_t* recv_counts) const;
-  /// Posts a small broadcast of `bytes` from member `root` on `comm` (exchange.cc).
+  /// Posts step `step` of a dissemination barrier of zero-byte messages (exchange.cc).
+  int post_barrier_step(std::size_t step, MPI_Comm comm, Requests& requests) const;
+  /// Posts a broadcast of `bytes` from member `root` on `comm`: the root's eager pieces to each
+  /// member (exchange.cc).
   int post_broadcast(void* data, std::size_t bytes, int root, MPI_Comm comm, Requests& requests) const;
   /// The domain's members by node (hierarchy.cc): `first[k]` is the first domain rank of node k,
   /// `first.back()` the member count, `mine` my node's index, `world` domain rank -> world rank.

@@ -254,9 +254,13 @@ WaitStatus MpiWindow::native_run(const WaitSite& site, std::size_t steps, const 
   return WaitStatus::Ok;
 }
 
+// A dissemination of zero-byte messages (exchange.cc), ceil(log2 P) steps: at P = 2 one message
+// each way, as Open MPI's own MPI_Barrier, without libnbc's schedule.
 WaitStatus MpiWindow::barrier(const WaitSite& site) {
-  return native_run(site, 1,
-                    [](std::size_t, MPI_Comm comm, Requests& rq) { return MPI_Ibarrier(comm, &rq.emplace_back()); });
+  std::size_t steps = 0;
+  while ((std::size_t{1} << steps) < dirty_.size()) ++steps;
+  return native_run(
+      site, steps, [this](std::size_t step, MPI_Comm comm, Requests& rq) { return post_barrier_step(step, comm, rq); });
 }
 
 // In pieces of at most kNativePiece bytes: across nodes through their leaders where the domain
@@ -327,11 +331,18 @@ WaitStatus MpiWindow::canonical_allreduce(std::byte* data, std::size_t count, DT
   return st;
 }
 
+// The root sends every member the vector in eager pieces (exchange.cc) while that is at most
+// kExchangeMax bytes in all, and at every size in a domain of at most kLinearMembers (where libnbc's
+// MPI_Ibcast sends from the root to each member too, but each vector whole, after a rendezvous
+// round trip), in steps of kNativePiece bytes (each step's requests are tested together); else
+// MPI_Ibcast in 1 GiB pieces.
 WaitStatus MpiWindow::broadcast(void* data, std::size_t bytes, int root, const WaitSite& site) {
-  return native_run(site, pieces(bytes, kPiece), [&](std::size_t i, MPI_Comm comm, Requests& rq) {
-    const std::size_t n = std::min(kPiece, bytes - i * kPiece);
-    std::byte* at = static_cast<std::byte*>(data) + i * kPiece;
-    if (n * (dirty_.size() - 1) <= kExchangeMax) return post_broadcast(at, n, root, comm, rq);
+  const bool linear = bytes * (dirty_.size() - 1) <= kExchangeMax || dirty_.size() <= kLinearMembers;
+  const std::size_t per = linear ? kNativePiece : kPiece;
+  return native_run(site, pieces(bytes, per), [&](std::size_t i, MPI_Comm comm, Requests& rq) {
+    const std::size_t n = std::min(per, bytes - i * per);
+    std::byte* at = static_cast<std::byte*>(data) + i * per;
+    if (linear) return post_broadcast(at, n, root, comm, rq);
     return MPI_Ibcast(at, static_cast<int>(n), MPI_BYTE, root, comm, &rq.emplace_back());
   });
 }
@@ -420,7 +431,9 @@ WaitStatus MpiWindow::all_to_all_v(const void* input, void* target, std::size_t 
     }
   }
   const std::size_t n = dirty_.size(), stride = sizeof(std::int64_t) + block;
-  if (stride * n <= kExchangeMax) {  // small: one message a peer, its count in front of its rows
+  // Small: one message a peer, its count in front of its rows, while a member sends at most
+  // kExchangeMax bytes in all (its own block is copied, not sent).
+  if (stride * (n - 1) <= kExchangeMax) {
     std::byte* packed = native_scratch(2 * stride * n);
     const WaitStatus st = native_run(
         site, 1,
