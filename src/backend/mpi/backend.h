@@ -201,7 +201,7 @@ class MpiWindow final : public Backend, public NativeCollectives {
   void unpack_all_to_all_v(const std::byte* packed, void* target, std::size_t block, std::size_t row_bytes,
                            std::int32_t* recv_counts) const;
   /// Post on `comm` (exchange.cc) step `step` of a dissemination barrier of zero-byte messages,
-  /// and a broadcast of `bytes` from member `root` as its eager pieces to each member.
+  /// and a small broadcast of `bytes` from member `root`.
   int post_barrier_step(std::size_t step, MPI_Comm comm, Requests& requests) const;
   int post_broadcast(void* data, std::size_t bytes, int root, MPI_Comm comm, Requests& requests) const;
   /// The domain's members by node (hierarchy.cc): `first[k]` is the first domain rank of node k,

@@ -331,18 +331,11 @@ WaitStatus MpiWindow::canonical_allreduce(std::byte* data, std::size_t count, DT
   return st;
 }
 
-// The root sends every member the vector in eager pieces (exchange.cc) while that is at most
-// kExchangeMax bytes in all, and at every size in a domain of at most kLinearMembers (where libnbc's
-// MPI_Ibcast sends from the root to each member too, but each vector whole, after a rendezvous
-// round trip), in steps of kNativePiece bytes (each step's requests are tested together); else
-// MPI_Ibcast in 1 GiB pieces.
 WaitStatus MpiWindow::broadcast(void* data, std::size_t bytes, int root, const WaitSite& site) {
-  const bool linear = bytes * (dirty_.size() - 1) <= kExchangeMax || dirty_.size() <= kLinearMembers;
-  const std::size_t per = linear ? kNativePiece : kPiece;
-  return native_run(site, pieces(bytes, per), [&](std::size_t i, MPI_Comm comm, Requests& rq) {
-    const std::size_t n = std::min(per, bytes - i * per);
-    std::byte* at = static_cast<std::byte*>(data) + i * per;
-    if (linear) return post_broadcast(at, n, root, comm, rq);
+  return native_run(site, pieces(bytes, kPiece), [&](std::size_t i, MPI_Comm comm, Requests& rq) {
+    const std::size_t n = std::min(kPiece, bytes - i * kPiece);
+    std::byte* at = static_cast<std::byte*>(data) + i * kPiece;
+    if (n * (dirty_.size() - 1) <= kExchangeMax) return post_broadcast(at, n, root, comm, rq);
     return MPI_Ibcast(at, static_cast<int>(n), MPI_BYTE, root, comm, &rq.emplace_back());
   });
 }

@@ -16,9 +16,6 @@ using Requests = std::vector<MPI_Request>;
 /// A step of an engine collective in which each member sends at most this many bytes in all is
 /// an exchange of point-to-point messages (exchange.cc) rather than a libnbc collective.
 inline constexpr std::size_t kExchangeMax = 64u << 10;
-/// A broadcast in a domain of at most this many members is the root's messages to each member at
-/// every size (collectives.cc), as libnbc's MPI_Ibcast is there, but in eager pieces.
-inline constexpr std::size_t kLinearMembers = 4;
 /// all_to_all and reduce_scatter exchange their blocks as messages (exchange.cc) while a member's
 /// blocks total at most this many bytes, and run MPI_Ialltoall above (design §4.9).
 inline constexpr std::size_t kExchangeBlocksMax = 1u << 20;
