@@ -178,9 +178,8 @@ class MpiWindow final : public Backend, public NativeCollectives {
   /// s) over rows of `row_bytes`: MPI_Iallgather; all_to_all an exchange up to kExchangeBlocksMax,
   /// else MPI_Ialltoall.
   WaitStatus block_exchange(bool gather, const void* input, void* target, std::size_t row_bytes, const WaitSite& site);
-  /// Posts the point-to-point sends and receives of one exchange on `comm` (exchange.cc), each
-  /// row in eager pieces (post_pieces): rows of `bytes`; `gather`: the same `input` row to every
-  /// member, else row s to member s. This member's own row is copied at once.
+  /// Posts one exchange of rows of `bytes` in eager pieces on `comm` (exchange.cc); `gather`: the
+  /// same `input` row to every member, else row s to member s. My own row is copied at once.
   int post_exchange(bool gather, const void* input, void* target, std::size_t bytes, MPI_Comm comm,
                     Requests& requests) const;
   /// How all_to_all_v counts a row: `per_row` elements of `type` (MPI_BYTE and the row's bytes,
@@ -201,12 +200,13 @@ class MpiWindow final : public Backend, public NativeCollectives {
                                const std::int32_t* send_counts, MPI_Comm comm, Requests& requests) const;
   void unpack_all_to_all_v(const std::byte* packed, void* target, std::size_t block, std::size_t row_bytes,
                            std::int32_t* recv_counts) const;
-  /// Posts a small broadcast of `bytes` from member `root` on `comm` (exchange.cc).
+  /// Post on `comm` (exchange.cc) step `step` of a dissemination barrier of zero-byte messages,
+  /// and a small broadcast of `bytes` from member `root`.
+  int post_barrier_step(std::size_t step, MPI_Comm comm, Requests& requests) const;
   int post_broadcast(void* data, std::size_t bytes, int root, MPI_Comm comm, Requests& requests) const;
   /// The domain's members by node (hierarchy.cc): `first[k]` is the first domain rank of node k,
   /// `first.back()` the member count, `mine` my node's index, `world` domain rank -> world rank.
-  /// Empty unless the window is shared on this node and also has members elsewhere, and each
-  /// node's members are consecutive domain ranks.
+  /// Empty unless the window is shared on this node and has members elsewhere, consecutive per node.
   struct NodeRuns {
     std::vector<int> first, world;
     int mine = -1;

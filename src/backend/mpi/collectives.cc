@@ -254,9 +254,13 @@ WaitStatus MpiWindow::native_run(const WaitSite& site, std::size_t steps, const 
   return WaitStatus::Ok;
 }
 
+// A dissemination of zero-byte messages (exchange.cc), ceil(log2 P) steps: at P = 2 one message
+// each way, as Open MPI's own MPI_Barrier, without libnbc's schedule.
 WaitStatus MpiWindow::barrier(const WaitSite& site) {
-  return native_run(site, 1,
-                    [](std::size_t, MPI_Comm comm, Requests& rq) { return MPI_Ibarrier(comm, &rq.emplace_back()); });
+  std::size_t steps = 0;
+  while ((std::size_t{1} << steps) < dirty_.size()) ++steps;
+  return native_run(
+      site, steps, [this](std::size_t step, MPI_Comm comm, Requests& rq) { return post_barrier_step(step, comm, rq); });
 }
 
 // In pieces of at most kNativePiece bytes: across nodes through their leaders where the domain
@@ -420,7 +424,9 @@ WaitStatus MpiWindow::all_to_all_v(const void* input, void* target, std::size_t 
     }
   }
   const std::size_t n = dirty_.size(), stride = sizeof(std::int64_t) + block;
-  if (stride * n <= kExchangeMax) {  // small: one message a peer, its count in front of its rows
+  // Small: one message a peer, its count in front of its rows, while a member sends at most
+  // kExchangeMax bytes in all (its own block is copied, not sent).
+  if (stride * (n - 1) <= kExchangeMax) {
     std::byte* packed = native_scratch(2 * stride * n);
     const WaitStatus st = native_run(
         site, 1,

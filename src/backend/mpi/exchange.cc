@@ -14,7 +14,7 @@
 namespace pld::detail {
 
 namespace {
-enum Tag : int { kRow = 0, kCount = 1 };
+enum Tag : int { kRow = 0, kCount = 1, kBarrier = 2 };
 }  // namespace
 
 int post_pieces(bool send, const void* buf, std::size_t bytes, int peer, int tag, MPI_Comm comm, Requests& requests) {
@@ -59,6 +59,19 @@ int MpiWindow::post_broadcast(void* data, std::size_t bytes, int root, MPI_Comm 
     if (rc != MPI_SUCCESS) return rc;
   }
   return MPI_SUCCESS;
+}
+
+// Dissemination: in step k every member sends a zero-byte message to member me + 2^k and receives
+// one from me - 2^k; after ceil(log2 P) steps each has heard, directly or through others, from
+// all. Each pair of members exchanges at most one message per barrier (the distances 2^k < P
+// differ), so consecutive barriers match in order.
+int MpiWindow::post_barrier_step(std::size_t step, MPI_Comm comm, Requests& requests) const {
+  const int n = static_cast<int>(dirty_.size()), me = target_[static_cast<std::size_t>(engine_.rank_)];
+  const int distance = 1 << step;
+  int rc = MPI_Irecv(nullptr, 0, MPI_BYTE, (me - distance % n + n) % n, kBarrier, comm, &requests.emplace_back());
+  if (rc == MPI_SUCCESS)
+    rc = MPI_Isend(nullptr, 0, MPI_BYTE, (me + distance) % n, kBarrier, comm, &requests.emplace_back());
+  return rc;
 }
 
 // Each block travels as its count and then only its first `count` rows: a receive may be longer
