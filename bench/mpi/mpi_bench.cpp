@@ -455,9 +455,9 @@ int main(int argc, char** argv) {
       const char* type = c == Coll::Barrier ? "none" : t.name;
       const char* redop = red ? o.redop.c_str() : "none";
       const int root = c == Coll::Broadcast ? o.root : -1;
-      std::printf("%12llu  %12lld  %8s  %6s  %6d  %s  %6.2f  %6.2f  %5lld\n",
-                  static_cast<unsigned long long>(r.bytes), static_cast<long long>(r.count), type, redop, root,
-                  pldbench::rules::format_us(r.time_us).c_str(), alg, bus, static_cast<long long>(r.wrong));
+      std::printf("%12llu  %12lld  %8s  %6s  %6d  %s  %6.2f  %6.2f  %5lld\n", static_cast<unsigned long long>(r.bytes),
+                  static_cast<long long>(r.count), type, redop, root, pldbench::rules::format_us(r.time_us).c_str(),
+                  alg, bus, static_cast<long long>(r.wrong));
       jrows.push_back({{"size", r.bytes},
                        {"count", r.count},
                        {"type", type},

@@ -149,7 +149,8 @@ void add_flags(CLI::App& app, Options& o, RawFlags& f) {
                  "1000)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
-  app.add_option("-w,--warmup_iters", o.warmup, "warm-up iterations per size (not timed); -1 = auto (iters / 10, >= 5; the first size: iters)")
+  app.add_option("-w,--warmup_iters", o.warmup,
+                 "warm-up iterations per size (not timed); -1 = auto (iters / 10, >= 5; the first size: iters)")
       ->check(CLI::Range(-1ll, 1ll << 40))
       ->capture_default_str();
   app.add_option("-c,--check", o.check,

@@ -104,8 +104,8 @@ void print_table(std::FILE* out, const Options& o, const TableResult& t) {
         std::fprintf(out, "  %8s  %6s  %6s  %5s", "-", "-", "-", "-");
         continue;
       }
-      std::fprintf(out, "  %s  %6.2f  %6.2f  %5s", rules::format_us(m.time_us).c_str(), algbw(p, m), busbw(p, m, o.nranks),
-                   m.wrong < 0 ? "N/A" : std::to_string(m.wrong).c_str());
+      std::fprintf(out, "  %s  %6.2f  %6.2f  %5s", rules::format_us(m.time_us).c_str(), algbw(p, m),
+                   busbw(p, m, o.nranks), m.wrong < 0 ? "N/A" : std::to_string(m.wrong).c_str());
     }
     std::fprintf(out, "\n");
   }

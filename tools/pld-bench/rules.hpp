@@ -22,8 +22,8 @@ namespace pldbench::rules {
 inline std::int64_t auto_iters(std::uint64_t budget, std::uint64_t bytes, std::int64_t min_iters,
                                std::int64_t max_iters) {
   const std::uint64_t per = std::max<std::uint64_t>(bytes, 1);
-  return static_cast<std::int64_t>(
-      std::clamp<std::uint64_t>(budget / per, static_cast<std::uint64_t>(min_iters), static_cast<std::uint64_t>(max_iters)));
+  return static_cast<std::int64_t>(std::clamp<std::uint64_t>(budget / per, static_cast<std::uint64_t>(min_iters),
+                                                             static_cast<std::uint64_t>(max_iters)));
 }
 
 /// Warm-up calls of a row timed for `iters` calls: `given` when >= 0 (the user's -w), else
