@@ -57,7 +57,8 @@ inline int signal_lane_stride(const char* api, const WindowDesc& signal, int nra
   const Dims& s = signal.shape;
   if (signal.dtype == DType::INT32) {
     if (s.size() == 1 && s[0] >= nranks && core_num == 1) return 1;
-    if (s.size() == 2 && s[0] >= nranks && s[1] >= core_num) return static_cast<int>(s[1] / core_num);
+    if (s.size() == 2 && s[0] >= nranks && s[1] >= core_num)
+      return static_cast<int>(core_num == 1 ? s[1] : s[1] / core_num);  // no division for one lane
   }
   signal_lane_stride_failed(api, signal, nranks, core_num);
 }

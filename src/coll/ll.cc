@@ -241,7 +241,7 @@ class LLCall {
       if (n == kLLLineData) {  // a full line: fixed-size moves
         std::memcpy(line, data + at, kLLLineData);
       } else {  // the tail or an empty message: zero the line, then its bytes
-        std::memset(line, 0, kLLLineData);
+        std::memset(line, 0, kLLLineBytes);  // the whole line: fixed-size stores
         if (n > 0) std::memcpy(line, data + at, n);
       }
       std::memcpy(line + kLLLineData, &epoch_, 4);
@@ -371,10 +371,7 @@ void ll_broadcast(const char* api, const DomainState& d, const WindowDesc& targe
   LLCall call(api, d, signal);
   call.pack(mine, d.rank == root ? bytes : 0);
   call.send_all();
-  call.receive_all([&](int s) {
-    if (s == root) return call.receive(s, bytes, mine);
-    call.receive(s, 0, nullptr);
-  });
+  call.receive_all([&](int s) { call.receive(s, s == root ? bytes : 0, s == root ? mine : nullptr); });
 }
 
 void ll_all_to_all_v(const char* api, const DomainState& d, const std::byte* input, const std::int32_t* send_counts,
