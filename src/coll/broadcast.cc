@@ -35,8 +35,7 @@ void coll_broadcast(const WindowDesc& target, const WindowDesc& signal, int root
   if (NativeCollectives* native = native_for(d, signal))
     return native_done(native->broadcast(own_at(d, target, 0), bytes, root, native_site(api, signal)), api, d);
   if (ll_broadcast_fits(d, signal, bytes)) return ll_broadcast(api, d, target, bytes, signal, root);
-  if (ll_push_broadcast_fits(d, signal, bytes))
-    return ll_push_broadcast(api, d, target, signal, root);
+  if (ll_push_broadcast_fits(d, signal, bytes)) return ll_push_broadcast(api, d, target, signal, root);
   // Every rank copies its 1/P share of the root's vector into every non-root rank, so all
   // cores copy at once instead of each non-root copying the whole vector alone.
   const int n = d.nranks();

@@ -61,12 +61,12 @@ void check_core_num_failed(const char* api, int core_num) {
 }
 
 void signal_lane_stride_failed(const char* api, const WindowDesc& signal, int nranks, int core_num) {
-  throw UsageError(fmt::format(
-      "{}: signal '{}' has shape {} but this collective over {} ranks with core_num {} "
-      "needs an INT32 signal of shape [{}, {}]{} (one row per rank, one column per "
-      "lane, wider is fine; [{}, {}] puts every cell on its own cache line)",
-      api, name_of(signal), signal.shape.str(), nranks, core_num, nranks, core_num,
-      core_num == 1 ? fmt::format(" or [{}]", nranks) : std::string(), nranks, 16 * core_num));
+  throw UsageError(
+      fmt::format("{}: signal '{}' has shape {} but this collective over {} ranks with core_num {} "
+                  "needs an INT32 signal of shape [{}, {}]{} (one row per rank, one column per "
+                  "lane, wider is fine; [{}, {}] puts every cell on its own cache line)",
+                  api, name_of(signal), signal.shape.str(), nranks, core_num, nranks, core_num,
+                  core_num == 1 ? fmt::format(" or [{}]", nranks) : std::string(), nranks, 16 * core_num));
 }
 
 void check_barrier(const WindowDesc& signal) {

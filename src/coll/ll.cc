@@ -238,10 +238,12 @@ class LLCall {
       std::byte* line = out + kLLLineBytes * static_cast<std::size_t>(l);
       const std::size_t at = kLLLineData * static_cast<std::size_t>(l);
       const std::size_t n = std::min<std::size_t>(kLLLineData, bytes - std::min(bytes, at));
-      if (n == kLLLineData) {  // a full line: fixed-size moves
+      // A full line in fixed-size moves; the tail (or an empty message) zeroes the whole line
+      // (fixed-size stores, the epoch overwrites its last word) and then copies its bytes.
+      if (n == kLLLineData) {
         std::memcpy(line, data + at, kLLLineData);
-      } else {  // the tail or an empty message: zero the line, then its bytes
-        std::memset(line, 0, kLLLineBytes);  // the whole line: fixed-size stores
+      } else {
+        std::memset(line, 0, kLLLineBytes);
         if (n > 0) std::memcpy(line, data + at, n);
       }
       std::memcpy(line + kLLLineData, &epoch_, 4);
