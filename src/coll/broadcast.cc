@@ -31,14 +31,11 @@ void coll_broadcast(const WindowDesc& target, const WindowDesc& signal, int root
   });
   if (d.nranks() == 1 || count == 0) return;
   const std::size_t esz = dtype_size(target.dtype);
+  const std::size_t bytes = static_cast<std::size_t>(count) * esz;
   if (NativeCollectives* native = native_for(d, signal))
-    return native_done(
-        native->broadcast(own_at(d, target, 0), static_cast<std::size_t>(count) * esz, root, native_site(api, signal)),
-        api, d);
-  if (ll_broadcast_fits(d, signal, static_cast<std::uint64_t>(count) * esz))
-    return ll_broadcast(api, d, target, signal, root);
-  if (ll_push_broadcast_fits(d, signal, static_cast<std::uint64_t>(count) * esz))
-    return ll_push_broadcast(api, d, target, signal, root);
+    return native_done(native->broadcast(own_at(d, target, 0), bytes, root, native_site(api, signal)), api, d);
+  if (ll_broadcast_fits(d, signal, bytes)) return ll_broadcast(api, d, target, bytes, signal, root);
+  if (ll_push_broadcast_fits(d, signal, bytes)) return ll_push_broadcast(api, d, target, signal, root);
   // Every rank copies its 1/P share of the root's vector into every non-root rank, so all
   // cores copy at once instead of each non-root copying the whole vector alone.
   const int n = d.nranks();

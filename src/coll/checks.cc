@@ -23,8 +23,7 @@ void check_same_dtype(const char* api, DType a, DType b) {
 
 }  // namespace
 
-const DomainState& coll_domain(const char* api, const WindowDesc& signal, const WindowDesc* target,
-                               const char* signal_name) {
+void coll_domain_failed(const char* api, const WindowDesc& signal, const WindowDesc* target, const char* signal_name) {
   if (!signal.state || (target && !target->state)) {
     RankRuntime::get(api);
     throw UsageError(
@@ -32,12 +31,10 @@ const DomainState& coll_domain(const char* api, const WindowDesc& signal, const 
                     "created by Host::window<T>() through Host::dispatch",
                     api));
   }
-  if (target && target->state != signal.state)
-    throw UsageError(fmt::format(
-        "{}: {} '{}' belongs to comm domain {} but target '{}' to comm domain {}; use a "
-        "{} allocated in the target's domain",
-        api, signal_name, name_of(signal), signal.state->label, name_of(*target), target->state->label, signal_name));
-  return *signal.state;
+  throw UsageError(fmt::format(
+      "{}: {} '{}' belongs to comm domain {} but target '{}' to comm domain {}; use a "
+      "{} allocated in the target's domain",
+      api, signal_name, name_of(signal), signal.state->label, name_of(*target), target->state->label, signal_name));
 }
 
 void check_reduce_op(const char* api, ReduceOp op) {
@@ -45,12 +42,11 @@ void check_reduce_op(const char* api, ReduceOp op) {
     throw UsageError(fmt::format("{}: op {} must be ReduceOp::Sum, Max, Min or Prod", api, static_cast<int>(op)));
 }
 
-void check_distinct(const char* api, const char* a_name, const WindowDesc& a, const char* b_name, const WindowDesc& b) {
-  if (a.ref.domain == b.ref.domain && a.ref.buffer == b.ref.buffer)
-    throw UsageError(
-        fmt::format("{}: {} and {} are views of the same window buffer '{}'; they must be different "
-                    "buffers",
-                    api, a_name, b_name, name_of(a)));
+void check_distinct_failed(const char* api, const char* a_name, const WindowDesc& a, const char* b_name) {
+  throw UsageError(
+      fmt::format("{}: {} and {} are views of the same window buffer '{}'; they must be different "
+                  "buffers",
+                  api, a_name, b_name, name_of(a)));
 }
 
 void check_rows(const char* api, const char* what, const WindowDesc& w, int nranks) {
@@ -60,29 +56,17 @@ void check_rows(const char* api, const char* what, const WindowDesc& w, int nran
                                  w.state ? w.state->label : std::string("?")));
 }
 
-void check_core_num(const char* api, int core_num) {
-  if (core_num < 1 || core_num > kMaxCoreNum)
-    throw UsageError(fmt::format("{}: core_num {} must be in [1, {}]", api, core_num, kMaxCoreNum));
+void check_core_num_failed(const char* api, int core_num) {
+  throw UsageError(fmt::format("{}: core_num {} must be in [1, {}]", api, core_num, kMaxCoreNum));
 }
 
-int signal_lane_stride(const char* api, const WindowDesc& signal, int nranks, int core_num) {
-  check_core_num(api, core_num);
-  const Dims& s = signal.shape;
-  auto fail = [&] {
-    throw UsageError(
-        fmt::format("{}: signal '{}' has shape {} but this collective over {} ranks with core_num {} "
-                    "needs an INT32 signal of shape [{}, {}]{} (one row per rank, one column per "
-                    "lane, wider is fine; [{}, {}] puts every cell on its own cache line)",
-                    api, name_of(signal), s.str(), nranks, core_num, nranks, core_num,
-                    core_num == 1 ? fmt::format(" or [{}]", nranks) : std::string(), nranks, 16 * core_num));
-  };
-  if (signal.dtype != DType::INT32) fail();
-  if (s.size() == 1) {
-    if (s[0] < nranks || core_num != 1) fail();
-    return 1;
-  }
-  if (s.size() != 2 || s[0] < nranks || s[1] < core_num) fail();
-  return static_cast<int>(s[1] / core_num);
+void signal_lane_stride_failed(const char* api, const WindowDesc& signal, int nranks, int core_num) {
+  throw UsageError(
+      fmt::format("{}: signal '{}' has shape {} but this collective over {} ranks with core_num {} "
+                  "needs an INT32 signal of shape [{}, {}]{} (one row per rank, one column per "
+                  "lane, wider is fine; [{}, {}] puts every cell on its own cache line)",
+                  api, name_of(signal), signal.shape.str(), nranks, core_num, nranks, core_num,
+                  core_num == 1 ? fmt::format(" or [{}]", nranks) : std::string(), nranks, 16 * core_num));
 }
 
 void check_barrier(const WindowDesc& signal) {

@@ -26,26 +26,54 @@ void check_send_counts(const std::int32_t* counts, int nranks, Index max_recv);
 /// barrier: the signal alone.
 void check_barrier(const WindowDesc& signal);
 
-// The pieces the checks above are made of.
+// The pieces the checks above are made of. Each tests its condition inline (every collective call
+// runs them) and throws from an out-of-line function (the *_failed ones), so a call that passes
+// costs a few compares.
+
+[[noreturn]] void coll_domain_failed(const char* api, const WindowDesc& signal, const WindowDesc* target,
+                                     const char* signal_name);
+[[noreturn]] void check_distinct_failed(const char* api, const char* a_name, const WindowDesc& a, const char* b_name);
+[[noreturn]] void signal_lane_stride_failed(const char* api, const WindowDesc& signal, int nranks, int core_num);
+[[noreturn]] void check_core_num_failed(const char* api, int core_num);
 
 /// The domain of a collective's operands, after checking they are bound and share it.
-const DomainState& coll_domain(const char* api, const WindowDesc& signal, const WindowDesc* target,
-                               const char* signal_name = "signal");
+inline const DomainState& coll_domain(const char* api, const WindowDesc& signal, const WindowDesc* target,
+                                      const char* signal_name = "signal") {
+  if (!signal.state || (target && target->state != signal.state)) [[unlikely]]
+    coll_domain_failed(api, signal, target, signal_name);
+  return *signal.state;
+}
+
+/// Throws unless 1 <= core_num <= kMaxCoreNum.
+inline void check_core_num(const char* api, int core_num) {
+  if (core_num < 1 || core_num > kMaxCoreNum) [[unlikely]]
+    check_core_num_failed(api, core_num);
+}
 
 /// Checks signal dtype and shape for `core_num` lanes and returns the column stride per lane:
 /// [P] (core_num 1), or [>= P, k] with k >= core_num (lane b uses column b * (k / core_num)).
-int signal_lane_stride(const char* api, const WindowDesc& signal, int nranks, int core_num);
+inline int signal_lane_stride(const char* api, const WindowDesc& signal, int nranks, int core_num) {
+  check_core_num(api, core_num);
+  const Dims& s = signal.shape;
+  if (signal.dtype == DType::INT32) {
+    if (s.size() == 1 && s[0] >= nranks && core_num == 1) return 1;
+    if (s.size() == 2 && s[0] >= nranks && s[1] >= core_num)
+      return static_cast<int>(core_num == 1 ? s[1] : s[1] / core_num);  // no division for one lane
+  }
+  signal_lane_stride_failed(api, signal, nranks, core_num);
+}
 
 /// Throws unless op is Sum, Max, Min or Prod.
 void check_reduce_op(const char* api, ReduceOp op);
 
 /// Throws unless the two window operands are different buffers.
-void check_distinct(const char* api, const char* a_name, const WindowDesc& a, const char* b_name, const WindowDesc& b);
+inline void check_distinct(const char* api, const char* a_name, const WindowDesc& a, const char* b_name,
+                           const WindowDesc& b) {
+  if (a.ref.domain == b.ref.domain && a.ref.buffer == b.ref.buffer) [[unlikely]]
+    check_distinct_failed(api, a_name, a, b_name);
+}
 
 /// Throws unless `w` is [nranks, SIZE].
 void check_rows(const char* api, const char* what, const WindowDesc& w, int nranks);
-
-/// Throws unless 1 <= core_num <= kMaxCoreNum.
-void check_core_num(const char* api, int core_num);
 
 }  // namespace pld::detail

@@ -71,6 +71,13 @@ namespace pld::detail {
 
 namespace {
 
+// Domain rank (me + k) mod n for 0 <= me + k < 2n: the staggered peer orders below, without a
+// division on every call.
+int ring_at(int me, int k, int n) {
+  const int p = me + k;
+  return p < n ? p : p - n;
+}
+
 // What an LL wait waits for, in its error message: "<api>: waiting for rank <s>'s <thing> <e>
 // (staging '<name>' <cell> <at>, channel of signal '<sig>'; <seen> <v>)".
 struct EpochWait {
@@ -169,8 +176,8 @@ bool ll_barrier_fits(const DomainState& d, const WindowDesc& signal) {
 void ll_barrier(const char* api, const DomainState& d, const WindowDesc& signal) {
   const int n = d.nranks(), me = d.rank;
   const LLFlags flags(api, d, signal);
-  for (int k = 1; k < n; ++k) flags.raise((me + k) % n);      // staggered: rank r starts with r + 1
-  for (int k = 1; k < n; ++k) flags.await((me + n - k) % n);  // the peer that raised my flag first is me - 1
+  for (int k = 1; k < n; ++k) flags.raise(ring_at(me, k, n));      // staggered: rank r starts with r + 1
+  for (int k = 1; k < n; ++k) flags.await(ring_at(me, n - k, n));  // the peer that raised my flag first is me - 1
 }
 
 bool ll_push_broadcast_fits(const DomainState& d, const WindowDesc& signal, std::uint64_t bytes) {
@@ -231,8 +238,14 @@ class LLCall {
       std::byte* line = out + kLLLineBytes * static_cast<std::size_t>(l);
       const std::size_t at = kLLLineData * static_cast<std::size_t>(l);
       const std::size_t n = std::min<std::size_t>(kLLLineData, bytes - std::min(bytes, at));
-      if (n > 0) std::memcpy(line, data + at, n);
-      std::memset(line + n, 0, kLLLineData - n);
+      // A full line in fixed-size moves; the tail (or an empty message) zeroes the whole line
+      // (fixed-size stores, the epoch overwrites its last word) and then copies its bytes.
+      if (n == kLLLineData) {
+        std::memcpy(line, data + at, kLLLineData);
+      } else {
+        std::memset(line, 0, kLLLineBytes);
+        if (n > 0) std::memcpy(line, data + at, n);
+      }
       std::memcpy(line + kLLLineData, &epoch_, 4);
     }
   }
@@ -255,14 +268,16 @@ class LLCall {
   }
 
   void send_all() {
-    for (int k = 1; k < d_.nranks(); ++k) send((d_.rank + k) % d_.nranks());
+    const int n = d_.nranks();
+    for (int k = 1; k < n; ++k) send(ring_at(d_.rank, k, n));
   }
 
   // Packs and sends payload(p) (`bytes` long) to every peer p.
   template <class Payload>
   void send_each(std::size_t bytes, Payload&& payload) {
-    for (int k = 1; k < d_.nranks(); ++k) {
-      const int p = (d_.rank + k) % d_.nranks();
+    const int n = d_.nranks();
+    for (int k = 1; k < n; ++k) {
+      const int p = ring_at(d_.rank, k, n);
       pack(payload(p), bytes);
       send(p);
     }
@@ -271,7 +286,8 @@ class LLCall {
   // Calls f(s) for every source s != me, in receiving order.
   template <class F>
   void receive_all(F&& f) {
-    for (int k = 1; k < d_.nranks(); ++k) f((d_.rank + d_.nranks() - k) % d_.nranks());
+    const int n = d_.nranks();
+    for (int k = 1; k < n; ++k) f(ring_at(d_.rank, n - k, n));
   }
 
   void receive(int source, std::size_t bytes, std::byte* out) const {
@@ -347,8 +363,8 @@ bool ll_broadcast_fits(const DomainState& d, const WindowDesc& signal, std::uint
          bytes * static_cast<std::uint64_t>(d.nranks() - 1) <= broadcast_push_max_bytes() && has_channel(d, signal);
 }
 
-void ll_broadcast(const char* api, const DomainState& d, const WindowDesc& target, const WindowDesc& signal, int root) {
-  const std::size_t bytes = static_cast<std::size_t>(target.shape.numel()) * dtype_size(target.dtype);
+void ll_broadcast(const char* api, const DomainState& d, const WindowDesc& target, std::size_t bytes,
+                  const WindowDesc& signal, int root) {
   std::byte* mine = own_at(d, target, 0);
   // The root sends its data, every other rank an empty message (its entry into the call); every
   // rank receives from every peer. So the exchange stays all-to-all (slots are reused without
@@ -357,10 +373,7 @@ void ll_broadcast(const char* api, const DomainState& d, const WindowDesc& targe
   LLCall call(api, d, signal);
   call.pack(mine, d.rank == root ? bytes : 0);
   call.send_all();
-  call.receive_all([&](int s) {
-    if (s == root) return call.receive(s, bytes, mine);
-    call.receive(s, 0, nullptr);
-  });
+  call.receive_all([&](int s) { call.receive(s, s == root ? bytes : 0, s == root ? mine : nullptr); });
 }
 
 void ll_all_to_all_v(const char* api, const DomainState& d, const std::byte* input, const std::int32_t* send_counts,

@@ -44,12 +44,13 @@ void ll_rows(const char* api, LLRows kind, const DomainState& d, const std::byte
 /// for the signal's buffer, direct peers. Every member gets the same answer.
 bool ll_broadcast_fits(const DomainState& d, const WindowDesc& signal, std::uint64_t bytes);
 
-/// The LL broadcast of `target` from domain rank `root` (needs ll_broadcast_fits()): the root
+/// The LL broadcast of `target` (`bytes` long) from domain rank `root` (needs ll_broadcast_fits()): the root
 /// sends its target to every peer, every other rank sends every peer an empty message (its entry
 /// into the call), and every rank waits for every peer's message. So every rank returns only after
 /// every peer entered the call, in one hop: a root calling back to back waits for entries that
 /// its previous call's data released, not for a round trip.
-void ll_broadcast(const char* api, const DomainState& d, const WindowDesc& target, const WindowDesc& signal, int root);
+void ll_broadcast(const char* api, const DomainState& d, const WindowDesc& target, std::size_t bytes,
+                  const WindowDesc& signal, int root);
 
 /// Whether a broadcast of `bytes` can run as the root's push between two LL barriers on domain
 /// `d`: more than one rank, (P - 1) * bytes within PLD_BROADCAST_PUSH_MAX, a staging channel,
