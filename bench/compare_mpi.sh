@@ -96,7 +96,7 @@ fi
 # ----- settings ------------------------------------------------------------------------------------
 SIZES=(-b 4 -e "$MAX_BYTES" -f 2)  # x2 steps: the no-cliff check compares each size with the next
 EXCHANGE_SIZES=$(for s in 2K 4K 8K 16K 32K 64K 128K 256K 512K 1M 2M 4M 8M 16M 32M 64M; do
-                   (($(bytes_of $s) <= MAX)) && echo "$s"; done | paste -sd,)
+                   if (($(bytes_of $s) <= MAX)); then echo "$s"; fi; done | paste -sd,)
 [ -n "$EXCHANGE_SIZES" ] || EXCHANGE=0
 if ((QUICK)); then
   ITERS=(--budget 256M --max-iters 5000)
