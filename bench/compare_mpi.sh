@@ -50,14 +50,9 @@ while (($#)); do
   shift
 done
 [ -n "$ROUNDS" ] || ROUNDS=$((QUICK ? 1 : 5))
-COLLS=()
-for c in ${SELECTED//,/ }; do
-  [[ " ${ALL_COLLS[*]} " == *" $c "* ]] ||
-    { echo "compare_mpi.sh: unknown collective '$c' in --colls (${ALL_COLLS[*]})" >&2; exit 2; }
-  COLLS+=("$c")
-done
-[[ "$MAX_BYTES" =~ ^[0-9]+[KMG]?$ ]] ||
-  { echo "compare_mpi.sh: --max-bytes '$MAX_BYTES' is not a size; write e.g. 4K or 64M" >&2; exit 2; }
+source "$ROOT/bench/options.sh"
+pick_colls compare_mpi.sh "$SELECTED"
+check_size compare_mpi.sh "$MAX_BYTES"
 bytes_of() { numfmt --from=iec "$1"; }
 MAX=$(bytes_of "$MAX_BYTES")
 wants() { [[ " ${COLLS[*]} " == *" $1 "* ]]; }

@@ -52,16 +52,13 @@ done
 for c in ${CONFIGS//,/ }; do
   case "$c" in tcp|node|2x2) ;; *) echo "mpi_compare.sh: unknown configuration '$c' in --configs (tcp, node, 2x2)" >&2; exit 2 ;; esac
 done
-COLLS=()
-P2P_ROWS=0
-for c in ${SELECTED//,/ }; do
-  if [ "$c" = p2p ]; then P2P_ROWS=1; continue; fi
-  [[ " ${ALL_COLLS[*]} " == *" $c "* ]] ||
-    { echo "mpi_compare.sh: unknown collective '$c' in --colls (${ALL_COLLS[*]} p2p)" >&2; exit 2; }
-  COLLS+=("$c")
+source "$ROOT/bench/options.sh"
+pick_colls mpi_compare.sh "$SELECTED" p2p
+check_size mpi_compare.sh "$MAX_BYTES"
+P2P_ROWS=0  # p2p selects the point-to-point rows, not a collective
+for i in "${!COLLS[@]}"; do
+  if [ "${COLLS[i]}" = p2p ]; then P2P_ROWS=1; unset 'COLLS[i]'; fi
 done
-[[ "$MAX_BYTES" =~ ^[0-9]+[KMG]?$ ]] ||
-  { echo "mpi_compare.sh: --max-bytes '$MAX_BYTES' is not a size; write e.g. 4K or 4M" >&2; exit 2; }
 for tool in cmake mpicxx mpirun; do
   command -v "$tool" >/dev/null || { echo "mpi_compare.sh: '$tool' not found; run scripts/deps.sh" >&2; exit 2; }
 done
