@@ -194,6 +194,10 @@ class Backend : public BackendProcess {
   /// atomic_changed() for a 4-byte cell it may have changed: the kernel API then applies it
   /// itself, without the call. shm: true.
   bool cpu_atomics = false;
+  /// Whether put, get, put_nbi and get_nbi to or from a member whose heap this process addresses
+  /// (DomainState::windows_in) are nothing but bulk_copy (core/copy.h) there, complete on return:
+  /// the kernel API then copies itself, without the call. shm and mpi (on-node members): true.
+  bool cpu_copies = false;
   /// Whether put_signal() is nothing but bulk_copy (core/copy.h) into the peer's window as this
   /// process addresses it (DomainState::windows_in), then notify's read-modify-write on the signal
   /// cell there (seq_cst exchange for Set, fetch_add for AtomicAdd), then atomic_changed(): the
