@@ -175,6 +175,11 @@ class Backend : public BackendProcess {
 
   /// Release, then Set or AtomicAdd the int32 cell at `offset` of `rank`'s heap; wakes a sleeper.
   virtual void notify(int rank, std::uint64_t offset, std::int32_t value, NotifyOp op) = 0;
+  /// The doorbell of a message written straight into `rank`'s heap (the collectives' LL
+  /// exchange, coll/ll.cc), whose last int32, at `offset`, already holds `value` from a release
+  /// store: what notify(Set value) does (the default), where a backend can skip notify's general
+  /// checks.
+  virtual void ring(int rank, std::uint64_t offset, std::int32_t value) { notify(rank, offset, value, NotifyOp::Set); }
   /// Blocks until the calling rank's cell at `offset` satisfies `cmp expected`, then acquires.
   /// Returns Timeout at the deadline and Aborted when the job is being aborted; `seen` receives
   /// the last value read.
