@@ -175,6 +175,11 @@ class Backend : public BackendProcess {
 
   /// Release, then Set or AtomicAdd the int32 cell at `offset` of `rank`'s heap; wakes a sleeper.
   virtual void notify(int rank, std::uint64_t offset, std::int32_t value, NotifyOp op) = 0;
+  /// The doorbell of a message written straight into `rank`'s heap (the collectives' LL
+  /// exchange, coll/ll.cc), whose last int32, at `offset`, already holds `value` from a release
+  /// store: what notify(Set value) does (the default), where a backend can skip notify's general
+  /// checks.
+  virtual void ring(int rank, std::uint64_t offset, std::int32_t value) { notify(rank, offset, value, NotifyOp::Set); }
   /// Blocks until the calling rank's cell at `offset` satisfies `cmp expected`, then acquires.
   /// Returns Timeout at the deadline and Aborted when the job is being aborted; `seen` receives
   /// the last value read.
@@ -194,6 +199,10 @@ class Backend : public BackendProcess {
   /// atomic_changed() for a 4-byte cell it may have changed: the kernel API then applies it
   /// itself, without the call. shm: true.
   bool cpu_atomics = false;
+  /// Whether put, get, put_nbi and get_nbi to or from a member whose heap this process addresses
+  /// (DomainState::windows_in) are nothing but bulk_copy (core/copy.h) there, complete on return:
+  /// the kernel API then copies itself, without the call. shm and mpi (on-node members): true.
+  bool cpu_copies = false;
   /// Whether put_signal() is nothing but bulk_copy (core/copy.h) into the peer's window as this
   /// process addresses it (DomainState::windows_in), then notify's read-modify-write on the signal
   /// cell there (seq_cst exchange for Set, fetch_add for AtomicAdd), then atomic_changed(): the

@@ -21,10 +21,11 @@
 //           ranks) into lines of 60 bytes (the last one zero-padded; an empty message is one line)
 //           and writes them into slot [e & 1][me] of p's channel, each line's epoch e last with a
 //           release store: a reader that acquires epoch e in a line sees that line's data (on x86
-//           every store is a plain move). Then it rings p's doorbell: notify(Set e) on the epoch of
-//           the last line, i.e. the value already there. That adds nothing but the wake-up: the
-//           seq_cst read-modify-write pairs with the sleeper count of Backend::wait (signal.cc), so
-//           a reader that went to sleep is woken.
+//           every store is a plain move). Then it rings p's doorbell (Backend::ring) on the epoch
+//           of the last line, i.e. the value already there: notify(Set e) without its general
+//           checks. That adds nothing but the wake-up: the seq_cst read-modify-write pairs with
+//           the sleeper count of Backend::wait (signal.cc), so a reader that went to sleep is
+//           woken (and it sends the line on its way at once).
 // 2. gather For every source s != me: wait until the last line of slot [e & 1][s] holds epoch e
 //           (Backend::wait: spin, yield, sleep; deadline report, abort), then copy every line out,
 //           each checked for epoch e.
@@ -263,8 +264,8 @@ class LLCall {
       std::atomic_ref<std::uint64_t>(dst[w + kLineWords - 1])
           .store(packed_[w + kLineWords - 1], std::memory_order_release);
     }
-    d_.backend->notify(d_.members[static_cast<std::size_t>(peer)], epoch_at(my_slot, lines_ - 1),
-                       static_cast<std::int32_t>(epoch_), NotifyOp::Set);
+    d_.backend->ring(d_.members[static_cast<std::size_t>(peer)], epoch_at(my_slot, lines_ - 1),
+                     static_cast<std::int32_t>(epoch_));
   }
 
   void send_all() {

@@ -2,9 +2,11 @@
 // (push) and tensor::get (pull), their non-blocking forms and put_signal, and the remote_load /
 // remote_store of tiles and tensors. Every form checks its operands (put_signal its signal cell
 // first), records the operation (backend/op_history.h), and moves the addressed box in runs of
-// contiguous elements through the backend (backend/*/rma.cc). put_signal hands its last run to
-// the backend together with the signal (Backend::put_signal), so a backend can send both at once;
-// its common case on a backend whose put_signal is CPU work on addressable memory
+// contiguous elements through the backend (backend/*/rma.cc); a whole-window put or get with a
+// member whose heap this process addresses is the copy itself where the backend's call is nothing
+// more (Backend::cpu_copies: shm, and the mpi backend's on-node members). put_signal hands its
+// last run to the backend together with the signal (Backend::put_signal), so a backend can send
+// both at once; its common case on a backend whose put_signal is CPU work on addressable memory
 // (Backend::cpu_put_signal: shm) runs inline instead, with one pass of checks and one record
 // (put_signal_inline);
 // in debug mode a non-blocking put's source runs are checksummed and a non-blocking get's
@@ -208,8 +210,9 @@ void book_nbi(const Transfer& t, NbiLedger::Spans* spans, Index bytes) {
     ledger.track_get(std::move(what), std::move(*spans));
 }
 
-/// The plain full-slice transfer (plain_full_slice): one record and one backend call; put_signal's
-/// data travels with its signal.
+/// The plain full-slice transfer (plain_full_slice): one record and one backend call, or the copy
+/// itself where the backend's call is nothing more (Backend::cpu_copies); put_signal's data
+/// travels with its signal.
 [[gnu::noinline]] void transfer_plain(const Transfer& t, OpKind kind) {
   const bool to_peer = t.dir == Direction::ToPeer;
   const DomainState& d = *t.window.state;
@@ -225,7 +228,12 @@ void book_nbi(const Transfer& t, NbiLedger::Spans* spans, Index bytes) {
                 t.window.ref.offset, nullptr);
     send_signal(t, world_peer, Run{t.window.ref.offset, t.local.data, bytes});
   } else {
-    if (to_peer && t.nbi)
+    std::byte* heap = b.cpu_copies ? d.windows_in[static_cast<std::size_t>(t.peer)] : nullptr;
+    if (heap && to_peer)  // what the backend's call would do (Backend::cpu_copies), without the call
+      bulk_copy(heap + t.window.ref.offset, t.local.data, bytes);
+    else if (heap)
+      bulk_copy(t.local.data, heap + t.window.ref.offset, bytes);
+    else if (to_peer && t.nbi)
       b.put_nbi(world_peer, t.window.ref.offset, t.local.data, bytes);
     else if (to_peer)
       b.put(world_peer, t.window.ref.offset, t.local.data, bytes);

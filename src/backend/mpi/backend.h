@@ -70,14 +70,14 @@ class MpiWindow final : public Backend, public NativeCollectives {
   const char* name() const override { return "mpi"; }
   int world_size() const override;
   std::uint64_t heap_bytes() const override { return lo_ + bytes_; }
-  /// This rank's heap as seen through the window: heap_base(me) + offset addresses the byte at
-  /// that heap offset for offsets in [lo, lo + bytes). nullptr for peers.
+  /// Where heap offsets [lo, lo + bytes) of `rank` lie here: mine and on-node members'; else nullptr.
   std::byte* heap_base(int rank) const override;
 
   void put(int rank, std::uint64_t offset, const void* src, std::size_t bytes) override;
   void get(void* dst, int rank, std::uint64_t offset, std::size_t bytes) override;
   void atomic_add(int rank, std::uint64_t offset, const void* src, std::size_t count, DType dtype) override;
   void notify(int rank, std::uint64_t offset, std::int32_t value, NotifyOp op) override;
+  void ring(int rank, std::uint64_t offset, std::int32_t value) override;  // signal.cc
   // Put-with-signal and non-blocking transfers (rma.cc). Members sharing this node: copies, as on
   // shm. RMA: MPI_Put / MPI_Get without a flush, completed by the next notify, fence or quiet;
   // put_signal = MPI_Put + the notify's flush and accumulate (no local flush of its own).

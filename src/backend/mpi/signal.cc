@@ -156,6 +156,17 @@ void MpiWindow::notify(int rank, std::uint64_t offset, std::int32_t value, Notif
   engine_.check(MPI_Win_flush(t, win_), "MPI_Win_flush (notify)");
 }
 
+// The LL doorbell: notify(Set) of the value already in the cell, as on shm, where the cell is on
+// this node and no RMA is owed to other nodes (notify's own path otherwise), without notify's
+// general checks (the LL exchange computes its offsets inside the staging window).
+void MpiWindow::ring(int rank, std::uint64_t offset, std::int32_t value) {
+  std::byte* at = shared_at(rank, offset);
+  if (!at || engine_.dirty_windows_.load(std::memory_order_relaxed) > 0 ||
+      engine_.written_count_.load(std::memory_order_relaxed) > 0) [[unlikely]]
+    return notify(rank, offset, value, NotifyOp::Set);
+  std::atomic_ref<std::int32_t>(*reinterpret_cast<std::int32_t*>(at)).exchange(value, std::memory_order_seq_cst);
+}
+
 void MpiBackend::progress() {
   std::unique_lock lock(mutex_, std::try_to_lock);
   if (!lock.owns_lock()) return;  // a thread inside MPI is making progress anyway

@@ -31,6 +31,7 @@ MpiWindow::MpiWindow(MpiBackend& engine, MPI_Comm comm, const std::vector<int>& 
   dirty_.assign(members.size(), 0);
   shared_.assign(static_cast<std::size_t>(engine.world_size()), nullptr);
   op_history = &engine.history_;
+  cpu_copies = true;      // rma.cc: a transfer with this process's or an on-node member's heap is a copy
   offers_native = false;  // until its engine collectives' communicators open (collectives.cc)
 }
 

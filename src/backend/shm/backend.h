@@ -110,6 +110,10 @@ class ShmBackend final : public Backend {
   void get(void* dst, int rank, std::uint64_t offset, std::size_t bytes) override;
   void atomic_add(int rank, std::uint64_t offset, const void* src, std::size_t count, DType dtype) override;
   void notify(int rank, std::uint64_t offset, std::int32_t value, NotifyOp op) override;
+  /// The LL doorbell is notify(Set): its read-modify-write pairs with a sleeper's count.
+  void ring(int rank, std::uint64_t offset, std::int32_t value) override {
+    update_cell(rank, offset, value, NotifyOp::Set);
+  }
   // Non-blocking transfers complete when they return (copies): put_nbi and get_nbi keep
   // Backend's defaults; quiet and fence are fences (rma.cc).
   /// The copy, then notify's read-modify-write on the signal cell (its full barrier orders the
