@@ -176,8 +176,8 @@ class MpiWindow final : public Backend, public NativeCollectives {
   /// A floating-point allreduce of at most kNativePiece bytes, in pld's order (collectives.cc).
   WaitStatus canonical_allreduce(std::byte* data, std::size_t count, DType dtype, ReduceOp op, const WaitSite& site);
   /// allgather (`gather`: every member's `input` row) or all_to_all (row s of `input` to member
-  /// s) over rows of `row_bytes`: MPI_Iallgather; all_to_all an exchange up to kExchangeBlocksMax,
-  /// else MPI_Ialltoall.
+  /// s) over rows of `row_bytes`: an exchange (up to kExchangeMax / kExchangeBlocksMax), else
+  /// MPI_Iallgather / MPI_Ialltoall.
   WaitStatus block_exchange(bool gather, const void* input, void* target, std::size_t row_bytes, const WaitSite& site);
   /// Posts one exchange of rows of `bytes` in eager pieces on `comm` (exchange.cc); `gather`: the
   /// same `input` row to every member, else row s to member s. My own row is copied at once.

@@ -341,15 +341,16 @@ WaitStatus MpiWindow::broadcast(void* data, std::size_t bytes, int root, const W
   });
 }
 
-// allgather and all_to_all: one MPI call of that signature, in bytes or in blocks of a row type;
-// all_to_all up to kExchangeBlocksMax an exchange of messages instead (libnbc's allgather was as
-// fast as an exchange at every size over TCP, its all_to_all slower: design §4.9).
+// allgather and all_to_all: an exchange of messages while a member sends at most kExchangeMax
+// (allgather) or its blocks total at most kExchangeBlocksMax (all_to_all); above, one MPI call of
+// that signature, in bytes or in blocks of a row type (design §4.9).
 WaitStatus MpiWindow::block_exchange(bool gather, const void* input, void* target, std::size_t row_bytes,
                                      const WaitSite& site) {
   if (row_bytes == 0) return WaitStatus::Ok;
-  if (!gather && row_bytes * dirty_.size() <= kExchangeBlocksMax)
+  const std::size_t n = dirty_.size();
+  if (gather ? row_bytes * (n - 1) <= kExchangeMax : row_bytes * n <= kExchangeBlocksMax)
     return native_run(site, 1, [&](std::size_t, MPI_Comm comm, Requests& rq) {
-      return post_exchange(false, input, target, row_bytes, comm, rq);
+      return post_exchange(gather, input, target, row_bytes, comm, rq);
     });
   const Block b = block_of(row_bytes, engine_.mutex_);
   const auto call = gather ? &MPI_Iallgather : &MPI_Ialltoall;
