@@ -161,22 +161,23 @@ class MpiWindow final : public Backend, public NativeCollectives {
   /// Runs `steps` steps on the signal's communicator one after the other, each tested with
   /// yields until all its requests complete, the job aborts or the wait deadline passes (then the
   /// wait is recorded for the report, and the communicator is never used again); `after(step)`
-  /// runs (outside the MPI mutex) once a step has completed.
+  /// runs (outside the MPI mutex) once a step has completed, with its requests' `statuses` if given.
   WaitStatus native_run(const WaitSite& site, std::size_t steps, const NativeStep& start,
-                        const std::function<void(std::size_t)>& after = {});
+                        const std::function<void(std::size_t)>& after = {},
+                        std::vector<MPI_Status>* statuses = nullptr);
   // native_run's parts, for schedules of their own (hierarchy.cc): the deadline of a call; under
   // the MPI mutex before its first post, my earlier puts complete and my stores public; tests
   // `requests` with yields until they complete (Ok), the job aborts or the deadline passes; a
   // call that did not complete is recorded for the report and its communicator never reused.
   NativeDeadline native_deadline() const;
   void native_begin_locked();
-  WaitStatus native_complete(NativeDeadline deadline, Requests& requests);
+  WaitStatus native_complete(NativeDeadline deadline, Requests& requests, MPI_Status* statuses = MPI_STATUSES_IGNORE);
   WaitStatus native_abandon(const WaitSite& site, WaitStatus status);
   /// A floating-point allreduce of at most kNativePiece bytes, in pld's order (collectives.cc).
   WaitStatus canonical_allreduce(std::byte* data, std::size_t count, DType dtype, ReduceOp op, const WaitSite& site);
   /// allgather (`gather`: every member's `input` row) or all_to_all (row s of `input` to member
-  /// s) over rows of `row_bytes`: MPI_Iallgather; all_to_all an exchange up to kExchangeBlocksMax,
-  /// else MPI_Ialltoall.
+  /// s) over rows of `row_bytes`: an exchange (up to kExchangeMax / kExchangeBlocksMax), else
+  /// MPI_Iallgather / MPI_Ialltoall.
   WaitStatus block_exchange(bool gather, const void* input, void* target, std::size_t row_bytes, const WaitSite& site);
   /// Posts one exchange of rows of `bytes` in eager pieces on `comm` (exchange.cc); `gather`: the
   /// same `input` row to every member, else row s to member s. My own row is copied at once.
@@ -193,13 +194,12 @@ class MpiWindow final : public Backend, public NativeCollectives {
   int post_all_to_all_v(const void* input, void* target, std::size_t rows, std::size_t row_bytes, RowUnit unit,
                         const std::int32_t* send_counts, std::int32_t* recv_counts, MPI_Comm comm,
                         Requests& requests) const;
-  /// Small all_to_all_v: posts one message to each member, its count (8 bytes) and then only that
-  /// many rows, out of and into `packed` (2 x P x (8 + block) bytes: what is sent, what arrives);
-  /// unpack_all_to_all_v moves what arrived into `target` and `recv_counts`.
-  int post_packed_all_to_all_v(const void* input, std::byte* packed, std::size_t block, std::size_t row_bytes,
+  /// all_to_all_v up to kExchangeBlocksMax: each block in the eager pieces of a whole block, those
+  /// past the count empty; count_all_to_all_v takes the counts from the receives' `statuses`.
+  int post_all_to_all_v_pieces(const void* input, void* target, std::size_t block, std::size_t row_bytes,
                                const std::int32_t* send_counts, MPI_Comm comm, Requests& requests) const;
-  void unpack_all_to_all_v(const std::byte* packed, void* target, std::size_t block, std::size_t row_bytes,
-                           std::int32_t* recv_counts) const;
+  void count_all_to_all_v(const MPI_Status* statuses, std::size_t block, std::size_t row_bytes,
+                          const std::int32_t* send_counts, std::int32_t* recv_counts) const;
   /// Post on `comm` (exchange.cc) step `step` of a dissemination barrier of zero-byte messages,
   /// and a small broadcast of `bytes` from member `root`.
   int post_barrier_step(std::size_t step, MPI_Comm comm, Requests& requests) const;

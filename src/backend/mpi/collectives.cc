@@ -192,7 +192,7 @@ void MpiWindow::native_begin_locked() {
   if (engine_.messages_) engine_.fence_locked(-1);
 }
 
-WaitStatus MpiWindow::native_complete(NativeDeadline deadline, Requests& requests) {
+WaitStatus MpiWindow::native_complete(NativeDeadline deadline, Requests& requests, MPI_Status* statuses) {
   MpiBackend& e = engine_;
   auto nap = std::chrono::microseconds(5);
   for (int round = 0;; ++round) {
@@ -209,7 +209,7 @@ WaitStatus MpiWindow::native_complete(NativeDeadline deadline, Requests& request
     }
     int done = 0;
     std::lock_guard lock(e.mutex_);
-    e.check(MPI_Testall(static_cast<int>(requests.size()), requests.data(), &done, MPI_STATUSES_IGNORE),
+    e.check(MPI_Testall(static_cast<int>(requests.size()), requests.data(), &done, statuses),
             "MPI_Testall (engine collective)");
     if (done) return WaitStatus::Ok;
     // Peers may wait on this rank's messages (a fence, a get) before they get here. Not on every
@@ -235,7 +235,7 @@ WaitStatus MpiWindow::native_abandon(const WaitSite& site, WaitStatus status) {
 }
 
 WaitStatus MpiWindow::native_run(const WaitSite& site, std::size_t steps, const NativeStep& start,
-                                 const std::function<void(std::size_t)>& after) {
+                                 const std::function<void(std::size_t)>& after, std::vector<MPI_Status>* statuses) {
   const MPI_Comm comm = native_comm(site);
   const NativeDeadline deadline = native_deadline();
   Requests requests;
@@ -246,7 +246,8 @@ WaitStatus MpiWindow::native_run(const WaitSite& site, std::size_t steps, const 
       if (step == 0) native_begin_locked();
       engine_.check(start(step, comm, requests), site.what);
     }
-    const WaitStatus status = native_complete(deadline, requests);
+    if (statuses) statuses->resize(requests.size());
+    const WaitStatus status = native_complete(deadline, requests, statuses ? statuses->data() : MPI_STATUSES_IGNORE);
     if (status != WaitStatus::Ok) return native_abandon(site, status);
     if (after) after(step);
   }
@@ -340,15 +341,16 @@ WaitStatus MpiWindow::broadcast(void* data, std::size_t bytes, int root, const W
   });
 }
 
-// allgather and all_to_all: one MPI call of that signature, in bytes or in blocks of a row type;
-// all_to_all up to kExchangeBlocksMax an exchange of messages instead (libnbc's allgather was as
-// fast as an exchange at every size over TCP, its all_to_all slower: design §4.9).
+// allgather and all_to_all: an exchange of messages while a member sends at most kExchangeMax
+// (allgather) or its blocks total at most kExchangeBlocksMax (all_to_all); above, one MPI call of
+// that signature, in bytes or in blocks of a row type (design §4.9).
 WaitStatus MpiWindow::block_exchange(bool gather, const void* input, void* target, std::size_t row_bytes,
                                      const WaitSite& site) {
   if (row_bytes == 0) return WaitStatus::Ok;
-  if (!gather && row_bytes * dirty_.size() <= kExchangeBlocksMax)
+  const std::size_t n = dirty_.size();
+  if (gather ? row_bytes * (n - 1) <= kExchangeMax : row_bytes * n <= kExchangeBlocksMax)
     return native_run(site, 1, [&](std::size_t, MPI_Comm comm, Requests& rq) {
-      return post_exchange(false, input, target, row_bytes, comm, rq);
+      return post_exchange(gather, input, target, row_bytes, comm, rq);
     });
   const Block b = block_of(row_bytes, engine_.mutex_);
   const auto call = gather ? &MPI_Iallgather : &MPI_Ialltoall;
@@ -407,11 +409,22 @@ WaitStatus MpiWindow::reduce_scatter(void* target, std::size_t count, DType dtyp
   return st;
 }
 
-// One exchange of counts and rows (exchange.cc), in bytes where a block fits an int count, else
-// in rows of a row type.
+// One exchange (exchange.cc): up to kExchangeBlocksMax the rows alone in eager pieces, their count
+// taken from what arrived; above, each block's count and then its rows as one message, in bytes
+// where a block fits an int count, else in rows of a row type.
 WaitStatus MpiWindow::all_to_all_v(const void* input, void* target, std::size_t rows, std::size_t row_bytes,
                                    const std::int32_t* send_counts, std::int32_t* recv_counts, const WaitSite& site) {
   const std::size_t block = rows * row_bytes;
+  if (row_bytes && block * dirty_.size() <= kExchangeBlocksMax) {
+    std::vector<MPI_Status> statuses;
+    return native_run(
+        site, 1,
+        [&](std::size_t, MPI_Comm comm, Requests& rq) {
+          return post_all_to_all_v_pieces(input, target, block, row_bytes, send_counts, comm, rq);
+        },
+        [&](std::size_t) { count_all_to_all_v(statuses.data(), block, row_bytes, send_counts, recv_counts); },
+        &statuses);
+  }
   if (block > INT_MAX && rows > INT_MAX)
     throw Error(fmt::format("{}: {} rows per rank block exceed MPI's int counts", site.what, rows));
   RowUnit unit{MPI_BYTE, row_bytes};
@@ -422,20 +435,6 @@ WaitStatus MpiWindow::all_to_all_v(const void* input, void* target, std::size_t 
       MPI_Type_contiguous(static_cast<int>(row_bytes), MPI_BYTE, &unit.type);
       MPI_Type_commit(&unit.type);
     }
-  }
-  const std::size_t n = dirty_.size(), stride = sizeof(std::int64_t) + block;
-  // Small: one message a peer, its count in front of its rows, while a member sends at most
-  // kExchangeMax bytes in all (its own block is copied, not sent).
-  if (stride * (n - 1) <= kExchangeMax) {
-    std::byte* packed = native_scratch(2 * stride * n);
-    const WaitStatus st = native_run(
-        site, 1,
-        [&](std::size_t, MPI_Comm comm, Requests& rq) {
-          return post_packed_all_to_all_v(input, packed, block, row_bytes, send_counts, comm, rq);
-        },
-        [&](std::size_t) { unpack_all_to_all_v(packed, target, block, row_bytes, recv_counts); });
-    if (st != WaitStatus::Ok) abandon_native_scratch();
-    return st;
   }
   const WaitStatus st = native_run(site, 1, [&](std::size_t, MPI_Comm comm, Requests& rq) {
     return post_all_to_all_v(input, target, rows, row_bytes, unit, send_counts, recv_counts, comm, rq);

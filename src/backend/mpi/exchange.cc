@@ -103,46 +103,53 @@ int MpiWindow::post_all_to_all_v(const void* input, void* target, std::size_t ro
   return MPI_SUCCESS;
 }
 
-int MpiWindow::post_packed_all_to_all_v(const void* input, std::byte* packed, std::size_t block, std::size_t row_bytes,
+// Up to kExchangeBlocksMax: every block travels in the eager pieces of a whole block, straight
+// into its place in the target, those past the sender's count empty (zero bytes), so the receiver
+// posts all of them at once and learns the count from the bytes that arrived
+// (count_all_to_all_v): no count message, no copy, no rendezvous.
+int MpiWindow::post_all_to_all_v_pieces(const void* input, void* target, std::size_t block, std::size_t row_bytes,
                                         const std::int32_t* send_counts, MPI_Comm comm, Requests& requests) const {
   const int n = static_cast<int>(dirty_.size()), me = target_[static_cast<std::size_t>(engine_.rank_)];
-  const std::size_t stride = sizeof(std::int64_t) + block;
   auto* in = static_cast<const std::byte*>(input);
-  std::byte* arrived = packed + stride * static_cast<std::size_t>(n);
-  for (int p = 0; p < n; ++p) {
-    const std::size_t bytes = static_cast<std::size_t>(send_counts[p]) * row_bytes;
-    std::byte* at = (p == me ? arrived : packed) + static_cast<std::size_t>(p) * stride;
-    const std::int64_t count = send_counts[p];
-    std::memcpy(at, &count, sizeof count);
-    if (bytes) std::memcpy(at + sizeof count, in + static_cast<std::size_t>(p) * block, bytes);
-  }
-  for (int p = 0; p < n; ++p) {
+  auto* out = static_cast<std::byte*>(target);
+  for (int p = 0; p < n; ++p) {  // receives first, in member order (count_all_to_all_v reads them so)
     if (p == me) continue;
-    const int rc = MPI_Irecv(arrived + static_cast<std::size_t>(p) * stride, static_cast<int>(stride), MPI_BYTE, p,
-                             kRow, comm, &requests.emplace_back());
+    const int rc = post_pieces(false, out + static_cast<std::size_t>(p) * block, block, p, kRow, comm, requests);
     if (rc != MPI_SUCCESS) return rc;
   }
   for (int k = 1; k < n; ++k) {
     const int p = (me + k) % n;
-    const auto bytes = static_cast<int>(sizeof(std::int64_t) + static_cast<std::size_t>(send_counts[p]) * row_bytes);
-    const int rc = MPI_Isend(packed + static_cast<std::size_t>(p) * stride, bytes, MPI_BYTE, p, kRow, comm,
-                             &requests.emplace_back());
-    if (rc != MPI_SUCCESS) return rc;
+    const std::byte* row = in + static_cast<std::size_t>(p) * block;
+    const std::size_t sent = static_cast<std::size_t>(send_counts[p]) * row_bytes;
+    std::size_t at = 0;
+    do {  // as post_pieces(false, ...) on the receiver: the same number of pieces
+      const int bytes = static_cast<int>(at < sent ? std::min(kEagerPiece, sent - at) : 0);
+      const int rc = MPI_Isend(row + at, bytes, MPI_BYTE, p, kRow, comm, &requests.emplace_back());
+      if (rc != MPI_SUCCESS) return rc;
+      at += kEagerPiece;
+    } while (at < block);
   }
+  const std::size_t own = static_cast<std::size_t>(send_counts[me]) * row_bytes;
+  if (own) std::memmove(out + static_cast<std::size_t>(me) * block, in + static_cast<std::size_t>(me) * block, own);
   return MPI_SUCCESS;
 }
 
-void MpiWindow::unpack_all_to_all_v(const std::byte* packed, void* target, std::size_t block, std::size_t row_bytes,
-                                    std::int32_t* recv_counts) const {
-  const std::size_t n = dirty_.size(), stride = sizeof(std::int64_t) + block;
-  const std::byte* arrived = packed + stride * n;
-  for (std::size_t p = 0; p < n; ++p) {
-    std::int64_t count = 0;
-    std::memcpy(&count, arrived + p * stride, sizeof count);
-    recv_counts[p] = static_cast<std::int32_t>(count);
-    const std::size_t bytes = static_cast<std::size_t>(count) * row_bytes;
-    if (bytes) std::memcpy(static_cast<std::byte*>(target) + p * block, arrived + p * stride + sizeof count, bytes);
+void MpiWindow::count_all_to_all_v(const MPI_Status* statuses, std::size_t block, std::size_t row_bytes,
+                                   const std::int32_t* send_counts, std::int32_t* recv_counts) const {
+  const int n = static_cast<int>(dirty_.size()), me = target_[static_cast<std::size_t>(engine_.rank_)];
+  const std::size_t pieces = std::max<std::size_t>(1, (block + kEagerPiece - 1) / kEagerPiece);
+  std::lock_guard lock(engine_.mutex_);
+  for (int p = 0; p < n; ++p) {
+    if (p == me) continue;
+    std::size_t bytes = 0;
+    for (std::size_t i = 0; i < pieces; ++i, ++statuses) {
+      int got = 0;
+      MPI_Get_count(statuses, MPI_BYTE, &got);
+      bytes += static_cast<std::size_t>(got);
+    }
+    recv_counts[p] = static_cast<std::int32_t>(bytes / row_bytes);
   }
+  recv_counts[me] = send_counts[me];
 }
 
 }  // namespace pld::detail

@@ -16,8 +16,9 @@ using Requests = std::vector<MPI_Request>;
 /// A step of an engine collective in which each member sends at most this many bytes in all is
 /// an exchange of point-to-point messages (exchange.cc) rather than a libnbc collective.
 inline constexpr std::size_t kExchangeMax = 64u << 10;
-/// all_to_all and reduce_scatter exchange their blocks as messages (exchange.cc) while a member's
-/// blocks total at most this many bytes, and run MPI_Ialltoall above (design §4.9).
+/// all_to_all, all_to_all_v and reduce_scatter exchange their blocks as eager pieces (exchange.cc)
+/// while a member's blocks total at most this many bytes, and run MPI_Ialltoall (all_to_all_v: one
+/// message per block) above (design §4.9).
 inline constexpr std::size_t kExchangeBlocksMax = 1u << 20;
 /// The largest message of an exchange: a row goes in pieces of at most this many bytes, so that
 /// each is sent eagerly (Open MPI's btl/tcp sends messages up to btl_tcp_eager_limit, 64 KiB with
