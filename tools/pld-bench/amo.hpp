@@ -1,8 +1,9 @@
 // pld-bench --op amo: pld's atomics, next to their bare baseline.
-//   latency     ranks 0 and 1 take turns on one int64 cell of rank 1: each spins with atomic_fetch
-//               until the cell holds its turn, then atomic_fetch_add(1). Half a round trip per
-//               turn; the bare baseline is the same ping-pong by `lock xadd` between two fork()ed
-//               processes on MAP_SHARED memory (baseline.cpp).
+//   latency     ranks 0 and 1 take turns on one int64 cell of rank 1: each polls it with
+//               atomic_fetch, pausing between polls, until it holds its turn, then
+//               atomic_fetch_add(1). Half a round trip per turn; the bare baseline is the same
+//               loop with an acquire load and `lock xadd` between two fork()ed processes on
+//               MAP_SHARED memory (baseline.cpp), so the two differ by pld's calls alone.
 //   throughput  every rank atomic_fetch_add(1)s one int64 cell of rank 0 at once; aggregate
 //               operations per second = P * iters / the slowest rank's loop time.
 // Both are checked: the cells must end at the exact totals (#wrong counts the difference).

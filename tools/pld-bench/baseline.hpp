@@ -6,7 +6,21 @@
 
 #include <cstdint>
 
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#endif
+
 namespace pldbench {
+
+/// The body of every spin loop of the ping-pongs, pld's and the bare ones alike: `pause` on x86
+/// (as pld's own waits relax, core/cpu_relax.h), a compiler barrier elsewhere.
+inline void spin_pause() {
+#if defined(__x86_64__) || defined(__i386__)
+  _mm_pause();
+#else
+  asm volatile("" ::: "memory");
+#endif
+}
 
 /// One memcpy measurement of `bytes`: loop time and the bytes that did not arrive as sent.
 struct CopyResult {
