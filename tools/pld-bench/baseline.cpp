@@ -148,23 +148,4 @@ double bare_pingpong_us(std::int64_t warmup, std::int64_t iters, bool two_cells,
   return half_round_trip_us(loop_ns, iters);
 }
 
-double bare_xadd_pingpong_us(std::int64_t warmup, std::int64_t iters, bool pin) {
-  std::byte* mem = map_bytes(kBytes, MAP_SHARED, "the lock xadd cell");
-  std::atomic_ref<std::int64_t> cell(*reinterpret_cast<std::int64_t*>(mem));
-  // Round i: the parent adds when the cell holds 2i, the child when it holds 2i+1. Each side
-  // polls with an acquire load and a pause between polls, then adds: amo.cpp's loop with the bare
-  // instructions in place of atomic_fetch and atomic_fetch_add.
-  const double loop_ns =
-      fork_pingpong_ns(mem, warmup, iters, pin, [&](int side, std::int64_t i, pid_t peer, bool child) {
-        const std::int64_t want = 2 * i + side;
-        for (std::uint64_t polls = 1; cell.load(std::memory_order_acquire) != want; ++polls) {
-          spin_pause();
-          if ((polls & ((1u << 22) - 1)) == 0 && (child ? waitpid(peer, nullptr, WNOHANG) != 0 : getppid() != peer))
-            throw std::runtime_error("amo baseline: the ping-pong partner process died");
-        }
-        cell.fetch_add(1, std::memory_order_acq_rel);
-      });
-  return half_round_trip_us(loop_ns, iters);
-}
-
 }  // namespace pldbench
