@@ -36,6 +36,7 @@
 #include <pld/types.hpp>
 #include <pld/window.hpp>
 
+#include <cstddef>
 #include <cstdint>
 #include <type_traits>
 
@@ -54,15 +55,22 @@ struct AmoCall {
   DType dtype;
   AmoOp op;
 };
-/// The one entry of every atomic: validates, records, runs the operation on the cell, returns the
-/// old value's bits (atomic.cc).
+/// The entry of every atomic whose operation is known only at run time (the Python binding):
+/// validates, records, runs the operation on the cell, returns the old value's bits (atomic.cc).
 PLD_API std::uint64_t atomic(const AmoCall& call, std::uint64_t operand, std::uint64_t compare);
+/// The same for operation `Op` on a cell `Width` bytes wide (4 or 8): `call.op` is `Op` and
+/// `call.dtype` a dtype of that width (any other dtype fails as atomic() fails). The templates
+/// below call it, so that the library's code for one call is that operation's alone, with no
+/// branch on the operation or the width. Defined in atomic.cc for every AmoOp and both widths.
+template <AmoOp Op, std::size_t Width>
+PLD_API std::uint64_t atomic_as(const AmoCall& call, std::uint64_t operand, std::uint64_t compare);
 
-template <class T>
-T atomic_op(const char* api, const DistributedTensor<T>& t, int peer, const Dims& offsets, AmoOp op, T operand = T{},
+template <AmoOp Op, class T>
+T atomic_op(const char* api, const DistributedTensor<T>& t, int peer, const Dims& offsets, T operand = T{},
             T compare = T{}) {
-  const AmoCall call{api, t.state(), &t.ref(), &t.shape(), &offsets, peer, dtype_of<T>, op};
-  return amo_value<T>(atomic(call, amo_bits(operand), amo_bits(compare)));
+  constexpr DType kDType = dtype_of<T>;
+  const AmoCall call{api, t.state(), &t.ref(), &t.shape(), &offsets, peer, kDType, Op};
+  return amo_value<T>(atomic_as<Op, amo_width(kDType)>(call, amo_bits(operand), amo_bits(compare)));
 }
 }  // namespace detail
 
@@ -71,68 +79,68 @@ namespace system {
 /// The value of rank `peer`'s cell `t[offsets]`, read atomically.
 template <class T>
 T atomic_fetch(const DistributedTensor<T>& t, int peer, const Dims& offsets) {
-  return detail::atomic_op("atomic_fetch", t, peer, offsets, detail::AmoOp::Fetch);
+  return detail::atomic_op<detail::AmoOp::Fetch>("atomic_fetch", t, peer, offsets);
 }
 /// Adds `value` to the cell; returns the old value.
 template <class T>
 T atomic_fetch_add(const DistributedTensor<T>& t, int peer, const Dims& offsets, std::type_identity_t<T> value) {
-  return detail::atomic_op("atomic_fetch_add", t, peer, offsets, detail::AmoOp::Add, value);
+  return detail::atomic_op<detail::AmoOp::Add>("atomic_fetch_add", t, peer, offsets, value);
 }
 /// Adds 1 to the cell; returns the old value.
 template <class T>
 T atomic_fetch_inc(const DistributedTensor<T>& t, int peer, const Dims& offsets) {
-  return detail::atomic_op("atomic_fetch_inc", t, peer, offsets, detail::AmoOp::Add, static_cast<T>(1));
+  return detail::atomic_op<detail::AmoOp::Add>("atomic_fetch_inc", t, peer, offsets, static_cast<T>(1));
 }
 /// Stores `value` in the cell; returns the old value.
 template <class T>
 T atomic_swap(const DistributedTensor<T>& t, int peer, const Dims& offsets, std::type_identity_t<T> value) {
-  return detail::atomic_op("atomic_swap", t, peer, offsets, detail::AmoOp::Swap, value);
+  return detail::atomic_op<detail::AmoOp::Swap>("atomic_swap", t, peer, offsets, value);
 }
 /// Stores `desired` in the cell if it holds `expected`; returns the old value either way (the
 /// swap happened when the result equals `expected`).
 template <class T>
 T atomic_compare_swap(const DistributedTensor<T>& t, int peer, const Dims& offsets, std::type_identity_t<T> expected,
                       std::type_identity_t<T> desired) {
-  return detail::atomic_op("atomic_compare_swap", t, peer, offsets, detail::AmoOp::CompareSwap, desired, expected);
+  return detail::atomic_op<detail::AmoOp::CompareSwap>("atomic_compare_swap", t, peer, offsets, desired, expected);
 }
 /// Bitwise and / or / xor of `value` into the cell; each returns the old value.
 template <class T>
 T atomic_fetch_and(const DistributedTensor<T>& t, int peer, const Dims& offsets, std::type_identity_t<T> value) {
-  return detail::atomic_op("atomic_fetch_and", t, peer, offsets, detail::AmoOp::And, value);
+  return detail::atomic_op<detail::AmoOp::And>("atomic_fetch_and", t, peer, offsets, value);
 }
 template <class T>
 T atomic_fetch_or(const DistributedTensor<T>& t, int peer, const Dims& offsets, std::type_identity_t<T> value) {
-  return detail::atomic_op("atomic_fetch_or", t, peer, offsets, detail::AmoOp::Or, value);
+  return detail::atomic_op<detail::AmoOp::Or>("atomic_fetch_or", t, peer, offsets, value);
 }
 template <class T>
 T atomic_fetch_xor(const DistributedTensor<T>& t, int peer, const Dims& offsets, std::type_identity_t<T> value) {
-  return detail::atomic_op("atomic_fetch_xor", t, peer, offsets, detail::AmoOp::Xor, value);
+  return detail::atomic_op<detail::AmoOp::Xor>("atomic_fetch_xor", t, peer, offsets, value);
 }
 
 /// The non-fetching forms: the same operations without the old value.
 template <class T>
 void atomic_set(const DistributedTensor<T>& t, int peer, const Dims& offsets, std::type_identity_t<T> value) {
-  detail::atomic_op("atomic_set", t, peer, offsets, detail::AmoOp::Set, value);
+  detail::atomic_op<detail::AmoOp::Set>("atomic_set", t, peer, offsets, value);
 }
 template <class T>
 void atomic_add(const DistributedTensor<T>& t, int peer, const Dims& offsets, std::type_identity_t<T> value) {
-  detail::atomic_op("atomic_add", t, peer, offsets, detail::AmoOp::Add, value);
+  detail::atomic_op<detail::AmoOp::Add>("atomic_add", t, peer, offsets, value);
 }
 template <class T>
 void atomic_inc(const DistributedTensor<T>& t, int peer, const Dims& offsets) {
-  detail::atomic_op("atomic_inc", t, peer, offsets, detail::AmoOp::Add, static_cast<T>(1));
+  detail::atomic_op<detail::AmoOp::Add>("atomic_inc", t, peer, offsets, static_cast<T>(1));
 }
 template <class T>
 void atomic_and(const DistributedTensor<T>& t, int peer, const Dims& offsets, std::type_identity_t<T> value) {
-  detail::atomic_op("atomic_and", t, peer, offsets, detail::AmoOp::And, value);
+  detail::atomic_op<detail::AmoOp::And>("atomic_and", t, peer, offsets, value);
 }
 template <class T>
 void atomic_or(const DistributedTensor<T>& t, int peer, const Dims& offsets, std::type_identity_t<T> value) {
-  detail::atomic_op("atomic_or", t, peer, offsets, detail::AmoOp::Or, value);
+  detail::atomic_op<detail::AmoOp::Or>("atomic_or", t, peer, offsets, value);
 }
 template <class T>
 void atomic_xor(const DistributedTensor<T>& t, int peer, const Dims& offsets, std::type_identity_t<T> value) {
-  detail::atomic_op("atomic_xor", t, peer, offsets, detail::AmoOp::Xor, value);
+  detail::atomic_op<detail::AmoOp::Xor>("atomic_xor", t, peer, offsets, value);
 }
 
 }  // namespace system

@@ -9,10 +9,11 @@
 // window buffer and byte count; every other put_signal records a Put and a Notify.
 //
 // Cost: one record is seven relaxed 64-bit stores (eight for PutSignal) and one relaxed load into
-// the rank's own ring (plain `mov`s on x86, no read-modify-write, no fence, no syscall). Threads
-// of one rank (core_num lanes, a task scheduler) share the ring without locking: two records
-// written at the same moment may land in one slot, and the reader skips a slot whose sequence
-// number does not match. The history is diagnostic, never a synchronisation.
+// the rank's own ring: plain `mov`s on x86 to two cache lines (the record's slot and the head), no
+// read-modify-write, no fence, no syscall. Threads of one rank (core_num lanes, a task scheduler)
+// share the ring without locking: two records written at the same moment may land in one slot,
+// and the reader skips a slot whose sequence number does not match. The history is diagnostic,
+// never a synchronisation.
 #pragma once
 
 #include <pld/types.hpp>
@@ -25,6 +26,7 @@ namespace pld::detail {
 
 /// Records kept per rank (the "last N operations" of a hang report).
 inline constexpr int kOpHistory = 16;
+static_assert(kMaxDims >= 3, "a record reads the first three entries of every Dims");
 
 enum class OpKind : std::uint8_t {
   None = 0,
@@ -109,7 +111,7 @@ struct OpRecord {
 /// atomic stores).
 struct alignas(64) OpRing {
   std::atomic<std::uint64_t> head{0};  // records written so far
-  struct Slot {
+  struct alignas(64) Slot {            // one cache line: a record's stores touch one line besides the head's
     std::atomic<std::uint64_t> w[7];
   } slots[kOpHistory];
 
@@ -173,11 +175,10 @@ struct alignas(64) OpRing {
              std::uint32_t buffer, std::uint64_t offset, const Dims* coords) noexcept {
     Slot& s = slots[n % kOpHistory];
     std::uint64_t c01 = 0, c2 = 0;
-    if (coords) {
-      const int nd = coords->size();
-      c01 = static_cast<std::uint32_t>(nd > 0 ? (*coords)[0] : 0) |
-            (static_cast<std::uint64_t>(static_cast<std::uint32_t>(nd > 1 ? (*coords)[1] : 0)) << 32);
-      c2 = static_cast<std::uint32_t>(nd > 2 ? (*coords)[2] : 0) | (static_cast<std::uint64_t>(nd) << 32);
+    if (coords) {  // the first three entries, whatever the size: a reader takes the first ndim of them
+      const Dims& x = *coords;
+      c01 = static_cast<std::uint32_t>(x[0]) | (static_cast<std::uint64_t>(static_cast<std::uint32_t>(x[1])) << 32);
+      c2 = static_cast<std::uint32_t>(x[2]) | (static_cast<std::uint64_t>(x.size()) << 32);
     }
     s.w[0].store(0, std::memory_order_relaxed);
     s.w[1].store(static_cast<std::uint64_t>(kind) | (static_cast<std::uint64_t>(flag) << 8) |

@@ -14,13 +14,6 @@
 #include <stdexcept>
 #include <string>
 
-#if defined(__x86_64__) || defined(__i386__)
-#include <immintrin.h>
-#define PLDBENCH_PAUSE() _mm_pause()
-#else
-#define PLDBENCH_PAUSE() asm volatile("" ::: "memory")
-#endif
-
 namespace pldbench {
 
 namespace {
@@ -45,7 +38,7 @@ void pin_self(bool pin, int index) {
 // peer is an error instead of a hang (getppid/waitpid are outside the fast path).
 void spin_until(std::atomic_ref<std::int32_t> cell, std::int32_t want, pid_t peer, bool peer_is_child) {
   for (std::uint64_t polls = 1; cell.load(std::memory_order_acquire) != want; ++polls) {
-    PLDBENCH_PAUSE();
+    spin_pause();
     if ((polls & ((1u << 22) - 1)) != 0) continue;
     const bool dead = peer_is_child ? waitpid(peer, nullptr, WNOHANG) != 0 : getppid() != peer;
     if (dead) throw std::runtime_error("p2p baseline: the ping-pong partner process died");
@@ -151,23 +144,6 @@ double bare_pingpong_us(std::int64_t warmup, std::int64_t iters, bool two_cells,
           spin_until(ping, static_cast<std::int32_t>(2 * i + 1), peer, child);
           pong.store(static_cast<std::int32_t>(2 * i + 2), std::memory_order_release);
         }
-      });
-  return half_round_trip_us(loop_ns, iters);
-}
-
-double bare_xadd_pingpong_us(std::int64_t warmup, std::int64_t iters, bool pin) {
-  std::byte* mem = map_bytes(kBytes, MAP_SHARED, "the lock xadd cell");
-  std::atomic_ref<std::int64_t> cell(*reinterpret_cast<std::int64_t*>(mem));
-  // Round i: the parent adds when the cell holds 2i, the child when it holds 2i+1.
-  const double loop_ns =
-      fork_pingpong_ns(mem, warmup, iters, pin, [&](int side, std::int64_t i, pid_t peer, bool child) {
-        const std::int64_t want = 2 * i + side;
-        for (std::uint64_t polls = 1; cell.load(std::memory_order_acquire) != want; ++polls) {
-          PLDBENCH_PAUSE();
-          if ((polls & ((1u << 22) - 1)) == 0 && (child ? waitpid(peer, nullptr, WNOHANG) != 0 : getppid() != peer))
-            throw std::runtime_error("amo baseline: the ping-pong partner process died");
-        }
-        cell.fetch_add(1, std::memory_order_acq_rel);
       });
   return half_round_trip_us(loop_ns, iters);
 }

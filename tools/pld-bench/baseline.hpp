@@ -6,7 +6,22 @@
 
 #include <cstdint>
 
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#endif
+
 namespace pldbench {
+
+/// The body of every spin loop of the ping-pongs, pld's and the bare ones alike (here and in
+/// amo.cpp): `pause` on x86
+/// (as pld's own waits relax, core/cpu_relax.h), a compiler barrier elsewhere.
+inline void spin_pause() {
+#if defined(__x86_64__) || defined(__i386__)
+  _mm_pause();
+#else
+  asm volatile("" ::: "memory");
+#endif
+}
 
 /// One memcpy measurement of `bytes`: loop time and the bytes that did not arrive as sent.
 struct CopyResult {
@@ -23,10 +38,5 @@ CopyResult bare_memcpy(std::uint64_t bytes, std::int64_t warmup, std::int64_t it
 /// direction, each on its own page (`two_cells` true: the layout of pld's signals). Throws
 /// std::runtime_error when mmap or fork fails or the child dies.
 double bare_pingpong_us(std::int64_t warmup, std::int64_t iters, bool two_cells, bool pin);
-
-/// Half a round trip, in microseconds, of a ping-pong by `lock xadd` between this process and a
-/// fork()ed child on one int64 of MAP_SHARED memory: each side adds 1 when the cell holds its
-/// turn (the protocol of pld-bench --op amo's latency, without a runtime).
-double bare_xadd_pingpong_us(std::int64_t warmup, std::int64_t iters, bool pin);
 
 }  // namespace pldbench
