@@ -12,6 +12,7 @@
 #include "backend/amo.h"
 #include "backend/atomic_add.h"
 #include "backend/mpi/backend.h"
+#include "backend/mpi/exchange.h"
 #include "core/settings.h"
 
 #include <pld/error.hpp>
@@ -30,11 +31,13 @@ namespace pld::detail {
 
 namespace {
 
-constexpr int kMessageTag = 1;              // every message; replies to gets use their own tags
-constexpr int kFirstReplyTag = 2;           // reply tags cycle through [2, 32767] (MPI_TAG_UB >= 32767)
-constexpr std::size_t kInlineBytes = 8192;  // payloads up to this travel inside the message
-constexpr std::size_t kPiece = 1u << 30;    // MPI counts are int: at most 1 GiB per message
-constexpr std::size_t kMaxSends = 4096;     // outstanding sends before a sender drives progress
+constexpr int kMessageTag = 1;     // every message; replies to gets use their own tags
+constexpr int kFirstReplyTag = 2;  // reply tags cycle through [2, 32767] (MPI_TAG_UB >= 32767)
+// Payloads up to this travel inside their message: one eager message per put (exchange.h), which
+// the target receives whole; a larger payload follows its header as messages of its own.
+constexpr std::size_t kInlineBytes = kEagerPiece;
+constexpr std::size_t kPiece = 1u << 30;  // MPI counts are int: at most 1 GiB per message
+constexpr std::size_t kMaxSends = 4096;   // outstanding sends before a sender drives progress
 
 }  // namespace
 
