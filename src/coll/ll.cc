@@ -57,6 +57,7 @@
 
 #include "coll/peer.h"
 #include "coll/tuning.h"
+#include "core/dtype.h"
 #include "reduce/reduce.h"
 
 #include <pld/error.hpp>
@@ -181,11 +182,6 @@ void ll_barrier(const char* api, const DomainState& d, const WindowDesc& signal)
   for (int k = 1; k < n; ++k) flags.await(ring_at(me, n - k, n));  // the peer that raised my flag first is me - 1
 }
 
-bool ll_push_broadcast_fits(const DomainState& d, const WindowDesc& signal, std::uint64_t bytes) {
-  return d.nranks() > 1 && bytes * static_cast<std::uint64_t>(d.nranks() - 1) <= broadcast_push_max_bytes() &&
-         has_channel(d, signal);
-}
-
 void ll_push_broadcast(const char* api, const DomainState& d, const WindowDesc& target, const WindowDesc& signal,
                        int root) {
   // Both barriers run on every rank whatever it takes the root to be: ranks that disagree on the
@@ -194,7 +190,7 @@ void ll_push_broadcast(const char* api, const DomainState& d, const WindowDesc& 
   ll_barrier(api, d, signal);  // every rank is in the call: every target is free
   if (d.rank == root) {
     const int n = d.nranks();
-    const std::size_t bytes = static_cast<std::size_t>(target.shape.numel()) * dtype_size(target.dtype);
+    const std::size_t bytes = static_cast<std::size_t>(target.shape.numel()) * elem_bytes(target.dtype);
     const std::byte* mine = own_at(d, target, 0);
     for (int k = 1; k < n; ++k) std::memcpy(window_at(api, d, (d.rank + k) % n, target, 0), mine, bytes);
   }
@@ -357,11 +353,6 @@ void ll_allreduce(const char* api, const DomainState& d, const WindowDesc& targe
   call.pack(mine, static_cast<std::size_t>(count) * dtype_size(target.dtype));
   call.send_all();
   reduce_received(call, d, mine, count, target.dtype, op);
-}
-
-bool ll_broadcast_fits(const DomainState& d, const WindowDesc& signal, std::uint64_t bytes) {
-  return d.nranks() > 1 && bytes > 0 && bytes <= kLLMaxBytes &&
-         bytes * static_cast<std::uint64_t>(d.nranks() - 1) <= broadcast_push_max_bytes() && has_channel(d, signal);
 }
 
 void ll_broadcast(const char* api, const DomainState& d, const WindowDesc& target, std::size_t bytes,
