@@ -18,7 +18,7 @@
 // 1. push   For every peer p, rank `me` cuts its message for p (the same bytes for every peer in
 //           allreduce and allgather, row p of its operand in reduce_scatter and all_to_all, count
 //           and block p in all_to_all_v, the target from a broadcast's root, nothing from its other
-//           ranks) into lines of 60 bytes (the last one zero-padded; an empty message is one line)
+//           ranks) into lines of 60 bytes (the last one zero-padded; an empty message is an epoch)
 //           and writes them into slot [e & 1][me] of p's channel, each line's epoch e last with a
 //           release store: a reader that acquires epoch e in a line sees that line's data (on x86
 //           every store is a plain move). Then it rings p's doorbell (Backend::ring) on the epoch
@@ -228,20 +228,21 @@ class LLCall {
         parity_(static_cast<int>(epoch_ & 1)),
         channel_(channel_of(d, state, signal)) {}
 
+  // An empty message packs nothing (lines_ 0): send() stores the epoch word of its line alone.
   void pack(const std::byte* data, std::size_t bytes) {
-    lines_ = static_cast<int>(ll_lines(bytes));
+    lines_ = bytes == 0 ? 0 : static_cast<int>(ll_lines(bytes));
     auto* out = reinterpret_cast<std::byte*>(packed_);
     for (int l = 0; l < lines_; ++l) {
       std::byte* line = out + kLLLineBytes * static_cast<std::size_t>(l);
       const std::size_t at = kLLLineData * static_cast<std::size_t>(l);
-      const std::size_t n = std::min<std::size_t>(kLLLineData, bytes - std::min(bytes, at));
-      // A full line in fixed-size moves; the tail (or an empty message) zeroes the whole line
-      // (fixed-size stores, the epoch overwrites its last word) and then copies its bytes.
+      const std::size_t n = std::min<std::size_t>(kLLLineData, bytes - at);
+      // A full line in fixed-size moves; the tail zeroes the whole line (fixed-size stores, the
+      // epoch overwrites its last word) and then copies its bytes.
       if (n == kLLLineData) {
         std::memcpy(line, data + at, kLLLineData);
       } else {
         std::memset(line, 0, kLLLineBytes);
-        if (n > 0) std::memcpy(line, data + at, n);
+        std::memcpy(line, data + at, n);
       }
       std::memcpy(line + kLLLineData, &epoch_, 4);
     }
@@ -260,7 +261,9 @@ class LLCall {
       std::atomic_ref<std::uint64_t>(dst[w + kLineWords - 1])
           .store(packed_[w + kLineWords - 1], std::memory_order_release);
     }
-    d_.backend->ring(d_.members[static_cast<std::size_t>(peer)], epoch_at(my_slot, lines_ - 1),
+    if (lines_ == 0)  // an empty message: the epoch in line 0's last word (bytes 60-63), nothing else
+      std::atomic_ref<std::uint64_t>(dst[kLineWords - 1]).store(std::uint64_t{epoch_} << 32, std::memory_order_release);
+    d_.backend->ring(d_.members[static_cast<std::size_t>(peer)], epoch_at(my_slot, std::max(lines_, 1) - 1),
                      static_cast<std::int32_t>(epoch_));
   }
 
