@@ -15,6 +15,7 @@
 #include "coll/native.h"
 #include "coll/peer.h"
 #include "coll/push.h"
+#include "core/dtype.h"
 #include "debug/checks.h"
 
 namespace pld::detail {
@@ -30,7 +31,7 @@ void coll_broadcast(const WindowDesc& target, const WindowDesc& signal, int root
     return call;
   });
   if (d.nranks() == 1 || count == 0) return;
-  const std::size_t esz = dtype_size(target.dtype);
+  const std::size_t esz = elem_bytes(target.dtype);
   const std::size_t bytes = static_cast<std::size_t>(count) * esz;
   if (NativeCollectives* native = native_for(d, signal))
     return native_done(native->broadcast(own_at(d, target, 0), bytes, root, native_site(api, signal)), api, d);

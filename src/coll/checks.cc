@@ -86,16 +86,12 @@ int check_allreduce(const WindowDesc& target, const WindowDesc& signal, const Al
   return signal_lane_stride(api, signal, d.nranks(), options.core_num);
 }
 
-int check_broadcast(const WindowDesc& target, const WindowDesc& signal, int root, int core_num) {
-  const char* api = "broadcast";
-  const DomainState& d = coll_domain(api, signal, &target);
-  check_distinct(api, "target", target, "signal", signal);
-  if (root < 0 || root >= d.nranks())
-    throw UsageError(
-        fmt::format("broadcast: root {} out of range [0, {}) of comm domain {}; the root is a "
-                    "domain-local rank",
-                    root, d.nranks(), d.label));
-  return signal_lane_stride(api, signal, d.nranks(), core_num);
+void broadcast_root_failed(const WindowDesc& signal, int root) {
+  const DomainState& d = *signal.state;
+  throw UsageError(
+      fmt::format("broadcast: root {} out of range [0, {}) of comm domain {}; the root is a "
+                  "domain-local rank",
+                  root, d.nranks(), d.label));
 }
 
 int check_reduce_scatter(const WindowDesc& target, const WindowDesc& signal, ReduceOp op, int core_num) {

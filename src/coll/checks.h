@@ -4,16 +4,15 @@
 // lane.
 #pragma once
 
+#include "rank/domain.h"
+
 #include <pld/collectives.hpp>
 
 #include <cstdint>
 
 namespace pld::detail {
 
-struct DomainState;
-
 int check_allreduce(const WindowDesc& target, const WindowDesc& signal, const AllreduceOptions& options);
-int check_broadcast(const WindowDesc& target, const WindowDesc& signal, int root, int core_num);
 int check_reduce_scatter(const WindowDesc& target, const WindowDesc& signal, ReduceOp op, int core_num);
 int check_allgather(const LocalDesc& local, const WindowDesc* local_window, const WindowDesc& target,
                     const WindowDesc& signal, int core_num);
@@ -75,5 +74,18 @@ inline void check_distinct(const char* api, const char* a_name, const WindowDesc
 
 /// Throws unless `w` is [nranks, SIZE].
 void check_rows(const char* api, const char* what, const WindowDesc& w, int nranks);
+
+[[noreturn]] void broadcast_root_failed(const WindowDesc& signal, int root);
+
+/// broadcast's operands: bound to one domain, target and signal distinct, 0 <= root < P, the
+/// signal's shape for core_num lanes. Inline: every broadcast runs it.
+inline int check_broadcast(const WindowDesc& target, const WindowDesc& signal, int root, int core_num) {
+  const char* api = "broadcast";
+  const DomainState& d = coll_domain(api, signal, &target);
+  check_distinct(api, "target", target, "signal", signal);
+  if (root < 0 || root >= d.nranks()) [[unlikely]]
+    broadcast_root_failed(signal, root);
+  return signal_lane_stride(api, signal, d.nranks(), core_num);
+}
 
 }  // namespace pld::detail

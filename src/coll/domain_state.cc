@@ -20,6 +20,11 @@ std::unique_ptr<CollDomainState> make_state(const DomainState& d) {
       s->ll_epochs.assign(d.buffers[b].bytes / ll_channel_bytes(d.members.size()), 0);
       s->ll_barrier_epochs.assign(s->ll_epochs.size(), 0);
     }
+  const int n = d.nranks();
+  if (s->ll_staging >= 0 && s->direct && n > 1) {
+    s->push_broadcast_max = broadcast_push_max_bytes() / static_cast<std::uint64_t>(n - 1);
+    s->ll_broadcast_max = std::min(s->push_broadcast_max, kLLMaxBytes);
+  }
   return s;
 }
 

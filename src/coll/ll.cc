@@ -18,7 +18,7 @@
 // 1. push   For every peer p, rank `me` cuts its message for p (the same bytes for every peer in
 //           allreduce and allgather, row p of its operand in reduce_scatter and all_to_all, count
 //           and block p in all_to_all_v, the target from a broadcast's root, nothing from its other
-//           ranks) into lines of 60 bytes (the last one zero-padded; an empty message is one line)
+//           ranks) into lines of 60 bytes (the last one zero-padded; an empty message is an epoch)
 //           and writes them into slot [e & 1][me] of p's channel, each line's epoch e last with a
 //           release store: a reader that acquires epoch e in a line sees that line's data (on x86
 //           every store is a plain move). Then it rings p's doorbell (Backend::ring) on the epoch
@@ -57,6 +57,7 @@
 
 #include "coll/peer.h"
 #include "coll/tuning.h"
+#include "core/dtype.h"
 #include "reduce/reduce.h"
 
 #include <pld/error.hpp>
@@ -181,11 +182,6 @@ void ll_barrier(const char* api, const DomainState& d, const WindowDesc& signal)
   for (int k = 1; k < n; ++k) flags.await(ring_at(me, n - k, n));  // the peer that raised my flag first is me - 1
 }
 
-bool ll_push_broadcast_fits(const DomainState& d, const WindowDesc& signal, std::uint64_t bytes) {
-  return d.nranks() > 1 && bytes * static_cast<std::uint64_t>(d.nranks() - 1) <= broadcast_push_max_bytes() &&
-         has_channel(d, signal);
-}
-
 void ll_push_broadcast(const char* api, const DomainState& d, const WindowDesc& target, const WindowDesc& signal,
                        int root) {
   // Both barriers run on every rank whatever it takes the root to be: ranks that disagree on the
@@ -194,7 +190,7 @@ void ll_push_broadcast(const char* api, const DomainState& d, const WindowDesc& 
   ll_barrier(api, d, signal);  // every rank is in the call: every target is free
   if (d.rank == root) {
     const int n = d.nranks();
-    const std::size_t bytes = static_cast<std::size_t>(target.shape.numel()) * dtype_size(target.dtype);
+    const std::size_t bytes = static_cast<std::size_t>(target.shape.numel()) * elem_bytes(target.dtype);
     const std::byte* mine = own_at(d, target, 0);
     for (int k = 1; k < n; ++k) std::memcpy(window_at(api, d, (d.rank + k) % n, target, 0), mine, bytes);
   }
@@ -232,20 +228,21 @@ class LLCall {
         parity_(static_cast<int>(epoch_ & 1)),
         channel_(channel_of(d, state, signal)) {}
 
+  // An empty message packs nothing (lines_ 0): send() stores the epoch word of its line alone.
   void pack(const std::byte* data, std::size_t bytes) {
-    lines_ = static_cast<int>(ll_lines(bytes));
+    lines_ = bytes == 0 ? 0 : static_cast<int>(ll_lines(bytes));
     auto* out = reinterpret_cast<std::byte*>(packed_);
     for (int l = 0; l < lines_; ++l) {
       std::byte* line = out + kLLLineBytes * static_cast<std::size_t>(l);
       const std::size_t at = kLLLineData * static_cast<std::size_t>(l);
-      const std::size_t n = std::min<std::size_t>(kLLLineData, bytes - std::min(bytes, at));
-      // A full line in fixed-size moves; the tail (or an empty message) zeroes the whole line
-      // (fixed-size stores, the epoch overwrites its last word) and then copies its bytes.
+      const std::size_t n = std::min<std::size_t>(kLLLineData, bytes - at);
+      // A full line in fixed-size moves; the tail zeroes the whole line (fixed-size stores, the
+      // epoch overwrites its last word) and then copies its bytes.
       if (n == kLLLineData) {
         std::memcpy(line, data + at, kLLLineData);
       } else {
         std::memset(line, 0, kLLLineBytes);
-        if (n > 0) std::memcpy(line, data + at, n);
+        std::memcpy(line, data + at, n);
       }
       std::memcpy(line + kLLLineData, &epoch_, 4);
     }
@@ -264,7 +261,9 @@ class LLCall {
       std::atomic_ref<std::uint64_t>(dst[w + kLineWords - 1])
           .store(packed_[w + kLineWords - 1], std::memory_order_release);
     }
-    d_.backend->ring(d_.members[static_cast<std::size_t>(peer)], epoch_at(my_slot, lines_ - 1),
+    if (lines_ == 0)  // an empty message: the epoch in line 0's last word (bytes 60-63), nothing else
+      std::atomic_ref<std::uint64_t>(dst[kLineWords - 1]).store(std::uint64_t{epoch_} << 32, std::memory_order_release);
+    d_.backend->ring(d_.members[static_cast<std::size_t>(peer)], epoch_at(my_slot, std::max(lines_, 1) - 1),
                      static_cast<std::int32_t>(epoch_));
   }
 
@@ -357,11 +356,6 @@ void ll_allreduce(const char* api, const DomainState& d, const WindowDesc& targe
   call.pack(mine, static_cast<std::size_t>(count) * dtype_size(target.dtype));
   call.send_all();
   reduce_received(call, d, mine, count, target.dtype, op);
-}
-
-bool ll_broadcast_fits(const DomainState& d, const WindowDesc& signal, std::uint64_t bytes) {
-  return d.nranks() > 1 && bytes > 0 && bytes <= kLLMaxBytes &&
-         bytes * static_cast<std::uint64_t>(d.nranks() - 1) <= broadcast_push_max_bytes() && has_channel(d, signal);
 }
 
 void ll_broadcast(const char* api, const DomainState& d, const WindowDesc& target, std::size_t bytes,

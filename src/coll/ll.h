@@ -4,6 +4,7 @@
 // barrier: one flag store per peer instead of a credit and its give-back.
 #pragma once
 
+#include "coll/domain_state.h"
 #include "coll/tuning.h"
 #include "rank/runtime.h"
 
@@ -41,8 +42,12 @@ void ll_rows(const char* api, LLRows kind, const DomainState& d, const std::byte
 
 /// Whether a broadcast of `bytes` can run LL on domain `d`: more than one rank, 0 < bytes <=
 /// kLLMaxBytes (a staging slot), (P - 1) * bytes within PLD_BROADCAST_PUSH_MAX, a staging channel
-/// for the signal's buffer, direct peers. Every member gets the same answer.
-bool ll_broadcast_fits(const DomainState& d, const WindowDesc& signal, std::uint64_t bytes);
+/// for the signal's buffer, direct peers. Every member gets the same answer. Inline: every
+/// broadcast asks, and the limits are the domain's, computed once (coll/domain_state.h).
+inline bool ll_broadcast_fits(const DomainState& d, const WindowDesc& signal, std::uint64_t bytes) {
+  const CollDomainState& s = coll_state(d);
+  return bytes > 0 && bytes <= s.ll_broadcast_max && signal.ref.buffer < s.ll_epochs.size();
+}
 
 /// The LL broadcast of `target` (`bytes` long) from domain rank `root` (needs ll_broadcast_fits()): the root
 /// sends its target to every peer, every other rank sends every peer an empty message (its entry
@@ -55,7 +60,10 @@ void ll_broadcast(const char* api, const DomainState& d, const WindowDesc& targe
 /// Whether a broadcast of `bytes` can run as the root's push between two LL barriers on domain
 /// `d`: more than one rank, (P - 1) * bytes within PLD_BROADCAST_PUSH_MAX, a staging channel,
 /// direct peers.
-bool ll_push_broadcast_fits(const DomainState& d, const WindowDesc& signal, std::uint64_t bytes);
+inline bool ll_push_broadcast_fits(const DomainState& d, const WindowDesc& signal, std::uint64_t bytes) {
+  const CollDomainState& s = coll_state(d);
+  return s.push_broadcast_max > 0 && bytes <= s.push_broadcast_max && signal.ref.buffer < s.ll_epochs.size();
+}
 
 /// The pushed broadcast of `target` from domain rank `root`: an LL barrier (every rank is in the
 /// call, so every target is free), the root copies its target into every peer's, an LL barrier

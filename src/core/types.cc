@@ -1,3 +1,5 @@
+#include "core/dtype.h"
+
 #include <pld/tensor.hpp>
 #include <pld/types.hpp>
 
@@ -22,19 +24,8 @@ std::string Dims::str() const {
 }
 
 std::size_t dtype_size(DType dtype) {
-  switch (dtype) {
-    case DType::FP32:
-    case DType::INT32:
-    case DType::UINT32: return 4;
-    case DType::FP16:
-    case DType::BF16:
-    case DType::INT16: return 2;
-    case DType::INT8:
-    case DType::UINT8: return 1;
-    case DType::INT64:
-    case DType::FP64:
-    case DType::UINT64: return 8;
-  }
+  const auto i = static_cast<std::size_t>(dtype);
+  if (i < std::size(detail::kDTypeBytes)) return detail::kDTypeBytes[i];
   throw UsageError(fmt::format("dtype_size: unknown DType value {}", static_cast<int>(dtype)));
 }
 
