@@ -65,6 +65,15 @@ bool add_cpuid_level(Caches& c, unsigned a, unsigned b, unsigned cc) {
   return true;
 }
 
+#if defined(__x86_64__) || defined(__i386__)
+// The logical processors of this package as leaf 1 names them (EBX[23:16], valid with EDX.HTT).
+int package_cpus() {
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  __cpuid(1, a, b, c, d);
+  return ((d >> 28) & 1u) ? static_cast<int>((b >> 16) & 0xffu) : 0;
+}
+#endif
+
 int online_cpus() {
   const long n = sysconf(_SC_NPROCESSORS_ONLN);
   return n > 0 ? static_cast<int>(n) : 1;
@@ -156,7 +165,34 @@ Caches caches_from_cpuid() {
     __cpuid_count(leaf, sub, a, b, cc, d);
     if (!add_cpuid_level(c, a, b, cc)) break;
   }
+  __cpuid(0x80000000u, a, b, cc, d);
+  if (c.l1d.bytes == 0 && c.l2.bytes == 0 && a >= 0x80000006u) {  // a VM may leave the topology leaf empty
+    unsigned l1 = 0, l2 = 0, l3 = 0;
+    __cpuid(0x80000005u, a, b, l1, d);
+    __cpuid(0x80000006u, a, b, l2, l3);
+    c = caches_from_size_leaves(l1, l2, l3, package_cpus(), online_cpus());
+  }
 #endif
+  return c;
+}
+
+Caches caches_from_size_leaves(unsigned l1_ecx, unsigned l2_ecx, unsigned l3_edx, int package_cpus, int online_cpus) {
+  Caches c;
+  auto set = [&c](CacheLevel& slot, std::uint64_t bytes, unsigned line, int sharing) {
+    if (bytes == 0) return;
+    slot = {bytes, std::max(1, sharing), Source::Cpuid};
+    if (c.line_bytes == 0 && line >= 16) {
+      c.line_bytes = line;
+      c.line_source = Source::Cpuid;
+    }
+  };
+  set(c.l1d, static_cast<std::uint64_t>(l1_ecx >> 24) << 10, l1_ecx & 0xffu, 1);  // KiB
+  set(c.l2, static_cast<std::uint64_t>(l2_ecx >> 16) << 10, l2_ecx & 0xffu, 1);   // KiB
+  // The package's L3 in 512 KiB units, as one instance per core complex of kL3ComplexCpus.
+  const std::uint64_t package_l3 = static_cast<std::uint64_t>(l3_edx >> 18) << 19;
+  const int complexes = std::max(1, (package_cpus + kL3ComplexCpus / 2) / kL3ComplexCpus);  // nearest
+  set(c.l3, package_l3 / static_cast<std::uint64_t>(complexes), l3_edx & 0xffu,
+      std::clamp(online_cpus, 1, kL3ComplexCpus));
   return c;
 }
 

@@ -40,8 +40,22 @@ inline constexpr const char* kSysfsCpuRoot = "/sys/devices/system/cpu";
 /// coherency_line_size. Missing or unreadable files leave their values unknown (0).
 Caches caches_from_sysfs(const std::string& root);
 
-/// Caches from the CPUID instruction (x86: leaf 4 on Intel, 0x8000001D on AMD; elsewhere none).
+/// Caches from the CPUID instruction (x86: leaf 4 on Intel, 0x8000001D on AMD; where a hypervisor
+/// leaves that leaf empty, the size leaves 0x80000005/6 through caches_from_size_leaves(); elsewhere
+/// none).
 Caches caches_from_cpuid();
+
+/// Logical CPUs of one L3 instance where CPUID gives only the package's L3: an AMD core complex
+/// (8 cores, 2 threads each, since Zen 3), the only x86 parts that report an L3 in 0x80000006.
+inline constexpr int kL3ComplexCpus = 16;
+
+/// Caches from the registers of the size-only leaves: `l1_ecx` of 0x80000005 (L1d), `l2_ecx` and
+/// `l3_edx` of 0x80000006 (L2, and the package's L3; Intel leaves 0x80000005 and the L3 field
+/// zero). These leaves name no sharing: L1d and L2 count as one CPU's; the L3 as one instance per
+/// kL3ComplexCpus of the package's `package_cpus` logical CPUs (leaf 1; 0 = unknown: one
+/// instance), shared by this machine's `online_cpus` up to kL3ComplexCpus — the complex a VM's
+/// vCPUs run in. Zero fields stay unknown.
+Caches caches_from_size_leaves(unsigned l1_ecx, unsigned l2_ecx, unsigned l3_edx, int package_cpus, int online_cpus);
 
 /// One view of both: sysfs where it knows a value, CPUID for the rest; a level's sharing is the
 /// larger of the two counts (a VM's sysfs counts only its own vCPUs, while CPUID may name every

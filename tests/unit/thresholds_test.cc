@@ -112,6 +112,27 @@ TEST(MachineProbe, MergeTakesSysfsAndTheLargerSharing) {
   EXPECT_EQ(c.l3.source, Source::Sysfs);
 }
 
+// An AMD EPYC VM whose hypervisor leaves leaf 0x8000001D empty and sysfs without cache entries:
+// its 0x80000005/6 registers, leaf 1's 254 logical processors sharing the package's 508 MiB of L3,
+// and its 2 online vCPUs.
+TEST(MachineProbe, SizeLeavesWhenTheTopologyLeafIsEmpty) {
+  const Caches c = caches_from_size_leaves(0x300c0140u, 0x04006140u, 0x0fe09140u, 254, 2);
+  EXPECT_EQ(c.l1d.bytes, 48 * KiB);
+  EXPECT_EQ(c.l2.bytes, 1 * MiB);
+  EXPECT_EQ(c.l2.sharing, 1);
+  EXPECT_EQ(c.l3.bytes, 32512 * KiB);  // 1016 x 512 KiB over 254 / 16 ~ 16 complexes
+  EXPECT_EQ(c.l3.sharing, 2);
+  EXPECT_EQ(c.l3.source, Source::Cpuid);
+  EXPECT_EQ(c.line_bytes, 64u);
+  // A 64-CPU VM on the same host counts on its complex: 16 CPUs on 31.75 MiB.
+  EXPECT_EQ(caches_from_size_leaves(0x300c0140u, 0x04006140u, 0x0fe09140u, 254, 64).l3.sharing, 16);
+  const Caches intel = caches_from_size_leaves(0, 0x08007040u, 0, 0, 4);  // L2 2 MiB only
+  EXPECT_EQ(intel.l1d.bytes, 0u);
+  EXPECT_EQ(intel.l2.bytes, 2 * MiB);
+  EXPECT_EQ(intel.l3.bytes, 0u);
+  EXPECT_EQ(caches_from_size_leaves(0, 0, 0, 8, 2).l3.bytes, 0u);
+}
+
 Caches xeon_like() {
   return fake_caches(48 * KiB, 2 * MiB, 256 * MiB, 128, Source::Cpuid);
 }
