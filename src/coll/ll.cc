@@ -261,6 +261,7 @@ class LLCall {
   // them only after that acquire, and it has finished with the slot's previous epoch before this
   // call could start (see the top of the file).
   void send(int peer) {
+    if (lines_ == 0) return send_entry(peer);
     const std::uint64_t my_slot = slot(me_);
     auto* dst = reinterpret_cast<std::uint64_t*>(heaps_[peer] + my_slot);
     for (int l = 0; l < lines_; ++l) {
@@ -269,13 +270,25 @@ class LLCall {
       std::atomic_ref<std::uint64_t>(dst[w + kLineWords - 1])
           .store(packed_[w + kLineWords - 1], std::memory_order_release);
     }
-    if (lines_ == 0)  // an empty message: the epoch in line 0's last word (bytes 60-63), nothing else
-      std::atomic_ref<std::uint64_t>(dst[kLineWords - 1]).store(std::uint64_t{epoch_} << 32, std::memory_order_release);
-    backend_->ring(members_[peer], epoch_at(my_slot, std::max(lines_, 1) - 1), static_cast<std::int32_t>(epoch_));
+    backend_->ring(members_[peer], epoch_at(my_slot, lines_ - 1), static_cast<std::int32_t>(epoch_));
+  }
+
+  // An empty message (a rank's entry into the call): the epoch in line 0's last word (bytes
+  // 60-63), nothing else, and the doorbell.
+  void send_entry(int peer) {
+    const std::uint64_t my_slot = slot(me_);
+    auto* dst = reinterpret_cast<std::uint64_t*>(heaps_[peer] + my_slot);
+    std::atomic_ref<std::uint64_t>(dst[kLineWords - 1]).store(std::uint64_t{epoch_} << 32, std::memory_order_release);
+    backend_->ring(members_[peer], epoch_at(my_slot, 0), static_cast<std::int32_t>(epoch_));
   }
 
   void send_all() {
     for (int k = 1; k < n_; ++k) send(ring_at(me_, k, n_));
+  }
+
+  // send_all() of an empty message, without looking at what is packed.
+  void send_entries() {
+    for (int k = 1; k < n_; ++k) send_entry(ring_at(me_, k, n_));
   }
 
   // Packs and sends payload(p) (`bytes` long) to every peer p.
@@ -308,6 +321,12 @@ class LLCall {
     }
     const std::size_t from = kLLLineData * static_cast<std::size_t>(last);
     if (bytes > from) std::memcpy(out + from, words + kLineWords * last, std::min(kLLLineData, bytes - from));
+  }
+
+  // receive() of an empty message from `source`: returns once its epoch is in line 0.
+  void await_entry(int source) const {
+    const std::uint64_t at = slot(source);
+    await(source, at, reinterpret_cast<const std::uint64_t*>(heaps_[me_] + at), 0);
   }
 
  private:
@@ -373,10 +392,22 @@ void ll_broadcast(const char* api, const DomainState& d, const WindowDesc& targe
   // rank receives from every peer. So the exchange stays all-to-all (slots are reused without
   // acknowledgements) and no rank returns before every peer has entered the call, yet a root
   // that loops waits only for the entries its previous call's data let through.
+  // The two sides apart, so that each runs a straight path: the root receives entries alone, the
+  // other ranks send them.
   LLCall call(api, d, signal);
-  call.pack(mine, d.rank == root ? bytes : 0);
-  call.send_all();
-  call.receive_all([&](int s) { call.receive(s, s == root ? bytes : 0, s == root ? mine : nullptr); });
+  if (d.rank == root) {
+    call.pack(mine, bytes);
+    call.send_all();
+    call.receive_all([&](int s) { call.await_entry(s); });
+  } else {
+    call.send_entries();
+    call.receive_all([&](int s) {
+      if (s == root)
+        call.receive(s, bytes, mine);
+      else
+        call.await_entry(s);
+    });
+  }
 }
 
 void ll_all_to_all_v(const char* api, const DomainState& d, const std::byte* input, const std::int32_t* send_counts,
