@@ -103,7 +103,6 @@ namespace tensor {
 /// `signal` (PyPTO: `signal = barrier(signal)`).
 ///   pld::tensor::barrier(sig);
 inline const DistributedTensor<std::int32_t>& barrier(const DistributedTensor<std::int32_t>& signal) {
-  detail::CollTrace span("barrier", signal);
   detail::coll_barrier(detail::desc(signal));
   return signal;
 }
@@ -114,7 +113,6 @@ inline const DistributedTensor<std::int32_t>& barrier(const DistributedTensor<st
 template <class T>
 const DistributedTensor<T>& allreduce(const DistributedTensor<T>& target, const DistributedTensor<std::int32_t>& signal,
                                       const AllreduceOptions& options = {}) {
-  detail::CollTrace span("allreduce", target, -1, static_cast<int>(options.op));
   detail::coll_allreduce(detail::desc(target), detail::desc(signal), options);
   return target;
 }
@@ -125,7 +123,6 @@ const DistributedTensor<T>& allreduce(const DistributedTensor<T>& target, const 
 template <class T>
 const DistributedTensor<T>& broadcast(const DistributedTensor<T>& target, const DistributedTensor<std::int32_t>& signal,
                                       const BroadcastOptions& options = {}) {
-  detail::CollTrace span("broadcast", target, options.root);
   detail::coll_broadcast(detail::desc(target), detail::desc(signal), options.root, options.core_num);
   return target;
 }
@@ -138,7 +135,6 @@ template <class T>
 const DistributedTensor<T>& allgather(const Tensor<T>& local, const DistributedTensor<T>& target,
                                       const DistributedTensor<std::int32_t>& signal,
                                       const AllgatherOptions& options = {}) {
-  detail::CollTrace span("allgather", target);
   detail::coll_allgather(detail::desc(local), nullptr, detail::desc(target), detail::desc(signal), options.core_num);
   return target;
 }
@@ -146,8 +142,7 @@ template <class T>
 const DistributedTensor<T>& allgather(const DistributedTensor<T>& local, const DistributedTensor<T>& target,
                                       const DistributedTensor<std::int32_t>& signal,
                                       const AllgatherOptions& options = {}) {
-  const auto w = detail::desc(local);
-  detail::CollTrace span("allgather", target);
+  const auto& w = detail::desc(local);
   detail::coll_allgather(detail::window_local("allgather", w), &w, detail::desc(target), detail::desc(signal),
                          options.core_num);
   return target;
@@ -160,7 +155,6 @@ template <class T>
 const DistributedTensor<T>& reduce_scatter(const DistributedTensor<T>& target,
                                            const DistributedTensor<std::int32_t>& signal,
                                            const ReduceScatterOptions& options = {}) {
-  detail::CollTrace span("reduce_scatter", target, -1, static_cast<int>(options.op));
   detail::coll_reduce_scatter(detail::desc(target), detail::desc(signal), options.op, options.core_num);
   return target;
 }
@@ -172,7 +166,6 @@ template <class T>
 const DistributedTensor<T>& all_to_all(const Tensor<T>& input, const DistributedTensor<T>& target,
                                        const DistributedTensor<std::int32_t>& signal,
                                        const AllToAllOptions& options = {}) {
-  detail::CollTrace span("all_to_all", target);
   detail::coll_all_to_all(detail::desc(input), nullptr, detail::desc(target), detail::desc(signal), options.core_num);
   return target;
 }
@@ -180,8 +173,7 @@ template <class T>
 const DistributedTensor<T>& all_to_all(const DistributedTensor<T>& input, const DistributedTensor<T>& target,
                                        const DistributedTensor<std::int32_t>& signal,
                                        const AllToAllOptions& options = {}) {
-  const auto w = detail::desc(input);
-  detail::CollTrace span("all_to_all", target);
+  const auto& w = detail::desc(input);
   detail::coll_all_to_all(detail::window_local("all_to_all", w), &w, detail::desc(target), detail::desc(signal),
                           options.core_num);
   return target;
@@ -201,7 +193,6 @@ const DistributedTensor<T>& all_to_all_v(const Tensor<T>& input, const Distribut
                                          const DistributedTensor<std::int32_t>& recv_counts,
                                          const AllToAllVOptions& options = {}) {
   detail::check_core_num_option("all_to_all_v", options.core_num);
-  detail::CollTrace span("all_to_all_v", target);
   detail::coll_all_to_all_v(detail::desc(input), nullptr, detail::desc(target), detail::desc(signal),
                             detail::desc(send_counts), detail::desc(recv_counts));
   return target;
@@ -213,8 +204,7 @@ const DistributedTensor<T>& all_to_all_v(const DistributedTensor<T>& input, cons
                                          const DistributedTensor<std::int32_t>& recv_counts,
                                          const AllToAllVOptions& options = {}) {
   detail::check_core_num_option("all_to_all_v", options.core_num);
-  const auto w = detail::desc(input);
-  detail::CollTrace span("all_to_all_v", target);
+  const auto& w = detail::desc(input);
   detail::coll_all_to_all_v(detail::window_local("all_to_all_v", w), &w, detail::desc(target), detail::desc(signal),
                             detail::window_local("all_to_all_v", detail::desc(send_counts)), detail::desc(recv_counts));
   return target;

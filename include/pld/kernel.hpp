@@ -230,7 +230,7 @@ Tile<T> min(const Tile<T>& a, std::type_identity_t<T> b) {
 template <class T>
 Tile<T> remote_load(const DistributedTensor<T>& src, int peer, const Dims& offsets, const Dims& shape,
                     const Dims& valid_shape) {
-  const detail::WindowDesc s = detail::desc(src);
+  const detail::WindowDesc& s = detail::desc(src);
   Tile<T> t = detail::checked_tile<T>("tile::remote_load", shape, valid_shape, [&](const detail::LocalDesc& probe) {
     detail::check_remote_load(probe, s, peer, offsets);
   });

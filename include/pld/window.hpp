@@ -36,23 +36,23 @@ class DistributedTensor {
   DistributedTensor() = default;
 
   /// Shape, number of dimensions, element count and element type of the view.
-  const Dims& shape() const { return shape_; }
-  int ndim() const { return shape_.size(); }
-  Index numel() const { return shape_.numel(); }
+  const Dims& shape() const { return view_.shape; }
+  int ndim() const { return view_.shape.size(); }
+  Index numel() const { return view_.shape.numel(); }
   static constexpr DType dtype() { return dtype_of<T>; }
   /// The window buffer it views (internal).
-  const detail::WindowRef& ref() const { return ref_; }
+  const detail::WindowRef& ref() const { return view_.ref; }
   /// The domain state it is bound to (internal; nullptr on the host).
-  const detail::DomainState* state() const { return state_; }
+  const detail::DomainState* state() const { return view_.state; }
+  /// The view without its element type, as the runtime's entry points take it (internal).
+  const detail::WindowDesc& desc() const { return view_; }
 
  private:
   friend struct detail::Access;
   DistributedTensor(const detail::WindowRef& ref, const Dims& shape, const detail::DomainState* state = nullptr)
-      : ref_(ref), shape_(shape), state_(state) {}
+      : view_{state, ref, shape, dtype_of<T>} {}
 
-  detail::WindowRef ref_;
-  Dims shape_;
-  const detail::DomainState* state_ = nullptr;
+  detail::WindowDesc view_{nullptr, {}, {}, dtype_of<T>};
 };
 
 }  // namespace pld

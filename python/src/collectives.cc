@@ -23,15 +23,6 @@ const Window& signal_window(py::handle signal, const char* api) {
   return s;
 }
 
-/// Runs `call` (GIL released) inside the collective's swimlane span.
-template <class Call>
-void traced(const char* name, const Window& target, int root, int op, Call&& call) {
-  visit_dtype(target.dtype, [&](auto tag) {
-    detail::CollTrace span(name, target.typed<decltype(tag)>(), root, op);
-    without_gil(call);
-  });
-}
-
 /// A collective's local operand: a rank-local array, or this rank's copy of a window.
 struct Input {
   detail::LocalDesc local;
@@ -50,7 +41,7 @@ void bind_kernel_collectives(py::module_& t) {
       "barrier",
       [](py::handle signal) {
         const Window& s = signal_window(signal, "barrier");
-        traced("barrier", s, -1, -1, [&] { detail::coll_barrier(s.desc()); });
+        without_gil([&] { detail::coll_barrier(s.desc()); });
         return signal;
       },
       py::arg("signal"), "Every rank of the signal's domain waits until all have arrived; returns signal.");
@@ -62,7 +53,7 @@ void bind_kernel_collectives(py::module_& t) {
         const Window& tg = window_of(target, "allreduce", "target");
         const Window& s = signal_window(signal, "allreduce");
         const AllreduceOptions o{op, mode, core_num, reproducible};
-        traced("allreduce", tg, -1, static_cast<int>(op), [&] { detail::coll_allreduce(tg.desc(), s.desc(), o); });
+        without_gil([&] { detail::coll_allreduce(tg.desc(), s.desc(), o); });
         return target;
       },
       py::arg("target"), py::arg("signal"), py::kw_only(), py::arg("op") = ReduceOp::Sum,
@@ -73,7 +64,7 @@ void bind_kernel_collectives(py::module_& t) {
       [](py::handle target, py::handle signal, int root, int core_num) {
         const Window& tg = window_of(target, "broadcast", "target");
         const Window& s = signal_window(signal, "broadcast");
-        traced("broadcast", tg, root, -1, [&] { detail::coll_broadcast(tg.desc(), s.desc(), root, core_num); });
+        without_gil([&] { detail::coll_broadcast(tg.desc(), s.desc(), root, core_num); });
         return target;
       },
       py::arg("target"), py::arg("signal"), py::kw_only(), py::arg("root") = 0, py::arg("core_num") = 1,
@@ -88,8 +79,7 @@ void bind_kernel_row_collectives(py::module_& t) {
         const Input in = input_of(local, "allgather", "local");
         const Window& tg = window_of(target, "allgather", "target");
         const Window& s = signal_window(signal, "allgather");
-        traced("allgather", tg, -1, -1,
-               [&] { detail::coll_allgather(in.local, in.window_ptr(), tg.desc(), s.desc(), core_num); });
+        without_gil([&] { detail::coll_allgather(in.local, in.window_ptr(), tg.desc(), s.desc(), core_num); });
         return target;
       },
       py::arg("local"), py::arg("target"), py::arg("signal"), py::kw_only(), py::arg("core_num") = 1,
@@ -100,8 +90,7 @@ void bind_kernel_row_collectives(py::module_& t) {
         const ReduceOp op = enum_of<ReduceOp>(op_in, "reduce_scatter", "op");
         const Window& tg = window_of(target, "reduce_scatter", "target");
         const Window& s = signal_window(signal, "reduce_scatter");
-        traced("reduce_scatter", tg, -1, static_cast<int>(op),
-               [&] { detail::coll_reduce_scatter(tg.desc(), s.desc(), op, core_num); });
+        without_gil([&] { detail::coll_reduce_scatter(tg.desc(), s.desc(), op, core_num); });
         return target;
       },
       py::arg("target"), py::arg("signal"), py::kw_only(), py::arg("op") = ReduceOp::Sum, py::arg("core_num") = 1,
@@ -112,8 +101,7 @@ void bind_kernel_row_collectives(py::module_& t) {
         const Input in = input_of(input, "all_to_all", "input");
         const Window& tg = window_of(target, "all_to_all", "target");
         const Window& s = signal_window(signal, "all_to_all");
-        traced("all_to_all", tg, -1, -1,
-               [&] { detail::coll_all_to_all(in.local, in.window_ptr(), tg.desc(), s.desc(), core_num); });
+        without_gil([&] { detail::coll_all_to_all(in.local, in.window_ptr(), tg.desc(), s.desc(), core_num); });
         return target;
       },
       py::arg("input"), py::arg("target"), py::arg("signal"), py::kw_only(), py::arg("core_num") = 1,
@@ -128,8 +116,7 @@ void bind_kernel_row_collectives(py::module_& t) {
         const Window& s = signal_window(signal, "all_to_all_v");
         const detail::LocalDesc sc = local_of(send_counts, "all_to_all_v", "send_counts");
         const detail::WindowDesc rc = window_of(recv_counts, "all_to_all_v", "recv_counts").desc();
-        traced("all_to_all_v", tg, -1, -1,
-               [&] { detail::coll_all_to_all_v(in.local, in.window_ptr(), tg.desc(), s.desc(), sc, rc); });
+        without_gil([&] { detail::coll_all_to_all_v(in.local, in.window_ptr(), tg.desc(), s.desc(), sc, rc); });
         return target;
       },
       py::arg("input"), py::arg("target"), py::arg("signal"), py::arg("send_counts"), py::arg("recv_counts"),

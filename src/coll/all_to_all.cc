@@ -9,12 +9,14 @@
 #include "coll/peer.h"
 #include "coll/push.h"
 #include "debug/checks.h"
+#include "trace/trace.h"
 
 namespace pld::detail {
 
 void coll_all_to_all(const LocalDesc& input, const WindowDesc* input_window, const WindowDesc& target,
                      const WindowDesc& signal, int core_num) {
   const char* api = "all_to_all";
+  const trace::CollSpan span(api, target);
   const int stride = check_all_to_all(input, input_window, target, signal, core_num);
   const DomainState& d = *signal.state;
   collective_enter(d, signal, CollKind::AllToAll, target.shape.numel(),
@@ -31,6 +33,7 @@ void coll_all_to_all(const LocalDesc& input, const WindowDesc* input_window, con
 void coll_all_to_all_v(const LocalDesc& input, const WindowDesc* input_window, const WindowDesc& target,
                        const WindowDesc& signal, const LocalDesc& send_counts, const WindowDesc& recv_counts) {
   const char* api = "all_to_all_v";
+  const trace::CollSpan span(api, target);
   check_all_to_all_v(input, input_window, target, signal, send_counts, recv_counts);
   const DomainState& d = *signal.state;
   collective_enter(d, signal, CollKind::AllToAllV, target.shape.numel(), [&] {

@@ -8,12 +8,14 @@
 #include "coll/peer.h"
 #include "coll/push.h"
 #include "debug/checks.h"
+#include "trace/trace.h"
 
 namespace pld::detail {
 
 void coll_allgather(const LocalDesc& local, const WindowDesc* local_window, const WindowDesc& target,
                     const WindowDesc& signal, int core_num) {
   const char* api = "allgather";
+  const trace::CollSpan span(api, target);
   const int stride = check_allgather(local, local_window, target, signal, core_num);
   const DomainState& d = *signal.state;
   collective_enter(d, signal, CollKind::Allgather, target.shape.numel(),

@@ -24,6 +24,7 @@
 #include "coll/tuning.h"
 #include "debug/checks.h"
 #include "reduce/reduce.h"
+#include "trace/trace.h"
 
 #include <algorithm>
 #include <cstring>
@@ -128,6 +129,7 @@ AllreduceMode resolve_mode(const AllreduceOptions& o, std::uint64_t bytes) {
 
 void coll_allreduce(const WindowDesc& target, const WindowDesc& signal, const AllreduceOptions& options) {
   const char* api = "allreduce";
+  const trace::CollSpan span(api, target, -1, static_cast<int>(options.op));
   const int stride = check_allreduce(target, signal, options);
   const DomainState& d = *signal.state;
   const Index count = target.shape.numel();

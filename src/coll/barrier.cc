@@ -6,11 +6,13 @@
 #include "coll/ll.h"
 #include "coll/native.h"
 #include "debug/checks.h"
+#include "trace/trace.h"
 
 namespace pld::detail {
 
 void coll_barrier(const WindowDesc& signal) {
   const char* api = "barrier";
+  const trace::CollSpan span(api, signal);
   check_barrier(signal);
   const DomainState& d = *signal.state;
   collective_enter(d, signal, CollKind::Barrier, 0, [&] {

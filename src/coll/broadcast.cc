@@ -17,11 +17,13 @@
 #include "coll/push.h"
 #include "core/dtype.h"
 #include "debug/checks.h"
+#include "trace/trace.h"
 
 namespace pld::detail {
 
 void coll_broadcast(const WindowDesc& target, const WindowDesc& signal, int root, int core_num) {
   const char* api = "broadcast";
+  const trace::CollSpan span(api, target, root);
   const int stride = check_broadcast(target, signal, root, core_num);
   const DomainState& d = *signal.state;
   const Index count = target.shape.numel();

@@ -107,9 +107,10 @@ void await_epoch(const char* api, const DomainState& d, const WindowDesc& signal
   throw AbortedError(what + ": released because another rank failed");
 }
 
-// Line `line` of LL slot [parity][source] (its epoch at `offset`).
-void await_line(const char* api, const DomainState& d, const WindowDesc& signal, std::uint64_t offset,
-                std::uint32_t epoch, int parity, int source, int line) {
+// Line `line` of LL slot [parity][source] (its epoch at `offset`). Out of line: the LL calls reach
+// it only for a message still on its way, and inlined its report's arguments cost every call.
+[[gnu::noinline]] void await_line(const char* api, const DomainState& d, const WindowDesc& signal, std::uint64_t offset,
+                                  std::uint32_t epoch, int parity, int source, int line) {
   await_epoch(api, d, signal, offset, epoch, Dims{parity, source, line}, source,
               {"data of LL call", "line", "the line's epoch is"});
 }
@@ -216,7 +217,8 @@ namespace {
 // lines, send(p) writes them into peer p's slot and rings its doorbell, receive(s, bytes, out)
 // copies source s's message of `bytes` into `out`. send_all, send_each and receive_all visit the
 // peers staggered: rank r sends to r + 1 first and receives from r - 1 (the peer that sent to it
-// first) first.
+// first) first. The domain's fields a call uses are copied in once: the stores into peers' slots
+// may alias anything, and the copies keep them from being loaded again after each.
 class LLCall {
  public:
   LLCall(const char* api, const DomainState& d, const WindowDesc& signal) : LLCall(api, d, coll_state(d), signal) {}
@@ -224,9 +226,15 @@ class LLCall {
       : api_(api),
         d_(d),
         signal_(signal),
+        backend_(d.backend),
+        heaps_(d.windows_in.data()),
+        members_(d.members.data()),
+        n_(d.nranks()),
+        me_(d.rank),
         epoch_(++state.ll_epochs[signal.ref.buffer]),
         parity_(static_cast<int>(epoch_ & 1)),
-        channel_(channel_of(d, state, signal)) {}
+        slots_(channel_of(d, state, signal) +
+               static_cast<std::uint64_t>(parity_) * static_cast<std::uint64_t>(n_) * kLLSlotBytes) {}
 
   // An empty message packs nothing (lines_ 0): send() stores the epoch word of its line alone.
   void pack(const std::byte* data, std::size_t bytes) {
@@ -253,31 +261,41 @@ class LLCall {
   // them only after that acquire, and it has finished with the slot's previous epoch before this
   // call could start (see the top of the file).
   void send(int peer) {
-    const std::uint64_t my_slot = slot(d_.rank);
-    auto* dst = reinterpret_cast<std::uint64_t*>(d_.windows_in[static_cast<std::size_t>(peer)] + my_slot);
+    if (lines_ == 0) return send_entry(peer);
+    const std::uint64_t my_slot = slot(me_);
+    auto* dst = reinterpret_cast<std::uint64_t*>(heaps_[peer] + my_slot);
     for (int l = 0; l < lines_; ++l) {
       const int w = kLineWords * l;
       std::memcpy(dst + w, packed_ + w, kLLLineBytes - 8);
       std::atomic_ref<std::uint64_t>(dst[w + kLineWords - 1])
           .store(packed_[w + kLineWords - 1], std::memory_order_release);
     }
-    if (lines_ == 0)  // an empty message: the epoch in line 0's last word (bytes 60-63), nothing else
-      std::atomic_ref<std::uint64_t>(dst[kLineWords - 1]).store(std::uint64_t{epoch_} << 32, std::memory_order_release);
-    d_.backend->ring(d_.members[static_cast<std::size_t>(peer)], epoch_at(my_slot, std::max(lines_, 1) - 1),
-                     static_cast<std::int32_t>(epoch_));
+    backend_->ring(members_[peer], epoch_at(my_slot, lines_ - 1), static_cast<std::int32_t>(epoch_));
+  }
+
+  // An empty message (a rank's entry into the call): the epoch in line 0's last word (bytes
+  // 60-63), nothing else, and the doorbell.
+  void send_entry(int peer) {
+    const std::uint64_t my_slot = slot(me_);
+    auto* dst = reinterpret_cast<std::uint64_t*>(heaps_[peer] + my_slot);
+    std::atomic_ref<std::uint64_t>(dst[kLineWords - 1]).store(std::uint64_t{epoch_} << 32, std::memory_order_release);
+    backend_->ring(members_[peer], epoch_at(my_slot, 0), static_cast<std::int32_t>(epoch_));
   }
 
   void send_all() {
-    const int n = d_.nranks();
-    for (int k = 1; k < n; ++k) send(ring_at(d_.rank, k, n));
+    for (int k = 1; k < n_; ++k) send(ring_at(me_, k, n_));
+  }
+
+  // send_all() of an empty message, without looking at what is packed.
+  void send_entries() {
+    for (int k = 1; k < n_; ++k) send_entry(ring_at(me_, k, n_));
   }
 
   // Packs and sends payload(p) (`bytes` long) to every peer p.
   template <class Payload>
   void send_each(std::size_t bytes, Payload&& payload) {
-    const int n = d_.nranks();
-    for (int k = 1; k < n; ++k) {
-      const int p = ring_at(d_.rank, k, n);
+    for (int k = 1; k < n_; ++k) {
+      const int p = ring_at(me_, k, n_);
       pack(payload(p), bytes);
       send(p);
     }
@@ -286,20 +304,29 @@ class LLCall {
   // Calls f(s) for every source s != me, in receiving order.
   template <class F>
   void receive_all(F&& f) {
-    const int n = d_.nranks();
-    for (int k = 1; k < n; ++k) f(ring_at(d_.rank, n - k, n));
+    for (int k = 1; k < n_; ++k) f(ring_at(me_, n_ - k, n_));
   }
 
+  // Source s's message of `bytes` into `out`: its last line first (it comes last), then every line
+  // before it, each checked for the epoch (never waits on x86, where stores arrive in order; the
+  // protocol allows any order), and its bytes copied. An empty message is its epoch alone.
   void receive(int source, std::size_t bytes, std::byte* out) const {
     const std::uint64_t at = slot(source);
-    const auto* words = reinterpret_cast<const std::uint64_t*>(d_.windows_in[static_cast<std::size_t>(d_.rank)] + at);
-    const int lines = static_cast<int>(ll_lines(bytes));
-    await(source, at, words, lines - 1);  // the last line comes last
-    for (int l = 0; kLLLineData * static_cast<std::size_t>(l) < bytes; ++l) {
-      await(source, at, words, l);  // never waits on x86 (stores arrive in order), allowed by the protocol
-      const std::size_t from = kLLLineData * static_cast<std::size_t>(l);
-      std::memcpy(out + from, words + kLineWords * l, std::min<std::size_t>(kLLLineData, bytes - from));
+    const auto* words = reinterpret_cast<const std::uint64_t*>(heaps_[me_] + at);
+    const int last = static_cast<int>(ll_lines(bytes)) - 1;
+    await(source, at, words, last);
+    for (int l = 0; l < last; ++l) {
+      await(source, at, words, l);
+      std::memcpy(out + kLLLineData * static_cast<std::size_t>(l), words + kLineWords * l, kLLLineData);
     }
+    const std::size_t from = kLLLineData * static_cast<std::size_t>(last);
+    if (bytes > from) std::memcpy(out + from, words + kLineWords * last, std::min(kLLLineData, bytes - from));
+  }
+
+  // receive() of an empty message from `source`: returns once its epoch is in line 0.
+  void await_entry(int source) const {
+    const std::uint64_t at = slot(source);
+    await(source, at, reinterpret_cast<const std::uint64_t*>(heaps_[me_] + at), 0);
   }
 
  private:
@@ -309,24 +336,24 @@ class LLCall {
   void await(int source, std::uint64_t at, const std::uint64_t* words, int l) const {
     const std::uint64_t tail =
         std::atomic_ref<const std::uint64_t>(words[kLineWords * l + kLineWords - 1]).load(std::memory_order_acquire);
-    if (static_cast<std::uint32_t>(tail >> 32) != epoch_)
+    if (static_cast<std::uint32_t>(tail >> 32) != epoch_) [[unlikely]]
       await_line(api_, d_, signal_, epoch_at(at, l), epoch_, parity_, source, l);
   }
   static std::uint64_t epoch_at(std::uint64_t slot_at, int line) {
     return slot_at + kLLLineBytes * static_cast<std::uint64_t>(line) + kLLLineData;
   }
-  std::uint64_t slot(int source) const {
-    return channel_ + (static_cast<std::uint64_t>(parity_) * static_cast<std::uint64_t>(d_.nranks()) +
-                       static_cast<std::uint64_t>(source)) *
-                          kLLSlotBytes;
-  }
+  std::uint64_t slot(int source) const { return slots_ + static_cast<std::uint64_t>(source) * kLLSlotBytes; }
 
   const char* api_;
   const DomainState& d_;
   const WindowDesc& signal_;
+  Backend* backend_;
+  std::byte* const* heaps_;  // d.windows_in
+  const int* members_;       // d.members
+  int n_, me_;
   std::uint32_t epoch_;
   int parity_;
-  std::uint64_t channel_;
+  std::uint64_t slots_;  // heap offset of the slots of this call's parity
   int lines_ = 0;
   std::uint64_t packed_[kLLSlotBytes / 8];  // the first lines_ lines are packed; not zeroed per call
 };
@@ -365,10 +392,22 @@ void ll_broadcast(const char* api, const DomainState& d, const WindowDesc& targe
   // rank receives from every peer. So the exchange stays all-to-all (slots are reused without
   // acknowledgements) and no rank returns before every peer has entered the call, yet a root
   // that loops waits only for the entries its previous call's data let through.
+  // The two sides apart, so that each runs a straight path: the root receives entries alone, the
+  // other ranks send them.
   LLCall call(api, d, signal);
-  call.pack(mine, d.rank == root ? bytes : 0);
-  call.send_all();
-  call.receive_all([&](int s) { call.receive(s, s == root ? bytes : 0, s == root ? mine : nullptr); });
+  if (d.rank == root) {
+    call.pack(mine, bytes);
+    call.send_all();
+    call.receive_all([&](int s) { call.await_entry(s); });
+  } else {
+    call.send_entries();
+    call.receive_all([&](int s) {
+      if (s == root)
+        call.receive(s, bytes, mine);
+      else
+        call.await_entry(s);
+    });
+  }
 }
 
 void ll_all_to_all_v(const char* api, const DomainState& d, const std::byte* input, const std::int32_t* send_counts,

@@ -12,6 +12,7 @@
 #include "coll/peer.h"
 #include "debug/checks.h"
 #include "reduce/reduce.h"
+#include "trace/trace.h"
 
 #include <algorithm>
 
@@ -19,6 +20,7 @@ namespace pld::detail {
 
 void coll_reduce_scatter(const WindowDesc& target, const WindowDesc& signal, ReduceOp op, int core_num) {
   const char* api = "reduce_scatter";
+  const trace::CollSpan span(api, target, -1, static_cast<int>(op));
   const int stride = check_reduce_scatter(target, signal, op, core_num);
   const DomainState& d = *signal.state;
   const Index size = target.shape[1];

@@ -3,6 +3,7 @@
 #include "trace/trace.h"
 
 #include "core/log.h"
+#include "rank/runtime.h"
 
 #include <fmt/format.h>
 #include <unistd.h>
@@ -11,7 +12,9 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <mutex>
+#include <utility>
 
 namespace pld::detail::trace {
 
@@ -197,19 +200,17 @@ void clear_outputs() {
 
 }  // namespace pld::detail::trace
 
-// ----- collective spans (include/pld/collectives.hpp) ------------------------------------------
-#include "rank/runtime.h"
+// ----- collective spans -----------------------------------------------------------------------
 
-#include <pld/collectives.hpp>
+namespace pld::detail::trace {
 
-namespace pld::detail {
+struct CollSpan::Open {
+  const char* name;
+  std::int64_t t0;
+  std::string args;
+};
 
-bool CollTrace::trace_on() {
-  return trace::on();
-}
-
-void CollTrace::begin(const char* name, const WindowDesc& target, int root, int op) {
-  name_ = name;
+void CollSpan::begin(const char* name, const WindowDesc& target, int root, int op) {
   nlohmann::json args = {
       {"dtype", dtype_name(target.dtype)}, {"shape", target.shape.str()}, {"count", target.shape.numel()}};
   if (target.state) {
@@ -220,13 +221,12 @@ void CollTrace::begin(const char* name, const WindowDesc& target, int root, int 
   if (root >= 0) args["root"] = root;
   static const char* const kOps[] = {"sum", "max", "min", "prod"};
   if (op >= 0 && op < 4) args["op"] = kOps[op];
-  args_ = args.dump();
-  t0_ = trace::now_ns();
+  open_ = new Open{name, now_ns(), args.dump()};
 }
 
-void CollTrace::end() {
-  trace::record(trace::Event{trace::Kind::Collective, t0_, trace::now_ns(), trace::thread_index(), name_, -1, 0, 0, 0,
-                             0, std::move(args_)});
+void CollSpan::end() {
+  const std::unique_ptr<Open> o(std::exchange(open_, nullptr));
+  record(Event{Kind::Collective, o->t0, now_ns(), thread_index(), o->name, -1, 0, 0, 0, 0, std::move(o->args)});
 }
 
-}  // namespace pld::detail
+}  // namespace pld::detail::trace

@@ -6,6 +6,8 @@
 // wait it released (merge.cc). Off by default: then every hook is one predictable branch.
 #pragma once
 
+#include <pld/detail/window.hpp>
+
 #include <atomic>
 #include <cstdint>
 #include <string>
@@ -66,6 +68,29 @@ void record_scope(ScopeRecord scope);
 /// Rank side, around every dispatch: starts recording; writes the dispatch's files.
 void dispatch_begin(int world_rank, std::uint64_t index, const std::string& kernel);
 void dispatch_end(bool ok);
+
+/// The span of one collective call (a Collective event named `name`, its args from `target`,
+/// `root` and `op` when >= 0): begun by the collective's entry point, ended when it returns or
+/// throws. Not recording, it costs one relaxed load and a branch at each end.
+class CollSpan {
+ public:
+  CollSpan(const char* name, const WindowDesc& target, int root = -1, int op = -1) {
+    if (on()) [[unlikely]]
+      begin(name, target, root, op);
+  }
+  ~CollSpan() {
+    if (open_) [[unlikely]]
+      end();
+  }
+  CollSpan(const CollSpan&) = delete;
+  CollSpan& operator=(const CollSpan&) = delete;
+
+ private:
+  struct Open;
+  void begin(const char* name, const WindowDesc& target, int root, int op);
+  void end();
+  Open* open_ = nullptr;
+};
 
 /// Host side: merges the files of ranks' dispatches [first[r], last[r]) into
 /// <dir>/trace_call{call}.json; returns its path ("" when nothing was recorded).

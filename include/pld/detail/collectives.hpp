@@ -1,6 +1,6 @@
 // pld — plumbing of the collectives (internal; included by collectives.hpp): the type-erased entry
-// points the public templates call, the swimlane span of one call, and the checks shared by the
-// kernel and host forms.
+// points the public templates call (each records the call's swimlane span itself) and the checks
+// shared by the kernel and host forms.
 #pragma once
 
 #include <pld/detail/kernel.hpp>
@@ -16,29 +16,6 @@ namespace pld {
 struct AllreduceOptions;
 
 namespace detail {
-
-/// Swimlane span of one collective call (a no-op unless swimlanes are recording).
-class PLD_API CollTrace {
- public:
-  /// Describes `target` only while swimlanes are recording (no copy on the untraced path).
-  template <class T>
-  CollTrace(const char* name, const DistributedTensor<T>& target, int root = -1, int op = -1) {
-    if (trace_on()) begin(name, desc(target), root, op);
-  }
-  ~CollTrace() {
-    if (t0_) end();
-  }
-  CollTrace(const CollTrace&) = delete;
-  CollTrace& operator=(const CollTrace&) = delete;
-  static bool trace_on();
-
- private:
-  void begin(const char* name, const WindowDesc& target, int root, int op);
-  void end();
-  const char* name_ = nullptr;
-  std::int64_t t0_ = 0;
-  std::string args_;
-};
 
 /// Throws UsageError unless `core_num` is in [1, kMaxCoreNum]. For collectives whose entry point
 /// takes no core_num (all_to_all_v): the value is checked, the call runs on one lane.

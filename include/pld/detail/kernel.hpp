@@ -44,18 +44,13 @@ std::vector<T> tile_storage(const char* api, const Dims& shape) {
   }
 }
 
-/// Type-erased operands: a rank-local array, or a window view bound to its domain.
+/// Type-erased operands: a rank-local array, or a window view bound to its domain (WindowDesc,
+/// detail/window.hpp).
 struct LocalDesc {
   std::byte* data = nullptr;
   Dims shape;
   DType dtype = DType::FP32;
   Dims valid;  // tiles only; equals shape otherwise
-};
-struct WindowDesc {
-  const DomainState* state = nullptr;
-  WindowRef ref;
-  Dims shape;
-  DType dtype = DType::FP32;
 };
 
 template <class T>
@@ -67,8 +62,8 @@ LocalDesc desc(const Tile<T>& t) {
   return {reinterpret_cast<std::byte*>(const_cast<T*>(t.data())), t.shape(), dtype_of<T>, t.valid_shape()};
 }
 template <class T>
-WindowDesc desc(const DistributedTensor<T>& t) {
-  return {t.state(), t.ref(), t.shape(), dtype_of<T>};
+const WindowDesc& desc(const DistributedTensor<T>& t) {
+  return t.desc();
 }
 
 /// The calling rank's own copy of a window view, as a local array.

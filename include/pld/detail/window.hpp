@@ -1,6 +1,9 @@
 // pld — plumbing of windows (internal; included by window.hpp): the address-free identity of a
-// window buffer, and the one way pld's own code reaches the constructors that take internal types.
+// window buffer, the type-erased view the runtime's entry points take, and the one way pld's own
+// code reaches the constructors that take internal types.
 #pragma once
+
+#include <pld/types.hpp>
 
 #include <cstdint>
 #include <utility>
@@ -17,6 +20,15 @@ struct WindowRef {
   std::uint32_t buffer = 0;
   std::uint64_t offset = 0;  // byte offset of the buffer in every member's window
   std::uint64_t bytes = 0;   // buffer size in bytes
+};
+
+/// A window view without its element type: what DistributedTensor<T> holds, so the runtime's
+/// entry points take it by reference, never a copy.
+struct WindowDesc {
+  const DomainState* state = nullptr;
+  WindowRef ref;
+  Dims shape;
+  DType dtype = DType::FP32;
 };
 
 /// Constructs the public types whose constructors take internal types (DistributedTensor from a
