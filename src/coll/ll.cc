@@ -115,9 +115,10 @@ void await_epoch(const char* api, const DomainState& d, const WindowDesc& signal
               {"data of LL call", "line", "the line's epoch is"});
 }
 
-// Flag [parity][source] of the LL barrier.
-void await_flag(const char* api, const DomainState& d, const WindowDesc& signal, std::uint64_t offset,
-                std::uint32_t epoch, int parity, int source) {
+// Flag [parity][source] of the LL barrier. Out of line: a flag already raised never needs it, and
+// inline its frame would cost every barrier call.
+[[gnu::noinline]] void await_flag(const char* api, const DomainState& d, const WindowDesc& signal, std::uint64_t offset,
+                                  std::uint32_t epoch, int parity, int source) {
   await_epoch(api, d, signal, offset, epoch, Dims{parity, source}, source,
               {"arrival at LL barrier", "flag", "the flag holds"});
 }
@@ -141,9 +142,9 @@ std::uint64_t channel_of(const DomainState& d, const CollDomainState& s, const W
 class LLFlags {
  public:
   LLFlags(const char* api, const DomainState& d, const WindowDesc& signal) : api_(api), d_(d), signal_(signal) {
-    const CollDomainState& state = coll_state(d);
+    CollDomainState& state = coll_state(d);
     const auto n = static_cast<std::uint64_t>(d.nranks());
-    epoch_ = ++coll_state(d).ll_barrier_epochs[signal.ref.buffer];
+    epoch_ = ++state.ll_barrier_epochs[signal.ref.buffer];
     parity_ = static_cast<int>(epoch_ & 1);
     base_ = channel_of(d, state, signal) + ll_flags_offset(n) + static_cast<std::uint64_t>(parity_) * n * kLLFlagBytes;
   }

@@ -164,7 +164,8 @@ class ShmBackend final : public Backend {
     if (sleeping != 0) [[unlikely]]
       wake_sleepers(slot, sleeping, cell);
   }
-  void wake_sleepers(RankSlot& slot, std::uint32_t sleeping, std::int32_t* cell);
+  /// Out of line: a notify that wakes nobody then saves no registers (inline, its syscalls need them).
+  [[gnu::noinline]] void wake_sleepers(RankSlot& slot, std::uint32_t sleeping, std::int32_t* cell);
   /// Unmaps what the constructor mapped (idempotent).
   void release();
   // The phases of wait and wait_cells (signal.cc).
