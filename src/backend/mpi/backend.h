@@ -232,8 +232,8 @@ class MpiWindow final : public Backend, public NativeCollectives {
   std::byte* base_ = nullptr;  // local memory of heap offset lo_
   // Members that share this node's memory (world rank -> their heap offset lo_ here, or nullptr;
   // this process's own entry is base_ whenever the window is shared at all), the window that
-  // maps them when the domain also has members elsewhere (win_ then is MPI_Win_create over the
-  // same memory with RMA, none with messages) and the communicator of its members on this node.
+  // maps them when the domain also has members elsewhere (reached by messages: win_ is then
+  // MPI_WIN_NULL) and the communicator of the domain's members on this node.
   std::vector<std::byte*> shared_;
   bool all_shared_ = false;
   MPI_Win node_win_ = MPI_WIN_NULL;
@@ -427,9 +427,9 @@ class MpiBackend final : public BackendProcess {
   void sync_windows();
   void flush_dirty();
   void allocate(MpiWindow& w, std::uint64_t lo, std::uint64_t bytes, bool keep);
-  /// MPI_Win_allocate, or for a window with members on this node the shared allocation (and, when
-  /// it also has members elsewhere, MPI_Win_create over it); with messages plain pages where nobody
-  /// shares it and no window across nodes. Returns the MPI error code; under mutex_.
+  /// MPI_Win_allocate, or for a window with members on this node the shared allocation (with
+  /// members elsewhere only with messages, and then no window across nodes); with messages plain
+  /// pages where nobody shares it. Returns the MPI error code; under mutex_.
   int allocate_memory(MpiWindow& w, std::uint64_t bytes, void** base);
   void free_window(MpiWindow& w);
 

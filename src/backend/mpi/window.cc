@@ -203,10 +203,9 @@ int MpiBackend::allocate_memory(MpiWindow& w, std::uint64_t bytes, void** base) 
   if (!all_here && w.node_comm_ == MPI_COMM_NULL)
     MPI_Comm_split_type(w.comm_, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &w.node_comm_);
   MPI_Win& shared = all_here ? w.win_ : w.node_win_;
-  int rc =
+  // (With members elsewhere, messages reach them: no window on the domain's communicator.)
+  const int rc =
       MPI_Win_allocate_shared(static_cast<MPI_Aint>(bytes), 1, info, all_here ? w.comm_ : w.node_comm_, base, &shared);
-  if (rc == MPI_SUCCESS && !all_here && !messages_)  // the members elsewhere reach the same memory through RMA
-    rc = MPI_Win_create(*base, static_cast<MPI_Aint>(bytes), 1, info, w.comm_, &w.win_);
   MPI_Info_free(&info);
   if (rc != MPI_SUCCESS) return rc;
   MPI_Group group, node_group;
