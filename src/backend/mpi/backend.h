@@ -232,8 +232,8 @@ class MpiWindow final : public Backend, public NativeCollectives {
   std::byte* base_ = nullptr;  // local memory of heap offset lo_
   // Members that share this node's memory (world rank -> their heap offset lo_ here, or nullptr;
   // this process's own entry is base_ whenever the window is shared at all), the window that
-  // maps them when the domain also has members elsewhere (win_ then is MPI_Win_create over the
-  // same memory) and the communicator of the domain's members on this node.
+  // maps them when the domain also has members elsewhere (reached by messages: win_ is then
+  // MPI_WIN_NULL) and the communicator of the domain's members on this node.
   std::vector<std::byte*> shared_;
   bool all_shared_ = false;
   MPI_Win node_win_ = MPI_WIN_NULL;
@@ -427,9 +427,9 @@ class MpiBackend final : public BackendProcess {
   void sync_windows();
   void flush_dirty();
   void allocate(MpiWindow& w, std::uint64_t lo, std::uint64_t bytes, bool keep);
-  /// MPI_Win_allocate, or for a window with members on this node the shared allocation (and,
-  /// when it also has members elsewhere, MPI_Win_create over the same memory). Returns the MPI
-  /// error code; under mutex_.
+  /// MPI_Win_allocate, or for a window with members on this node the shared allocation (with
+  /// members elsewhere only with messages, and then no window across nodes); with messages plain
+  /// pages where nobody shares it. Returns the MPI error code; under mutex_.
   int allocate_memory(MpiWindow& w, std::uint64_t bytes, void** base);
   void free_window(MpiWindow& w);
 
@@ -491,7 +491,7 @@ inline std::byte* MpiWindow::local_at(int rank, std::uint64_t offset) const {
 /// Installs the SIGTERM handler that says what this rank was waiting on when mpirun ended the job.
 void install_termination_report();
 
-/// Control window layout (bytes): each rank's abort word, its fp16/bf16 lock, the progress probe.
+/// Control window layout (bytes): abort word, fp16/bf16 lock, progress probe (plain memory with messages).
 inline constexpr std::uint64_t kControlAbort = 0;
 inline constexpr std::uint64_t kControlLock = 64;
 inline constexpr std::uint64_t kControlProbe = 128;

@@ -38,10 +38,12 @@ constexpr int kFirstReplyTag = 2;  // reply tags cycle through [2, 32767] (MPI_T
 constexpr std::size_t kInlineBytes = kEagerPiece;
 constexpr std::size_t kPiece = 1u << 30;  // MPI counts are int: at most 1 GiB per message
 constexpr std::size_t kMaxSends = 4096;   // outstanding sends before a sender drives progress
+// The control words (abort word first) once the control window is freed (open_messages).
+alignas(64) std::int32_t g_control[kControlBytes / sizeof(std::int32_t)] = {};
 
 }  // namespace
 
-enum class MessageKind : std::uint32_t { Put = 1, Add, Notify, Get, Fence, FenceAck, PutSignal, Atomic };
+enum class MessageKind : std::uint32_t { Put = 1, Add, Notify, Get, Fence, FenceAck, PutSignal, Atomic, Abort };
 
 struct MessageHeader {
   MessageKind kind;
@@ -70,6 +72,33 @@ void MpiBackend::open_messages() {
   MPI_Comm_set_errhandler(message_comm_, MPI_ERRORS_RETURN);
   written_.assign(static_cast<std::size_t>(size_), 0);
   acked_.assign(static_cast<std::size_t>(size_), 1);
+  if (!messages_) return;
+  // No RMA reaches another rank from now on, and with no one-sided window left Open MPI's osc/ucx
+  // unregisters its progress callback: every MPI_Test / MPI_Iprobe would otherwise also progress
+  // UCX (over TCP an epoll_wait per call, design §4.10). The abort word becomes plain memory,
+  // set by an Abort message (abort_all).
+  MPI_Win_unlock_all(control_);
+  MPI_Win_free(&control_);
+  control_base_ = g_control;
+}
+
+// Sets every rank's abort word: with the control window an accumulate to each (flushed); with
+// messages an Abort message naming the call, which a rank that serves it in a later call ignores
+// (clear_abort has reset its word since and no failure of that call was agreed).
+void MpiBackend::abort_all() {
+  std::lock_guard lock(mutex_);
+  const std::int32_t one = 1;
+  if (control_ == MPI_WIN_NULL) {
+    std::atomic_ref<std::int32_t>(control_base_[kControlAbort / 4]).store(one, std::memory_order_seq_cst);
+    const Header h{Kind::Abort, one, 0, calls_, 0, 0, 0};
+    for (int p = 0; p < size_; ++p)
+      if (p != rank_) post(p, &h, sizeof h, nullptr, 0);
+    return;
+  }
+  for (int p = 0; p < size_; ++p)
+    MPI_Accumulate(&one, 1, MPI_INT32_T, p, static_cast<MPI_Aint>(kControlAbort), 1, MPI_INT32_T, MPI_REPLACE,
+                   control_);
+  MPI_Win_flush_all(control_);
 }
 
 void MpiBackend::register_window(MpiWindow& w, std::uint64_t id) {
@@ -407,6 +436,10 @@ void MpiBackend::apply(int source, const Header& h, const std::byte* payload) {
       return;
     }
     case Kind::FenceAck: acked_[static_cast<std::size_t>(source)] = 1; return;
+    case Kind::Abort:
+      if (h.offset == calls_)
+        std::atomic_ref<std::int32_t>(control_base_[kControlAbort / 4]).store(h.value, std::memory_order_seq_cst);
+      return;
   }
   throw Error(
       fmt::format("pld internal: message of unknown kind {} from rank {}", static_cast<unsigned>(h.kind), source));

@@ -320,19 +320,10 @@ bool MpiBackend::complete(MPI_Request& request, double limit) {
   }
 }
 
-void MpiBackend::abort_all() {
-  std::lock_guard lock(mutex_);
-  const std::int32_t one = 1;
-  for (int p = 0; p < size_; ++p)
-    MPI_Accumulate(&one, 1, MPI_INT32_T, p, static_cast<MPI_Aint>(kControlAbort), 1, MPI_INT32_T, MPI_REPLACE,
-                   control_);
-  MPI_Win_flush_all(control_);
-}
-
 void MpiBackend::clear_abort() {
   std::atomic_ref<std::int32_t>(control_base_[kControlAbort / 4]).store(0, std::memory_order_seq_cst);
   std::lock_guard lock(mutex_);
-  MPI_Win_sync(control_);
+  if (control_ != MPI_WIN_NULL) MPI_Win_sync(control_);
   ended_wait_ = MpiWaitRecord{};
   history_.clear();  // each call's report shows that call's operations, as on shm
 }

@@ -11,6 +11,7 @@
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <sys/mman.h>
 
 #include <algorithm>
 #include <cstring>
@@ -93,12 +94,12 @@ MpiWindow* MpiBackend::window(std::uint64_t owner, const std::vector<int>& membe
   }
   MpiWindow& w = *slot;
   w.last_call_ = calls_;
-  if (w.win_ != MPI_WIN_NULL && lo >= w.lo_ && hi <= w.lo_ + w.bytes_) return &w;
+  if (w.base_ && lo >= w.lo_ && hi <= w.lo_ + w.bytes_) return &w;
   // Every member takes the same decision. Kept windows grow to cover the old range too; a
   // window without contents to keep that is big enough just moves to the new range.
   std::uint64_t new_lo = lo / kWindowGrain * kWindowGrain, new_hi = std::max(hi, lo + 1);
-  const bool keep = owner != 0 && w.win_ != MPI_WIN_NULL;
-  if (!keep && w.win_ != MPI_WIN_NULL && new_hi - new_lo <= w.bytes_) {
+  const bool keep = owner != 0 && w.base_;
+  if (!keep && w.base_ && new_hi - new_lo <= w.bytes_) {
     w.lo_ = new_lo;
     return &w;
   }
@@ -121,8 +122,8 @@ void MpiBackend::allocate(MpiWindow& w, std::uint64_t lo, std::uint64_t bytes, b
   std::unique_lock lock(mutex_);
   std::vector<std::byte> kept;
   const std::uint64_t old_lo = w.lo_;
-  if (w.win_ != MPI_WIN_NULL) {
-    MPI_Win_sync(w.win_);
+  if (w.base_) {
+    if (w.win_ != MPI_WIN_NULL) MPI_Win_sync(w.win_);
     if (keep) kept.assign(w.base_, w.base_ + w.bytes_);
     free_window(w);
     w.base_ = nullptr;
@@ -139,6 +140,7 @@ void MpiBackend::allocate(MpiWindow& w, std::uint64_t lo, std::uint64_t bytes, b
   complete(agree, 0);
   lock.lock();
   if (!ok) {  // the window exists on some members only: not freed (that is collective), forgotten
+    if (rc == MPI_SUCCESS && w.win_ == MPI_WIN_NULL && w.node_win_ == MPI_WIN_NULL) munmap(base, bytes);  // plain pages
     w.win_ = MPI_WIN_NULL;
     w.node_win_ = MPI_WIN_NULL;
     std::fill(w.shared_.begin(), w.shared_.end(), nullptr);
@@ -146,13 +148,15 @@ void MpiBackend::allocate(MpiWindow& w, std::uint64_t lo, std::uint64_t bytes, b
     w.bytes_ = 0;
     check(rc != MPI_SUCCESS ? rc : MPI_ERR_NO_MEM, "MPI_Win_allocate (comm domain window, on some member)");
   }
-  MPI_Win_set_errhandler(w.win_, MPI_ERRORS_RETURN);
   w.base_ = static_cast<std::byte*>(base);
   w.lo_ = lo;
   w.bytes_ = bytes;
   if (!kept.empty()) std::memcpy(w.base_ + (old_lo - lo), kept.data(), kept.size());
-  check(MPI_Win_lock_all(MPI_MODE_NOCHECK, w.win_), "MPI_Win_lock_all (comm domain window)");
-  MPI_Win_sync(w.win_);
+  if (w.win_ != MPI_WIN_NULL) {
+    MPI_Win_set_errhandler(w.win_, MPI_ERRORS_RETURN);
+    check(MPI_Win_lock_all(MPI_MODE_NOCHECK, w.win_), "MPI_Win_lock_all (comm domain window)");
+    MPI_Win_sync(w.win_);
+  }
   // Nobody reaches the new window before every member has it (and has carried its contents).
   MPI_Request request;
   MPI_Ibarrier(w.comm_, &request);
@@ -172,6 +176,17 @@ int MpiBackend::allocate_memory(MpiWindow& w, std::uint64_t bytes, void** base) 
   MPI_Info info;
   MPI_Info_create(&info);
   MPI_Info_set(info, "same_disp_unit", "true");
+  // With messages no member reaches another's window through MPI RMA, so only a domain all on
+  // this node has a window on its communicator (osc/sm): an osc/ucx window would make every MPI
+  // progress call of the process also progress UCX (design §4.10). The others' memory is the
+  // shared allocation of their members on this node, or plain pages when nobody shares it.
+  if (messages_ && here.size() < 2) {
+    MPI_Info_free(&info);
+    void* at = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (at == MAP_FAILED) return MPI_ERR_NO_MEM;
+    *base = at;
+    return MPI_SUCCESS;
+  }
   // Nobody to share with; or a domain across nodes whose other members use RMA: their
   // accumulates and this node's CPU atomics on one cell would not be atomic with each other
   // (messages apply every add and notify with CPU atomics, so they share).
@@ -188,10 +203,9 @@ int MpiBackend::allocate_memory(MpiWindow& w, std::uint64_t bytes, void** base) 
   if (!all_here && w.node_comm_ == MPI_COMM_NULL)
     MPI_Comm_split_type(w.comm_, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &w.node_comm_);
   MPI_Win& shared = all_here ? w.win_ : w.node_win_;
-  int rc =
+  // (With members elsewhere, messages reach them: no window on the domain's communicator.)
+  const int rc =
       MPI_Win_allocate_shared(static_cast<MPI_Aint>(bytes), 1, info, all_here ? w.comm_ : w.node_comm_, base, &shared);
-  if (rc == MPI_SUCCESS && !all_here)  // the members elsewhere reach the same memory through RMA
-    rc = MPI_Win_create(*base, static_cast<MPI_Aint>(bytes), 1, info, w.comm_, &w.win_);
   MPI_Info_free(&info);
   if (rc != MPI_SUCCESS) return rc;
   MPI_Group group, node_group;
@@ -238,9 +252,14 @@ void MpiBackend::set_active(std::vector<MpiWindow*> windows) {
 
 void MpiBackend::free_window(MpiWindow& w) {
   w.close_native_channels();
-  if (w.win_ == MPI_WIN_NULL) return;
-  MPI_Win_unlock_all(w.win_);
-  MPI_Win_free(&w.win_);
+  if (!w.base_) return;
+  if (w.win_ != MPI_WIN_NULL) {
+    MPI_Win_unlock_all(w.win_);
+    MPI_Win_free(&w.win_);
+  } else if (w.node_win_ == MPI_WIN_NULL) {  // plain pages (allocate_memory)
+    munmap(w.base_, w.bytes_);
+    w.base_ = nullptr;
+  }
   if (w.node_win_ != MPI_WIN_NULL) MPI_Win_free(&w.node_win_);
   if (w.node_comm_ != MPI_COMM_NULL) MPI_Comm_free(&w.node_comm_);
   std::fill(w.shared_.begin(), w.shared_.end(), nullptr);
