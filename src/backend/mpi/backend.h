@@ -360,10 +360,10 @@ class MpiBackend final : public BackendProcess {
   /// Opens the engine collectives' communicators of the call's windows that lack them
   /// (collective, in set_active's window order) — again after a failed call has closed them.
   void open_native();
-  /// Closes every window's engine-collective communicators: after a failed call a collective may
-  /// still be pending on one of them on some process, so none is used again (every process
-  /// learns of the failure and does this).
-  void close_native();
+  /// After a failed call, on every process (each learns of the failure): closes every window's
+  /// engine-collective communicators (a collective may still be pending on one of them somewhere,
+  /// so none is used again) and discards the call's messages still in flight (messages.cc).
+  void end_failed_call();
 
   /// Turns a failed MPI call into a pld::Error naming it.
   void check(int rc, const char* what) const;
@@ -412,6 +412,7 @@ class MpiBackend final : public BackendProcess {
   bool fence_locked(int skip);
   void serve();
   void reap_sends();
+  void drain_messages();
   void apply(int source, const MessageHeader& h, const std::byte* payload);
   std::byte* message_target(const MessageHeader& h, int source);
   template <class Done>
@@ -466,8 +467,7 @@ class MpiBackend final : public BackendProcess {
   std::string progress_setting_;    // PLD_MPI_PROGRESS: auto, passive or poll
   double wait_timeout_ = 300;
   std::int64_t wait_spin_ = 0;
-  std::string osc_;
-  std::string description_;
+  std::string osc_, description_;
   MpiWaitRecord ended_wait_;  // guarded by mutex_
   OpRing history_;
   const std::atomic<unsigned>* usr1_ = nullptr;

@@ -164,9 +164,10 @@ void MpiBackend::open_native() {
     if (w->native_.empty() && w->dirty_.size() > 1 && (mode == 1 || w->has_remote_peers())) w->open_native_channels();
 }
 
-void MpiBackend::close_native() {
+void MpiBackend::end_failed_call() {
   std::lock_guard lock(mutex_);
   for (auto& [key, w] : windows_) w->close_native_channels();
+  if (messages_) drain_messages();
 }
 
 NativeCollectives* MpiWindow::native_collectives(std::uint32_t signal_buffer, bool direct) {

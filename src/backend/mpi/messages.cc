@@ -31,6 +31,7 @@ namespace pld::detail {
 
 namespace {
 
+constexpr int kEndTag = 0;         // drain_messages(): a sender's last message of a failed call
 constexpr int kMessageTag = 1;     // every message; replies to gets use their own tags
 constexpr int kFirstReplyTag = 2;  // reply tags cycle through [2, 32767] (MPI_TAG_UB >= 32767)
 // Payloads up to this travel inside their message: one eager message per put (exchange.h), which
@@ -43,7 +44,7 @@ alignas(64) std::int32_t g_control[kControlBytes / sizeof(std::int32_t)] = {};
 
 }  // namespace
 
-enum class MessageKind : std::uint32_t { Put = 1, Add, Notify, Get, Fence, FenceAck, PutSignal, Atomic, Abort };
+enum class MessageKind : std::uint32_t { Put = 1, Add, Notify, Get, Fence, FenceAck, PutSignal, Atomic, Abort, End };
 
 struct MessageHeader {
   MessageKind kind;
@@ -354,6 +355,52 @@ void MpiBackend::serve() {
   reap_sends();
 }
 
+// Under the mutex, after a failed call on every process: discards what the call left in flight —
+// the reply to a get or an atomic that a released rank no longer awaits (it would land in a later
+// call's receive of the same tag), requests, puts and notifies of a call that is over. Each
+// process sends every rank (itself included) an End message after its last one of the call (on a
+// tag of its own: serve() never takes it), then receives from each, whatever the tag, until that
+// End: MPI keeps one sender's messages in order on a communicator, so nothing of the call arrives
+// later. Its own sends then complete.
+void MpiBackend::drain_messages() {
+  const Header end{Kind::End, 0, 0, calls_, 0, 0, 0};
+  for (int p = 0; p < size_; ++p) {
+    Send& s = sends_.emplace_back();
+    s.buffer.assign(reinterpret_cast<const std::byte*>(&end), reinterpret_cast<const std::byte*>(&end + 1));
+    check(MPI_Isend(s.buffer.data(), sizeof end, MPI_BYTE, p, kEndTag, message_comm_, &s.request), "MPI_Isend (end)");
+  }
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(wait_timeout_);
+  auto idle = [&](const char* what) {
+    if (std::chrono::steady_clock::now() > deadline)
+      throw WaitTimeoutError(fmt::format("pld: rank {} waited {} s for {} after a failed call (PLD_WAIT_TIMEOUT)",
+                                         rank_, wait_timeout_, what));
+    mutex_.unlock();
+    sched_yield();
+    mutex_.lock();
+  };
+  for (int p = 0; p < size_; ++p)
+    for (bool ended = false; !ended;) {
+      int flag = 0, n = 0;
+      MPI_Message message;
+      MPI_Status st;
+      check(MPI_Improbe(p, MPI_ANY_TAG, message_comm_, &flag, &message, &st), "MPI_Improbe (drain)");
+      if (!flag) {
+        reap_sends();
+        idle(fmt::format("rank {} to end its messages", p).c_str());
+        continue;
+      }
+      MPI_Get_count(&st, MPI_BYTE, &n);
+      inbox_.resize(static_cast<std::size_t>(std::max(n, 1)));
+      check(MPI_Mrecv(inbox_.data(), n, MPI_BYTE, &message, MPI_STATUS_IGNORE), "MPI_Mrecv (drain)");
+      Header h{};
+      std::memcpy(&h, inbox_.data(), std::min(sizeof h, static_cast<std::size_t>(n)));
+      ended = st.MPI_TAG == kEndTag && h.kind == Kind::End;
+    }
+  for (reap_sends(); !sends_.empty(); reap_sends()) idle("its sends to complete");
+  std::fill(written_.begin(), written_.end(), 0);
+  written_count_.store(0, std::memory_order_relaxed);
+}
+
 std::byte* MpiBackend::message_target(const Header& h, int source) {
   const auto it = by_id_.find(h.window);
   MpiWindow* w = it == by_id_.end() ? nullptr : it->second;
@@ -436,6 +483,7 @@ void MpiBackend::apply(int source, const Header& h, const std::byte* payload) {
       return;
     }
     case Kind::FenceAck: acked_[static_cast<std::size_t>(source)] = 1; return;
+    case Kind::End: return;  // sent with kEndTag, never served
     case Kind::Abort:
       if (h.offset == calls_)
         std::atomic_ref<std::int32_t>(control_base_[kControlAbort / 4]).store(h.value, std::memory_order_seq_cst);

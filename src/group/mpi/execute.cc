@@ -171,7 +171,7 @@ void MpiGroup::finish_call(const HostSession& session, const Failure& agreed) {
   }
   ++calls_;
   if (agreed.rank < 0) return;
-  backend_->close_native();  // an engine collective may be pending somewhere: never reuse one
+  backend_->end_failed_call();  // nothing of the failed call carries over into the next
 
   std::string msg =
       fmt::format("{} failed ({})", rank_label(options_.device_ids, agreed.rank), to_string(agreed.cause));
