@@ -6,7 +6,7 @@
 #   bench/ab.sh main HEAD -- --op barrier,allreduce -b 4 -e 1M -f 16 -g 2
 #
 # Each revision is checked out into DIR/<rev> (git worktree) and built (Release, pld-bench only).
-# Prints per row: time A, time B (median over rounds, composite path) and B/A (from the full-precision
+# Prints per row: time A, time B (median over rounds; composite path, p2p put and get) and B/A (from the full-precision
 # times of the JSON files).
 set -euo pipefail
 
@@ -55,8 +55,11 @@ def rows(k):
         j = json.load(open(f"{out}/run-{k}-{i}.json"))
         for t in j["tables"]:
             for r in t["rows"]:
-                key = (t["collective"], t.get("mode", ""), r["size"], r["type"], r["redop"])
-                acc.setdefault(key, []).append(r["composite"]["time_us"])
+                for part in ("composite", "put", "get"):  # p2p rows time put and get
+                    if part in r:
+                        name = t["collective"] if part == "composite" else f"{t['collective']} {part}"
+                        key = (name, t.get("mode", ""), r["size"], r["type"], r["redop"])
+                        acc.setdefault(key, []).append(r[part]["time_us"])
     return {k: statistics.median(v) for k, v in acc.items()}
 A, B = rows(0), rows(1)
 def us(t):  # the digits pld-bench prints: 4 decimals below 1 us, 3 below 100 us
