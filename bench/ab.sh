@@ -6,8 +6,8 @@
 #   bench/ab.sh main HEAD -- --op barrier,allreduce -b 4 -e 1M -f 16 -g 2
 #
 # Each revision is checked out into DIR/<rev> (git worktree) and built (Release, pld-bench only).
-# Prints per row: time A, time B (median over rounds; composite path, p2p put and get) and B/A (from the full-precision
-# times of the JSON files).
+# Prints per row: time A, time B (median over rounds; the composite path, p2p's put and get) and
+# B/A (from the full-precision times of the JSON files).
 set -euo pipefail
 
 rounds=5

@@ -360,9 +360,8 @@ class MpiBackend final : public BackendProcess {
   /// Opens the engine collectives' communicators of the call's windows that lack them
   /// (collective, in set_active's window order) — again after a failed call has closed them.
   void open_native();
-  /// After a failed call, on every process (each learns of the failure): closes every window's
-  /// engine-collective communicators (a collective may still be pending on one of them somewhere,
-  /// so none is used again) and discards the call's messages still in flight (messages.cc).
+  /// After a failed call, on every process: closes the windows' engine-collective communicators
+  /// (a collective may be pending on one) and discards the call's messages in flight (messages.cc).
   void end_failed_call();
 
   /// Turns a failed MPI call into a pld::Error naming it.
@@ -405,7 +404,8 @@ class MpiBackend final : public BackendProcess {
   /// Under the mutex: waits (serving messages) until every non-blocking payload send and get
   /// reply has completed. False when the job aborts first.
   bool complete_nbi();
-  void post(int rank, const void* header, std::size_t header_bytes, const void* payload, std::size_t payload_bytes);
+  void post(int rank, const void* header, std::size_t header_bytes, const void* payload, std::size_t payload_bytes,
+            int tag = 1);
   int next_reply_tag();
   void await_replies(std::vector<MPI_Request>& pieces, const char* what);
   void mark_written(int rank);

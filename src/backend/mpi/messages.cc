@@ -31,8 +31,9 @@ namespace pld::detail {
 
 namespace {
 
-constexpr int kEndTag = 0;         // drain_messages(): a sender's last message of a failed call
-constexpr int kMessageTag = 1;     // every message; replies to gets use their own tags
+constexpr int kEndTag = 0;      // drain_messages(): a sender's last message of a failed call
+constexpr int kMessageTag = 1;  // every message; replies to gets use their own tags
+static_assert(kMessageTag == 1, "post()'s default tag (backend.h)");
 constexpr int kFirstReplyTag = 2;  // reply tags cycle through [2, 32767] (MPI_TAG_UB >= 32767)
 // Payloads up to this travel inside their message: one eager message per put (exchange.h), which
 // the target receives whole; a larger payload follows its header as messages of its own.
@@ -153,14 +154,14 @@ namespace {
 
 }  // namespace
 
+// Sends a header and its inline payload as one message, with kMessageTag unless told another tag.
 void MpiBackend::post(int rank, const void* header, std::size_t header_bytes, const void* payload,
-                      std::size_t payload_bytes) {
+                      std::size_t payload_bytes, int tag) {
   Send& s = sends_.emplace_back();
   s.buffer.resize(header_bytes + payload_bytes);
   std::memcpy(s.buffer.data(), header, header_bytes);
   if (payload_bytes) std::memcpy(s.buffer.data() + header_bytes, payload, payload_bytes);
-  check(MPI_Isend(s.buffer.data(), static_cast<int>(s.buffer.size()), MPI_BYTE, rank, kMessageTag, message_comm_,
-                  &s.request),
+  check(MPI_Isend(s.buffer.data(), static_cast<int>(s.buffer.size()), MPI_BYTE, rank, tag, message_comm_, &s.request),
         "MPI_Isend (message)");
   if (sends_.size() > kMaxSends) reap_sends();
 }
@@ -364,16 +365,13 @@ void MpiBackend::serve() {
 // later. Its own sends then complete.
 void MpiBackend::drain_messages() {
   const Header end{Kind::End, 0, 0, calls_, 0, 0, 0};
-  for (int p = 0; p < size_; ++p) {
-    Send& s = sends_.emplace_back();
-    s.buffer.assign(reinterpret_cast<const std::byte*>(&end), reinterpret_cast<const std::byte*>(&end + 1));
-    check(MPI_Isend(s.buffer.data(), sizeof end, MPI_BYTE, p, kEndTag, message_comm_, &s.request), "MPI_Isend (end)");
-  }
+  for (int p = 0; p < size_; ++p) post(p, &end, sizeof end, nullptr, 0, kEndTag);
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(wait_timeout_);
-  auto idle = [&](const char* what) {
+  auto idle = [&](int peer) {  // peer < 0: this rank's own sends
     if (std::chrono::steady_clock::now() > deadline)
-      throw WaitTimeoutError(fmt::format("pld: rank {} waited {} s for {} after a failed call (PLD_WAIT_TIMEOUT)",
-                                         rank_, wait_timeout_, what));
+      throw WaitTimeoutError(fmt::format(
+          "pld: rank {} waited {} s after a failed call for {} (PLD_WAIT_TIMEOUT)", rank_, wait_timeout_,
+          peer < 0 ? std::string("its sends to complete") : fmt::format("rank {} to end its messages", peer)));
     mutex_.unlock();
     sched_yield();
     mutex_.lock();
@@ -386,7 +384,7 @@ void MpiBackend::drain_messages() {
       check(MPI_Improbe(p, MPI_ANY_TAG, message_comm_, &flag, &message, &st), "MPI_Improbe (drain)");
       if (!flag) {
         reap_sends();
-        idle(fmt::format("rank {} to end its messages", p).c_str());
+        idle(p);
         continue;
       }
       MPI_Get_count(&st, MPI_BYTE, &n);
@@ -396,7 +394,7 @@ void MpiBackend::drain_messages() {
       std::memcpy(&h, inbox_.data(), std::min(sizeof h, static_cast<std::size_t>(n)));
       ended = st.MPI_TAG == kEndTag && h.kind == Kind::End;
     }
-  for (reap_sends(); !sends_.empty(); reap_sends()) idle("its sends to complete");
+  for (reap_sends(); !sends_.empty(); reap_sends()) idle(-1);
   std::fill(written_.begin(), written_.end(), 0);
   written_count_.store(0, std::memory_order_relaxed);
 }
