@@ -22,9 +22,10 @@ struct CollDomainState {
   std::vector<std::uint32_t> ll_epochs;
   std::vector<std::uint32_t> ll_barrier_epochs;
   // The largest broadcast (bytes) the root pushes straight into the peers' windows between two LL
-  // barriers, and through the LL staging slots (at most kLLMaxBytes): (P - 1) x the target within
-  // PLD_BROADCAST_PUSH_MAX (coll/ll.cc). 0 without a staging window or direct peers, or with one
-  // rank. Computed once here, so a broadcast's choice of path is a few compares.
+  // barriers (only where PLD_BROADCAST_PUSH_MAX was set or tuned, coll/tuning.h), and through
+  // the LL staging slots (at most kLLMaxBytes): (P - 1) x the target within PLD_BROADCAST_PUSH_MAX
+  // (coll/ll.cc). 0 without a staging window or direct peers, or with one rank. Computed once
+  // here, so a broadcast's choice of path is a few compares.
   std::uint64_t push_broadcast_max = 0;
   std::uint64_t ll_broadcast_max = 0;
   // Per target buffer id: whether this rank's next push collective (allgather, all_to_all,

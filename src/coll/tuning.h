@@ -71,10 +71,17 @@ inline std::size_t push_streaming_bytes() {
 }
 
 /// broadcast is pushed by the root while (P - 1) x its target is at most this (coll/ll.cc): through
-/// the LL staging slots while the target fits one (kLLMaxBytes), else straight into the peers'
-/// windows between two LL barriers. The root copies from its L1, and either costs less than credits.
-inline std::size_t broadcast_push_max_bytes() {
-  return thresholds()[Threshold::BroadcastPushMax];
+/// the LL staging slots while the target fits one (kLLMaxBytes), one hop instead of two credit
+/// barriers. Above a slot the root's push between two LL barriers runs only where the value was
+/// chosen for this machine (the environment or a tuning file, `pld-bench --tune`): against the
+/// ranks' shared copies it wins on some CPUs and loses by half on others (docs/performance.md).
+struct BroadcastPushMax {
+  std::uint64_t bytes;  ///< PLD_BROADCAST_PUSH_MAX
+  bool chosen;          ///< set or tuned, not derived: push above an LL slot too
+};
+inline BroadcastPushMax broadcast_push_max() {
+  const ThresholdValue& v = thresholds().value(Threshold::BroadcastPushMax);
+  return {v.bytes, v.source == Source::Env || v.source == Source::TuningFile};
 }
 
 /// Elements of `esz` bytes per peer and step of an RMA schedule reading `sources` ranks (>= 1):

@@ -16,8 +16,9 @@
 //   PLD_RMA_SCRATCH_BYTES      2 L2         RMA schedule scratch over all peers (pow2, >= chunk)
 //   PLD_ALLREDUCE_LL_MAX       4 lines      LL allreduce up to 4 cache lines (at most 256 B)
 //   PLD_COLL_LL_MAX            4 lines      LL exchange of the row collectives (at most 256 B)
-//   PLD_BROADCAST_PUSH_MAX     L1d / 8      broadcast pushed by the root between LL barriers, up
-//                                           to this many bytes over all peers (pow2, 1..64 KiB)
+//   PLD_BROADCAST_PUSH_MAX     L1d / 8      broadcast pushed by the root through the LL slots, up
+//                                           to this many bytes over all peers (pow2, 1..64 KiB);
+//                                           above a slot only when set or tuned (coll/tuning.h)
 //
 // A tuning file measured on this machine (PLD_TUNING_FILE, written by `pld-bench --tune`) replaces
 // the derivation of the thresholds it sets; an environment variable still wins over it.

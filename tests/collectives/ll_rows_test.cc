@@ -233,6 +233,26 @@ TEST(LLRows, AllToAllVThresholdIsOnTheBlock) {
   EXPECT_STREQ(path(128), "credit");
 }
 
+// A broadcast above the LL slot is pushed between LL barriers only where PLD_BROADCAST_PUSH_MAX
+// was chosen (set or tuned); the derived value leaves it to the ranks' shared copies.
+TEST(LLRows, BroadcastAboveTheSlotIsPushedOnlyWhenChosen) {
+  PLD_REQUIRE_RANKS(2);
+  if (coll_rma()) GTEST_SKIP() << "PLD_COLL_RMA=1 turns LL off (the wait is a credit barrier's)";
+  auto path = [](Index cols) {
+    const std::string what = forgotten_message(kBroadcastCall, cols);
+    if (what.find("broadcast: waiting for rank 0's data of LL call 1 (staging") != std::string::npos) return "LL";
+    if (what.find("broadcast: waiting for rank 0's arrival at LL barrier") != std::string::npos) return "pushed";
+    if (what.find("broadcast: waiting for rank 0's credit 1") != std::string::npos) return "credit";
+    return "neither";
+  };
+  ScopedEnv automatic("PLD_BROADCAST_PUSH_MAX", "auto");
+  EXPECT_STREQ(path(128), "LL");  // 512 bytes: a slot
+  EXPECT_STREQ(path(256), "credit");
+  ScopedEnv chosen("PLD_BROADCAST_PUSH_MAX", "8K");
+  EXPECT_STREQ(path(128), "LL");
+  EXPECT_STREQ(path(256), "pushed");
+}
+
 // The root of a broadcast runs ahead of peers that arrive late, call after call: it must not
 // overwrite a slot a peer has not read (every rank sends, if only its entry, so the root waits for
 // the late ones), nor, pushed between LL barriers, a window whose rank has not entered the call.
