@@ -2,7 +2,7 @@
 # Installs the Debian 12 packages pld needs to build, test and benchmark (only those missing).
 set -euo pipefail
 packages=(
-  g++ make cmake                        # C++20 toolchain, CMake >= 3.25
+  g++ make cmake ninja-build            # C++20 toolchain, CMake >= 3.25; Ninja: the presets' generator
   ccache                                # the test command's second build reuses the first's objects
   libgtest-dev libgmock-dev             # tests
   libfmt-dev                            # formatting

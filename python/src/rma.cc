@@ -84,7 +84,7 @@ void put_signal(py::handle dst, int peer, py::handle src, py::handle signal, py:
   });
 }
 
-void remote_store(py::handle src, py::handle dst, int peer, py::handle offsets, py::handle atomic_in) {
+void tensor_remote_store(py::handle src, py::handle dst, int peer, py::handle offsets, py::handle atomic_in) {
   const AtomicType atomic = enum_of<AtomicType>(atomic_in, "tensor::remote_store", "atomic");
   const char* api = "tensor::remote_store";
   if (is_window(src))
@@ -110,7 +110,7 @@ void bind_rma(py::module_& m) {
         py::arg("signal_offsets"), py::arg("value"), py::arg("op"), py::arg("dst_offsets") = none,
         py::arg("src_offsets") = none, py::arg("shape") = none, py::arg("atomic") = AtomicType::None,
         py::arg("chunk_rows") = 0, py::arg("chunk_cols") = 0, py::arg("pipeline") = false, py::arg("nbi") = false);
-  t.def("remote_store", &remote_store, py::arg("src"), py::arg("dst"), py::arg("peer"), py::arg("offsets"),
+  t.def("remote_store", &tensor_remote_store, py::arg("src"), py::arg("dst"), py::arg("peer"), py::arg("offsets"),
         py::arg("atomic") = AtomicType::None,
         "src (a rank-local array, at least 2-D with leading dimensions 1) lands on the inner two dimensions of rank "
         "peer's dst at offsets.");

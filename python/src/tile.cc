@@ -86,8 +86,8 @@ py::array remote_load(py::handle src, int peer, py::handle offsets, py::handle s
   return a;
 }
 
-void remote_store(py::handle tile, py::handle dst, int peer, py::handle offsets, py::handle atomic_in,
-                  py::handle valid_shape) {
+void tile_remote_store(py::handle tile, py::handle dst, int peer, py::handle offsets, py::handle atomic_in,
+                       py::handle valid_shape) {
   const AtomicType atomic = enum_of<AtomicType>(atomic_in, "tile::remote_store", "atomic");
   const char* api = "tile::remote_store";
   const detail::LocalDesc t = tile_of(tile, valid_shape, api);
@@ -109,7 +109,7 @@ void bind_tile(py::module_& m) {
   t.def("write", &write, py::arg("dst"), py::arg("offsets"), py::arg("value"), "Writes one element.");
   t.def("remote_load", &remote_load, py::arg("src"), py::arg("peer"), py::arg("offsets"), py::arg("shape"),
         py::arg("valid_shape") = py::none(), "Reads the box [offsets, offsets + shape) of rank peer's copy of src.");
-  t.def("remote_store", &remote_store, py::arg("tile"), py::arg("dst"), py::arg("peer"), py::arg("offsets"),
+  t.def("remote_store", &tile_remote_store, py::arg("tile"), py::arg("dst"), py::arg("peer"), py::arg("offsets"),
         py::arg("atomic") = AtomicType::None, py::arg("valid_shape") = py::none(),
         "Writes the tile into rank peer's copy of dst at offsets (AtomicType.Add: element-wise atomic add).");
 }
