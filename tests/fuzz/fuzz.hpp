@@ -3,7 +3,9 @@
 //
 // Environment (read by every fuzz test):
 //   PLD_FUZZ_SEED   the seed of every case stream (default 1); a failure prints it
-//   PLD_FUZZ_CASES  cases per op, split over the rank counts P = 1..4 (default 2000)
+//   PLD_FUZZ_CASES  cases per op, split over the rank counts P = 1..4 as 4 : 3 : 2 : 1 (default
+//                   2000): a case costs about 1 : 2 : 3.5 : 5 there (P = 3 and 4 share two cores),
+//                   so every P gets its share of the time
 //   PLD_FUZZ_CASE   run only this case index (with the seed and the test of the failure) to
 //                   reproduce one failure alone
 //
@@ -44,9 +46,11 @@ inline Settings settings() {
   return s;
 }
 
-/// Cases of one (op, P) test: the op's share of PLD_FUZZ_CASES.
-inline std::int64_t cases_per_p(const Settings& s) {
-  return (s.cases + kMaxP - 1) / kMaxP;
+/// Cases of one (op, P) test: P's share of the op's PLD_FUZZ_CASES, (kMaxP + 1 - P) tenths
+/// (rounded up, so the shares of P = 1..4 add up to at least PLD_FUZZ_CASES).
+inline std::int64_t cases_per_p(const Settings& s, int p) {
+  static_assert(kMaxP == 4, "the shares are tenths: 4 + 3 + 2 + 1");
+  return (s.cases * (kMaxP + 1 - p) + 9) / 10;
 }
 
 /// splitmix64: small, fast, and every case seeds its own stream.
@@ -249,7 +253,7 @@ struct Outcome {
 template <class Launch, class Describe>
 Outcome run_cases(const char* op, int p, Launch&& launch, Describe&& describe) {
   const Settings s = settings();
-  const std::int64_t end = s.only >= 0 ? s.only + 1 : cases_per_p(s);
+  const std::int64_t end = s.only >= 0 ? s.only + 1 : cases_per_p(s, p);
   std::int64_t start = s.only >= 0 ? s.only : 0;
   Outcome total;
   auto safe_describe = [&](std::int64_t at) -> std::string {
