@@ -185,6 +185,17 @@ std::string forgotten_message(int which = kAllToAll, Index cols = 3) {
   return "";
 }
 
+// The path collective `which` of `cols` columns took, read off the wait of its forgotten call: "LL"
+// (a staging word), "pushed" (an LL barrier's flag: the pushed broadcast), "credit", or "neither".
+const char* forgotten_path(int which, Index cols) {
+  const std::string what = forgotten_message(which, cols);
+  const std::string waiting = std::string(kWhichName[which]) + ": waiting for rank 0's ";
+  if (what.find(waiting + "data of LL call 1 (staging") != std::string::npos) return "LL";
+  if (what.find(waiting + "arrival at LL barrier") != std::string::npos) return "pushed";
+  if (what.find(waiting + "credit 1") != std::string::npos) return "credit";
+  return "neither";
+}
+
 TEST(LLRows, MissingPeerTimesOutWithTheStagingWordOrTheCredit) {
   PLD_REQUIRE_RANKS(2);
   if (coll_rma()) GTEST_SKIP() << "PLD_COLL_RMA=1 turns LL off (the wait is a credit barrier's)";
@@ -215,12 +226,7 @@ TEST(LLRows, EverySmallCollectiveTakesLL) {
 TEST(LLRows, AllToAllVThresholdIsOnTheBlock) {
   PLD_REQUIRE_RANKS(2);
   if (coll_rma()) GTEST_SKIP() << "PLD_COLL_RMA=1 turns LL off (the wait is a credit barrier's)";
-  auto path = [](Index cols) {
-    const std::string what = forgotten_message(kAllToAllV, cols);
-    if (what.find("all_to_all_v: waiting for rank 0's data of LL call 1 (staging") != std::string::npos) return "LL";
-    if (what.find("all_to_all_v: waiting for rank 0's credit 1") != std::string::npos) return "credit";
-    return "neither";
-  };
+  auto path = [](Index cols) { return forgotten_path(kAllToAllV, cols); };
   EXPECT_STREQ(path(64), "LL");  // a 256-byte block: a 260-byte message, PLD_COLL_LL_MAX 256
   EXPECT_STREQ(path(65), "credit");
   {
@@ -238,13 +244,7 @@ TEST(LLRows, AllToAllVThresholdIsOnTheBlock) {
 TEST(LLRows, BroadcastAboveTheSlotIsPushedOnlyWhenChosen) {
   PLD_REQUIRE_RANKS(2);
   if (coll_rma()) GTEST_SKIP() << "PLD_COLL_RMA=1 turns LL off (the wait is a credit barrier's)";
-  auto path = [](Index cols) {
-    const std::string what = forgotten_message(kBroadcastCall, cols);
-    if (what.find("broadcast: waiting for rank 0's data of LL call 1 (staging") != std::string::npos) return "LL";
-    if (what.find("broadcast: waiting for rank 0's arrival at LL barrier") != std::string::npos) return "pushed";
-    if (what.find("broadcast: waiting for rank 0's credit 1") != std::string::npos) return "credit";
-    return "neither";
-  };
+  auto path = [](Index cols) { return forgotten_path(kBroadcastCall, cols); };
   ScopedEnv automatic("PLD_BROADCAST_PUSH_MAX", "auto");
   EXPECT_STREQ(path(128), "LL");  // 512 bytes: a slot
   EXPECT_STREQ(path(256), "credit");
