@@ -330,15 +330,18 @@ WindowDesc desc_of(const ViewRef& v) {
   return WindowDesc{v.state, *v.ref, *v.shape, v.dtype};
 }
 
-/// put_signal's common case, where the backend's put_signal is nothing but CPU work on memory this
-/// process addresses (Backend::cpu_put_signal): a full slice of the same shape and dtype, a plain
+/// put_signal's common case, to a peer whose window this process addresses where the backend's
+/// put to it is a copy (Backend::cpu_copies): a full slice of the same shape and dtype, a plain
 /// copy, a valid signal cell of dst's comm domain, debug mode and tracing off. Every check runs
-/// once, on the views' parts; then the copy, the signal's read-modify-write and wake-up test
-/// (what the backend's put_signal would do, without the call), and one PutSignal record. Returns
-/// false, having done nothing, when any condition fails: the checked path then names the failure.
+/// once, on the views' parts; then the copy, the signal — the read-modify-write and wake-up test
+/// where that is all the backend's put_signal does (Backend::cpu_put_signal: shm), the backend's
+/// notify otherwise (mpi: it also releases what went to other nodes) — and one PutSignal record.
+/// Returns false, having done nothing, when any condition fails: the checked path then names the
+/// failure.
 bool put_signal_inline(const PutSignalCall& c) {
   const DomainState* d = c.dst.state;
-  if (!d || c.signal.state != d || !d->backend->cpu_put_signal || c.shape || debug_checks() || trace::on())
+  if (!d || c.signal.state != d || !(d->backend->cpu_put_signal || d->backend->cpu_copies) || c.shape ||
+      debug_checks() || trace::on())
     return false;
   const Dims& shape = *c.dst.shape;
   const PutOptions& o = *c.options;
@@ -355,11 +358,16 @@ bool put_signal_inline(const PutSignalCall& c) {
   }
   const std::size_t bytes = static_cast<std::size_t>(shape.numel()) * dtype_size(c.dst.dtype);
   std::byte* heap = d->windows_in[static_cast<std::size_t>(c.peer)];
-  bulk_copy(heap + c.dst.ref->offset, src, bytes);
-  signal_update_local(heap + cell, c.value, c.op);
+  if (!heap) return false;
   Backend& b = *d->backend;
   const int target = d->members[static_cast<std::size_t>(c.peer)];
-  b.atomic_changed(target, cell);
+  bulk_copy(heap + c.dst.ref->offset, src, bytes);
+  if (b.cpu_put_signal) {
+    signal_update_local(heap + cell, c.value, c.op);
+    b.atomic_changed(target, cell);
+  } else {
+    b.notify(target, cell, c.value, c.op);
+  }
   // Recorded after the signal, as an atomic's record is: outside debug mode nothing reads the
   // history before the rank's call ends or a deadline passes (op_history.h).
   const std::uint64_t put = c.dst.ref->buffer | static_cast<std::uint64_t>(saturate(static_cast<Index>(bytes))) << 32;

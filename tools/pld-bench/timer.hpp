@@ -7,8 +7,11 @@
 
 #include <pld/pld.hpp>
 
+#include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstdint>
+#include <vector>
 
 namespace pldbench {
 
@@ -27,6 +30,33 @@ double time_loop(const pld::DistributedTensor<std::int32_t>& signal, std::int64_
   const double t0 = now_ns();
   for (std::int64_t i = 0; i < iters; ++i) body();
   return now_ns() - t0;
+}
+
+/// Runs `body(v)` for N variants v in short batches that take turns (v = 0, 1, ..., N-1, 0, ...),
+/// warmup calls of each first (not timed), then about `iters` timed calls of each; returns each
+/// variant's median batch in nanoseconds per call. The variants see the same machine at the same
+/// time, so their ratios are not at the mercy of a neighbour that runs during one of them.
+template <std::size_t N, class Body>
+std::array<double, N> interleaved_medians(std::int64_t warmup, std::int64_t iters, Body&& body) {
+  constexpr std::int64_t kBatch = 128;  // calls per batch: a few microseconds at most sizes
+  for (std::int64_t i = 0; i < warmup; ++i)
+    for (std::size_t v = 0; v < N; ++v) body(v);
+  const std::int64_t batch = std::clamp<std::int64_t>(iters / 16, 1, kBatch);
+  const std::int64_t batches = std::max<std::int64_t>(1, iters / batch);
+  std::array<std::vector<double>, N> per_call;
+  for (std::int64_t k = 0; k < batches; ++k)
+    for (std::size_t v = 0; v < N; ++v) {
+      const double t0 = now_ns();
+      for (std::int64_t i = 0; i < batch; ++i) body(v);
+      per_call[v].push_back((now_ns() - t0) / static_cast<double>(batch));
+    }
+  std::array<double, N> medians{};
+  for (std::size_t v = 0; v < N; ++v) {
+    auto mid = per_call[v].begin() + static_cast<std::ptrdiff_t>(per_call[v].size() / 2);
+    std::nth_element(per_call[v].begin(), mid, per_call[v].end());
+    medians[v] = *mid;
+  }
+  return medians;
 }
 
 /// Result fields of one (row, rank) cell of the results tensor [rows, ranks, kFields].
