@@ -254,6 +254,7 @@ TEST_P(Collectives, BroadcastReduceScatterAllgather) {
 
 // allgather rows from 1 MiB up take the fused push (each block of local read once, streamed to
 // every rank); odd lengths leave unaligned heads and tails. core_num 2 splits below 1 MiB again.
+// A copy: one dtype of each width (each leaves other heads and tails) covers every path.
 template <class T>
 void gather_large(Tensor<T> in, DistributedTensor<T> g, DistributedTensor<std::int32_t> sig, Tensor<T> out) {
   for (int k = 0; k < kReps; ++k) {
@@ -262,7 +263,9 @@ void gather_large(Tensor<T> in, DistributedTensor<T> g, DistributedTensor<std::i
   }
 }
 
-TEST_P(Collectives, AllgatherFusedPushFromOneMiB) {
+class CollectivesPerWidth : public ::testing::TestWithParam<TypeAndRanks> {};
+
+TEST_P(CollectivesPerWidth, AllgatherFusedPushFromOneMiB) {
   const int p = GetParam().p;
   PLD_REQUIRE_RANKS(p);
   with_type(AllTypes{}, GetParam().dtype, [&]<class T>() {
@@ -378,6 +381,10 @@ TEST_P(Collectives, AllToAllAndAllToAllV) {
 }
 
 INSTANTIATE_TEST_SUITE_P(P, Collectives, ::testing::ValuesIn(every_type_and_ranks(rank_counts())), type_and_ranks_name);
+INSTANTIATE_TEST_SUITE_P(P, CollectivesPerWidth,
+                         ::testing::ValuesIn(types_and_ranks(::testing::Types<std::int8_t, bf16, float, std::int64_t>{},
+                                                             rank_counts())),
+                         type_and_ranks_name);
 
 }  // namespace
 }  // namespace pld::test
