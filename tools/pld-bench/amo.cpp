@@ -142,14 +142,19 @@ void print_amo(std::FILE* out, const AmoResults& r) {
 void print_put_signal_ratios(std::FILE* out, const TableResult& t) {
   std::fprintf(out, "#\n# put_signal against put, same run: ns per call (median batch), ratios\n");
   std::fprintf(out, "#  %10s %11s %9s %11s %9s %15s %10s %17s %15s\n", "size (B)", "put_signal", "put", "put+notify",
-               "floor", "put_signal/put", "floor/put", "put_signal/floor", "put+notify/put");
+               "floor", "put_signal/put", "floor/put", "put_signal/floor", "ps/(put+notify)");
   auto ns = [](const Measure& m) { return m.valid ? m.time_us * 1e3 : 0.0; };
   auto ratio = [](double a, double b) { return a > 0 && b > 0 ? a / b : 0.0; };
   for (const Row& r : t.rows) {
     const double ps = ns(r.group[0]), put = ns(r.group[1]), pn = ns(r.group[2]), floor = ns(r.group[3]);
-    std::fprintf(out, "   %10llu %11.1f %9.1f %11.1f %9.1f %15.2f %10.2f %17.2f %15.2f\n",
-                 static_cast<unsigned long long>(r.point.bytes), ps, put, pn, floor, ratio(ps, put), ratio(floor, put),
-                 ratio(ps, floor), ratio(pn, put));
+    if (floor > 0)
+      std::fprintf(out, "   %10llu %11.1f %9.1f %11.1f %9.1f %15.2f %10.2f %17.2f %15.2f\n",
+                   static_cast<unsigned long long>(r.point.bytes), ps, put, pn, floor, ratio(ps, put),
+                   ratio(floor, put), ratio(ps, floor), ratio(ps, pn));
+    else  // no floor where the peer's window is not addressable (another node)
+      std::fprintf(out, "   %10llu %11.1f %9.1f %11.1f %9s %15.2f %10s %17s %15.2f\n",
+                   static_cast<unsigned long long>(r.point.bytes), ps, put, pn, "-", ratio(ps, put), "-", "-",
+                   ratio(ps, pn));
   }
 }
 
