@@ -340,9 +340,7 @@ WindowDesc desc_of(const ViewRef& v) {
 /// failure.
 bool put_signal_inline(const PutSignalCall& c) {
   const DomainState* d = c.dst.state;
-  if (!d || c.signal.state != d || !(d->backend->cpu_put_signal || d->backend->cpu_copies) || c.shape ||
-      debug_checks() || trace::on())
-    return false;
+  if (!d || c.signal.state != d || !d->backend->cpu_copies || c.shape || debug_checks() || trace::on()) return false;
   const Dims& shape = *c.dst.shape;
   const PutOptions& o = *c.options;
   std::uint64_t cell = 0;

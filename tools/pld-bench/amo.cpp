@@ -58,12 +58,7 @@ struct PingPong {
       for (; round < end; ++round) turn(round, bare);
       if (first >= warmup) per_round[bare].push_back((now_ns() - t0) / static_cast<double>(end - first));
     }
-    return {median(per_round[0]), per_round[1].empty() ? -1.0 : median(per_round[1])};
-  }
-  static double median(std::vector<double>& v) {
-    if (v.empty()) return 0;
-    std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
-    return v[v.size() / 2];
+    return {median_of(per_round[0]), per_round[1].empty() ? -1.0 : median_of(per_round[1])};
   }
 };
 
@@ -147,14 +142,16 @@ void print_put_signal_ratios(std::FILE* out, const TableResult& t) {
   auto ratio = [](double a, double b) { return a > 0 && b > 0 ? a / b : 0.0; };
   for (const Row& r : t.rows) {
     const double ps = ns(r.group[0]), put = ns(r.group[1]), pn = ns(r.group[2]), floor = ns(r.group[3]);
-    if (floor > 0)
-      std::fprintf(out, "   %10llu %11.1f %9.1f %11.1f %9.1f %15.2f %10.2f %17.2f %15.2f\n",
-                   static_cast<unsigned long long>(r.point.bytes), ps, put, pn, floor, ratio(ps, put),
-                   ratio(floor, put), ratio(ps, floor), ratio(ps, pn));
-    else  // no floor where the peer's window is not addressable (another node)
-      std::fprintf(out, "   %10llu %11.1f %9.1f %11.1f %9s %15.2f %10s %17s %15.2f\n",
-                   static_cast<unsigned long long>(r.point.bytes), ps, put, pn, "-", ratio(ps, put), "-", "-",
-                   ratio(ps, pn));
+    // The floor's columns read "-" where it is not measured (the peer's window is not addressable).
+    char floor_ns[16] = "-", floor_put[16] = "-", ps_floor[16] = "-";
+    if (floor > 0) {
+      std::snprintf(floor_ns, sizeof floor_ns, "%.1f", floor);
+      std::snprintf(floor_put, sizeof floor_put, "%.2f", ratio(floor, put));
+      std::snprintf(ps_floor, sizeof ps_floor, "%.2f", ratio(ps, floor));
+    }
+    std::fprintf(out, "   %10llu %11.1f %9.1f %11.1f %9s %15.2f %10s %17s %15.2f\n",
+                 static_cast<unsigned long long>(r.point.bytes), ps, put, pn, floor_ns, ratio(ps, put), floor_put,
+                 ps_floor, ratio(ps, pn));
   }
 }
 

@@ -32,6 +32,14 @@ double time_loop(const pld::DistributedTensor<std::int32_t>& signal, std::int64_
   return now_ns() - t0;
 }
 
+/// The median of `v` (its upper middle for an even count; 0 when empty). Reorders `v`.
+inline double median_of(std::vector<double>& v) {
+  if (v.empty()) return 0;
+  const auto mid = v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2);
+  std::nth_element(v.begin(), mid, v.end());
+  return *mid;
+}
+
 /// Runs `body(v)` for N variants v in short batches that take turns (v = 0, 1, ..., N-1, 0, ...),
 /// warmup calls of each first (not timed), then about `iters` timed calls of each; returns each
 /// variant's median batch in nanoseconds per call. The variants see the same machine at the same
@@ -51,11 +59,7 @@ std::array<double, N> interleaved_medians(std::int64_t warmup, std::int64_t iter
       per_call[v].push_back((now_ns() - t0) / static_cast<double>(batch));
     }
   std::array<double, N> medians{};
-  for (std::size_t v = 0; v < N; ++v) {
-    auto mid = per_call[v].begin() + static_cast<std::ptrdiff_t>(per_call[v].size() / 2);
-    std::nth_element(per_call[v].begin(), mid, per_call[v].end());
-    medians[v] = *mid;
-  }
+  for (std::size_t v = 0; v < N; ++v) medians[v] = median_of(per_call[v]);
   return medians;
 }
 
