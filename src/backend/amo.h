@@ -44,14 +44,17 @@ inline std::uint64_t atomic_local(std::byte* cell, AmoOp op, DType dtype, std::u
   return amo_apply(reinterpret_cast<std::uint64_t*>(cell), op, operand, compare);
 }
 
-/// A notify's update of the int32 signal cell at `cell`: Set or AtomicAdd `value`, one seq_cst
-/// read-modify-write (xchg / lock xadd on x86, a full barrier that also orders earlier
-/// non-temporal stores). The shm backend's notify and put_signal, and the kernel API's put_signal
-/// where the backend's is nothing more (Backend::cpu_put_signal).
+/// A notify's update of the int32 signal cell at `cell`: Set is a release store (a plain `mov` on
+/// x86), AtomicAdd one seq_cst read-modify-write (`lock xadd`). Either is a release of every
+/// earlier store; earlier non-temporal stores are already fenced (every streaming copy ends with
+/// an `sfence`, core/copy.cc). A Set does not wait for the store buffer to drain, so a load after
+/// it may pass it: the shm backend's wake-up test tolerates that (backend/shm/signal.cc). The shm
+/// backend's notify and put_signal, and the kernel API's put_signal where the backend's is nothing
+/// more (Backend::cpu_put_signal).
 [[gnu::always_inline]] inline void signal_update_local(std::byte* cell, std::int32_t value, NotifyOp op) {
   std::atomic_ref<std::int32_t> a(*reinterpret_cast<std::int32_t*>(cell));
   if (op == NotifyOp::Set)
-    a.exchange(value, std::memory_order_seq_cst);
+    a.store(value, std::memory_order_release);
   else
     a.fetch_add(value, std::memory_order_seq_cst);
 }

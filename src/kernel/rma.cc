@@ -333,7 +333,7 @@ WindowDesc desc_of(const ViewRef& v) {
 /// put_signal's common case, to a peer whose window this process addresses where the backend's
 /// put to it is a copy (Backend::cpu_copies): a full slice of the same shape and dtype, a plain
 /// copy, a valid signal cell of dst's comm domain, debug mode and tracing off. Every check runs
-/// once, on the views' parts; then the copy, the signal — the read-modify-write and wake-up test
+/// once, on the views' parts; then the copy, the signal — the cell's update and wake-up test
 /// where that is all the backend's put_signal does (Backend::cpu_put_signal: shm), the backend's
 /// notify otherwise (mpi: it also releases what went to other nodes) — and one PutSignal record.
 /// Returns false, having done nothing, when any condition fails: the checked path then names the

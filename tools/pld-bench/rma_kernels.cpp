@@ -7,7 +7,7 @@
 //   put_signal   put_signal(Set)     | put               | put + notify(Set)        | floor
 //   nbi          64 put_nbi + quiet  | 64 blocking puts  | 64 blocking puts + quiet |
 //
-// put_signal's floor is a put followed by one bare `std::atomic_ref::exchange` on the peer's
+// put_signal's floor is a put followed by one bare release store (`std::atomic_ref::store`) on the peer's
 // signal cell (where the peer's window is load/store addressable): the least a signal that
 // follows the data can cost, without pld's checks, record or wake-up test.
 #include "kernels.hpp"
@@ -75,10 +75,10 @@ void put_signal_kernel(pld::DistributedTensor<std::uint8_t> data, pld::Distribut
           pld::tensor::put(data, 1, aux);
           pld::system::notify(ping, 1, kLoopCell, ++v, pld::NotifyOp::Set);
           break;
-        default:  // the floor: the put, then one bare exchange on the peer's cell
+        default:  // the floor: the put, then one bare release store on the peer's cell
           if (!cell) return;
           pld::tensor::put(data, 1, aux);
-          std::atomic_ref<std::int32_t>(*cell).exchange(++v, std::memory_order_seq_cst);
+          std::atomic_ref<std::int32_t>(*cell).store(++v, std::memory_order_release);
       }
     });
     const double n = static_cast<double>(a.iters);

@@ -119,7 +119,7 @@ void name_groups(Coll c, TableResult& tr) {
       {"put", "rank 0 -> rank 1, tensor::put", "get", "rank 0 <- rank 1, tensor::get", "memcpy",
        "bare copy, one process", "", ""},
       {"put_signal", "rank 0 -> rank 1, Set", "put", "tensor::put alone", "put+notify", "tensor::put, then notify",
-       "floor", "tensor::put, then a bare exchange"},
+       "floor", "tensor::put, then a bare release store"},
       {"put_nbi", "64 chunks of size/64, quiet", "put", "64 blocking puts", "put+quiet", "64 blocking puts, then quiet",
        "", ""}};
   const auto& n = kNames[c == Coll::P2P ? 0 : c == Coll::PutSignal ? 1 : 2];

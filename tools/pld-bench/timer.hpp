@@ -72,7 +72,7 @@ inline constexpr int kStamp0 = 4;   // builtin: steady_clock before the timed di
 inline constexpr int kStamp1 = 5;   // builtin: after
 inline constexpr int kLatency = 6;  // p2p: notify->wait round-trip loop ns (rank 0)
 inline constexpr int kTime2 = 7;    // put_signal, nbi: the third loop ns
-inline constexpr int kTime3 = 8;    // put_signal: the floor loop ns (put + bare exchange)
+inline constexpr int kTime3 = 8;    // put_signal: the floor loop ns (put + bare release store)
 inline constexpr int kFields = 9;
 
 /// Per-iteration microseconds from per-rank loop nanoseconds: max over ranks / iters.

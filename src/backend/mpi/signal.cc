@@ -1,8 +1,8 @@
 // Signals of the mpi backend. To a member on this node (shared memory) notify is what it is on
-// shm: one atomic read-modify-write on the peer's cell (a full barrier), after a flush of any
-// RMA still owed to other nodes; a wait on a cell that only such members write needs no MPI
-// either (waits still nap rather than sleep on a futex: a member on another node may write the
-// same cell through MPI). To every other member:
+// shm: the cell's update (signal_update_local: a release store for Set, a read-modify-write for
+// AtomicAdd), after a flush of any RMA still owed to other nodes; a wait on a cell that only such members write needs
+// no MPI either (waits still nap rather than sleep on a futex: a member on another node may write the same cell through
+// MPI). To every other member:
 //   notify = release, then one MPI_Accumulate on the int32 cell (REPLACE for Set, SUM for
 //            AtomicAdd — every update of a cell goes through the same accumulate family, so Set
 //            and AtomicAdd are atomic with each other, also when a rank notifies itself), then
@@ -14,6 +14,7 @@
 //            sleeps (a remote accumulate cannot wake a futex) — but never to sleeps without
 //            passive progress; then MPI_Win_sync of every window of the call (acquire).
 //            A wait on several cells (wait_cells) is the same loop polling every cell.
+#include "backend/amo.h"
 #include "backend/mpi/backend.h"
 #include "backend/wait_cmp.h"
 #include "core/cpu_relax.h"
@@ -140,12 +141,7 @@ void MpiWindow::notify(int rank, std::uint64_t offset, std::int32_t value, Notif
     if (engine_.dirty_windows_.load(std::memory_order_relaxed) > 0 ||
         engine_.written_count_.load(std::memory_order_relaxed) > 0)
       engine_.quiet();
-    std::atomic_ref<std::int32_t> cell(*reinterpret_cast<std::int32_t*>(at));
-    if (op == NotifyOp::Set)
-      cell.exchange(value, std::memory_order_seq_cst);
-    else
-      cell.fetch_add(value, std::memory_order_seq_cst);
-    return;
+    return signal_update_local(at, value, op);
   }
   if (engine_.messages_) return engine_.message_notify(rank, id_, offset, value, op);
   std::lock_guard lock(engine_.mutex_);
@@ -164,7 +160,7 @@ void MpiWindow::ring(int rank, std::uint64_t offset, std::int32_t value) {
   if (!at || engine_.dirty_windows_.load(std::memory_order_relaxed) > 0 ||
       engine_.written_count_.load(std::memory_order_relaxed) > 0) [[unlikely]]
     return notify(rank, offset, value, NotifyOp::Set);
-  std::atomic_ref<std::int32_t>(*reinterpret_cast<std::int32_t*>(at)).exchange(value, std::memory_order_seq_cst);
+  signal_update_local(at, value, NotifyOp::Set);
 }
 
 void MpiBackend::progress() {

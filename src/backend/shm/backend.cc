@@ -18,7 +18,7 @@ ShmBackend::ShmBackend(int world_size, std::uint64_t heap_bytes, bool huge_pages
                        std::int64_t wait_spin)
     : world_size_(world_size), heap_bytes_(heap_bytes), wait_timeout_(wait_timeout), wait_spin_(wait_spin) {
   cpu_atomics = true;     // atomic.cc: the read-modify-write and the wake-up, nothing else
-  cpu_put_signal = true;  // rma.cc: the copy, the read-modify-write and the wake-up
+  cpu_put_signal = true;  // rma.cc: the copy, the cell's update and the wake-up
   cpu_copies = true;      // rma.cc: put and get are copies
   try {
     control_ = new (map_memfd("pld-control", sizeof(ControlBlock))) ControlBlock();

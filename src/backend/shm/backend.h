@@ -110,14 +110,14 @@ class ShmBackend final : public Backend {
   void get(void* dst, int rank, std::uint64_t offset, std::size_t bytes) override;
   void atomic_add(int rank, std::uint64_t offset, const void* src, std::size_t count, DType dtype) override;
   void notify(int rank, std::uint64_t offset, std::int32_t value, NotifyOp op) override;
-  /// The LL doorbell is notify(Set): its read-modify-write pairs with a sleeper's count.
+  /// The LL doorbell is notify(Set): a release store, then the wake-up test (signal.cc).
   void ring(int rank, std::uint64_t offset, std::int32_t value) override {
     update_cell(rank, offset, value, NotifyOp::Set);
   }
   // Non-blocking transfers complete when they return (copies): put_nbi and get_nbi keep
   // Backend's defaults; quiet and fence are fences (rma.cc).
-  /// The copy, then notify's read-modify-write on the signal cell (its full barrier orders the
-  /// copy's streaming stores before the signal): one call, no virtual call in between. That is
+  /// The copy, then notify's update of the signal cell (a release: the copy's streaming stores
+  /// are fenced when it ends): one call, no virtual call in between. That is
   /// all it is (Backend::cpu_put_signal), so the kernel API does it inline (kernel/rma.cc) and
   /// calls it only in debug mode, with tracing on, or for a region's last run.
   void put_signal(int rank, std::uint64_t offset, const void* src, std::size_t bytes, std::uint64_t signal_offset,
@@ -148,8 +148,8 @@ class ShmBackend final : public Backend {
   bool may_spin() const { return wait_spin_ > 0; }
 
  private:
-  /// Set or AtomicAdd `value` on the int32 cell at `offset` of `rank`'s heap (one seq_cst
-  /// read-modify-write), then wake its sleepers: notify, and put_signal's signal.
+  /// Set or AtomicAdd `value` on the int32 cell at `offset` of `rank`'s heap (signal_update_local),
+  /// then wake its sleepers: notify, and put_signal's signal.
   void update_cell(int rank, std::uint64_t offset, std::int32_t value, NotifyOp op) {
     std::byte* cell = heap_base(rank) + offset;
     signal_update_local(cell, value, op);

@@ -3,7 +3,7 @@
 // is a per-element atomic read-modify-write (backend/atomic_add.h). A non-blocking put or get is
 // the same copy, complete when it returns, so quiet and fence have nothing left to wait for: they
 // are full fences (which also order any streaming store a caller's own copy left unfenced).
-// put_signal is the copy followed by notify's update of the cell, whose read-modify-write orders it.
+// put_signal is the copy followed by notify's update of the cell, a release of the copy.
 #include "backend/atomic_add.h"
 #include "backend/shm/backend.h"
 #include "core/copy.h"

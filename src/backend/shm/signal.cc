@@ -1,18 +1,23 @@
-// Signals of the shm backend. notify is one atomic read-modify-write on the peer's cell (a full
-// barrier on x86, so it also orders earlier non-temporal stores) followed by a futex wake only
-// when a thread of the peer sleeps on that cell — or on another cell of the same bucket
-// (RankSlot::sleeping): a notify, put_signal or atomic on a cell nobody sleeps on costs one load
-// of a line that stays in the notifier's cache, whatever else the peer sleeps on. wait polls the
-// local cell for PLD_WAIT_SPIN rounds (yielding now and then while the host is busy
-// dispatching), yields a few times, then sleeps on the cell's futex in bounded slices so that an
-// abort or the deadline is noticed (without a spin phase it keeps yielding for up to
-// kYieldBudget first). The cell's bucket and the cell form a Dekker pair (both seq_cst): the
-// sleeper counts itself in the bucket and then re-reads the cell, the notifier changes the cell
-// and then reads the bucket, so either the notifier sees the sleeper and wakes it, or the sleeper
-// sees the new value before it sleeps (and a change between its read and its sleep fails the
-// futex's own compare). A wait on several cells (wait_cells) polls them all the same way and
-// sleeps on the rank's doorbell; it counts itself in the bucket of each of its cells (as
-// kBellSleeper), and a notify that finds such a count rings the doorbell.
+// Signals of the shm backend. notify changes the peer's cell — Set with a release store,
+// AtomicAdd with a read-modify-write (backend/amo.h) — then wakes the peer with a futex only when
+// a thread of it sleeps on that cell, or on another cell of the same bucket (RankSlot::sleeping):
+// a notify, put_signal or atomic on a cell nobody sleeps on costs one load of a line that stays in
+// the notifier's cache, whatever else the peer sleeps on. wait polls the local cell for
+// PLD_WAIT_SPIN rounds (yielding now and then while the host is busy dispatching), yields a few
+// times, then sleeps on the cell's futex in bounded slices so that an abort or the deadline is
+// noticed (without a spin phase it keeps yielding for up to kYieldBudget first).
+//
+// The sleeper counts itself in the cell's bucket once, re-reads the cell and sleeps (a change
+// between its read and its sleep fails the futex's own compare); the notifier changes the cell and
+// then reads the bucket. A read-modify-write orders the two, so the notifier sees the count or the
+// sleeper sees the value. A Set's store may still sit in the notifier's store buffer when its
+// bucket load runs, so both can miss each other — only while the count itself is new, and the
+// store reaches memory within nanoseconds. So the first slice is short (kFirstSlice): a missed
+// wake-up costs at most that, never the wait, and the count stays in place for the later slices,
+// where every notifier sees it. A full barrier in every Set would close the gap at ~3.5 ns per
+// notify (performance.md, put_signal). A wait on several cells (wait_cells) polls them all the
+// same way and sleeps on the rank's doorbell; it counts itself in the bucket of each of its cells
+// (as kBellSleeper), and a notify that finds such a count rings the doorbell.
 #include "backend/shm/backend.h"
 #include "backend/wait_cmp.h"
 #include "core/cpu_relax.h"
@@ -59,6 +64,7 @@ constexpr int kYields = 16;
 // yielding for this long before it sleeps: the awaited rank usually needs the core only briefly,
 // and a futex wake-up costs a syscall plus a scheduler round trip (bench/README.md, item 3).
 constexpr double kYieldBudget = 1e-3;  // seconds
+constexpr double kFirstSlice = 2e-4;   // seconds: bounds a wake-up missed by a Set (see above)
 constexpr double kSleepSlice = 0.1;    // seconds
 
 }  // namespace
@@ -109,14 +115,15 @@ void ShmBackend::publish_wait(std::uint64_t offset, std::int32_t expected, WaitC
 }
 
 // Slow phase of a wait, after publish_wait: yields, then sleeps in bounded slices with
-// `sleep(left)` (which counts itself in its cells' buckets and re-checks before it sleeps) until
-// `ready()`, the abort or the deadline.
+// `sleep(seconds)` (whose first call counts the waiter in its cells' buckets; each re-checks
+// before it sleeps) until `ready()`, the abort or the deadline. The first slice is kFirstSlice.
 template <class Ready, class Sleep>
 WaitStatus ShmBackend::sleep_until(Ready&& ready, Sleep&& sleep) {
   using Clock = std::chrono::steady_clock;
   const auto deadline = Clock::now() + std::chrono::duration<double>(wait_timeout_);
   RankSlot& slot = control_->slots[my_rank_];
   WaitStatus status = WaitStatus::Ok;
+  double slice = kFirstSlice;
   for (int round = 0;; ++round) {
     if (ready()) break;
     if (control_->abort.load(std::memory_order_acquire)) {
@@ -132,7 +139,8 @@ WaitStatus ShmBackend::sleep_until(Ready&& ready, Sleep&& sleep) {
       sched_yield();
       continue;
     }
-    sleep(std::min(left, kSleepSlice));
+    sleep(std::min(left, slice));
+    slice = kSleepSlice;
   }
   if (status != WaitStatus::Timeout)  // a timed-out wait stays published for the host's report
     slot.state.store(static_cast<std::uint32_t>(RankState::Running), std::memory_order_release);
@@ -156,13 +164,15 @@ WaitStatus ShmBackend::wait(std::uint64_t offset, std::int32_t expected, WaitCmp
   publish_wait(offset, expected, cmp, site);
   control_->slots[my_rank_].wait_cells.count = 0;
   std::atomic<std::uint32_t>& bucket = control_->slots[my_rank_].sleeping[sleep_bucket(offset)];
+  bool counted = false;
   const WaitStatus status = sleep_until(ready, [&](double seconds) {
-    bucket.fetch_add(1, std::memory_order_seq_cst);
+    if (!counted) bucket.fetch_add(1, std::memory_order_seq_cst);
+    counted = true;
     const std::int32_t now = a.load(std::memory_order_seq_cst);
     if (!satisfied(now, expected, cmp) && !control_->abort.load(std::memory_order_seq_cst))
       futex_sleep(cell, now, seconds);
-    bucket.fetch_sub(1, std::memory_order_seq_cst);
   });
+  if (counted) bucket.fetch_sub(1, std::memory_order_seq_cst);
   *seen = v;
   return status;
 }
@@ -189,13 +199,16 @@ WaitStatus ShmBackend::wait_cells(WaitCell* cells, std::size_t n, WaitCmp cmp, W
           slot.sleeping[b].fetch_sub(kBellSleeper, std::memory_order_seq_cst);
       }
   };
-  return sleep_until(ready, [&](double seconds) {
-    count(true);
+  bool counted = false;
+  const WaitStatus status = sleep_until(ready, [&](double seconds) {
+    if (!counted) count(true);
+    counted = true;
     const std::uint32_t bell = slot.bell.load(std::memory_order_seq_cst);
     if (!ready() && !control_->abort.load(std::memory_order_seq_cst))
       futex_sleep(reinterpret_cast<std::int32_t*>(&slot.bell), static_cast<std::int32_t>(bell), seconds);
-    count(false);
   });
+  if (counted) count(false);
+  return status;
 }
 
 void ShmBackend::abort_waits() {
