@@ -89,6 +89,12 @@ if [ "$NP" -eq 2 ] && [ "$(uname -m)" = x86_64 ]; then
 fi
 
 # ----- settings ------------------------------------------------------------------------------------
+# mpirun binds each of up to 2 ranks to a core by default; pld's ranks get the same (--pin: rank r
+# on CPU r). Unbound, two ranks forked onto one CPU share it until the load balancer moves one,
+# which can take the first row of a process tens of milliseconds.
+PIN=()
+PIN_NOTE=""
+if ((NP <= $(nproc))) && ((NP <= 2)); then PIN=(--pin) PIN_NOTE=", pld ranks pinned (--pin) as mpirun binds its ranks"; fi
 SIZES=(-b 4 -e "$MAX_BYTES" -f 2)  # x2 steps: the no-cliff check compares each size with the next
 EXCHANGE_SIZES=$(for s in 2K 4K 8K 16K 32K 64K 128K 256K 512K 1M 2M 4M 8M 16M 32M 64M; do
                    if (($(bytes_of $s) <= MAX)); then echo "$s"; fi; done | paste -sd,)
@@ -124,7 +130,7 @@ say "# $(mpirun --version 2>/dev/null | head -1); pld $("$PLD_BENCH" --help >/de
 # sources: a table from any machine reads on its own.
 "$PLD_INFO" --thresholds 2>&1 | sed 's/^/# /' | tee -a "$LOG" || true
 say "# P=$NP, rounds $ROUNDS, collectives ${COLLS[*]}, sizes ${SIZES[*]}, iterations ${ITERS[*]}, warm-up iterations / 10" \
-  "(the first row of each process: iterations; tools/pld-bench/rules.hpp, the same for both sides), pld path $PLD_PATH"
+  "(the first row of each process: iterations; tools/pld-bench/rules.hpp, the same for both sides), pld path $PLD_PATH$PIN_NOTE"
 for i in "${!MPI_CONFIG_NAMES[@]}"; do say "# Open MPI config ${MPI_CONFIG_NAMES[$i]}: ${MPIRUN[*]} -np $NP ${MPI_CONFIG_ARGS[$i]}"; done
 for i in "${!MPI4_CONFIG_NAMES[@]}"; do say "# Open MPI config ${MPI4_CONFIG_NAMES[$i]} (P=4): ${MPIRUN[*]} -np 4 ${MPI4_CONFIG_ARGS[$i]}"; done
 thp() { local f=/sys/kernel/mm/transparent_hugepage/$1; [ -r "$f" ] && sed 's/.*\[\(.*\)\].*/\1/' "$f" || echo n/a; }
@@ -168,7 +174,7 @@ for ((r = 1; r <= ROUNDS; r++)); do
     f="$OUT/runs/pld.$coll.r$r.json"
     rm -f "$f"  # a failed run must not leave an older run's file to be read
     run "pld-bench $coll" "$PLD_BENCH" --op "$coll" -g "$NP" "${SIZES[@]}" "${ITERS[@]}" -d fp32 -o sum \
-      --path "$PLD_PATH" --progress never -J "$f"
+      --path "$PLD_PATH" "${PIN[@]}" --progress never -J "$f"
     [ -f "$f" ] && PLD_JSON+=("$f")
     for i in "${!MPI_CONFIG_NAMES[@]}"; do
       name=${MPI_CONFIG_NAMES[$i]}
