@@ -205,8 +205,9 @@ class Backend : public BackendProcess {
   bool cpu_copies = false;
   /// Whether put_signal() is nothing but bulk_copy (core/copy.h) into the peer's window as this
   /// process addresses it (DomainState::windows_in), then notify's update of the signal cell there
-  /// (signal_update_local: a release store for Set, fetch_add for AtomicAdd), then atomic_changed(): the
-  /// kernel API then does it itself, without the call. Only with cpu_copies. shm: true.
+  /// (signal_update_local: a release store for Set, fetch_add for AtomicAdd), then
+  /// atomic_changed(): the kernel API then does it itself, without the call. Only with
+  /// cpu_copies. shm: true.
   bool cpu_put_signal = false;
   /// After a CPU atomic (cpu_atomics) that may have changed the int32 cell at `offset` of
   /// `rank`'s heap: wakes its sleepers, as notify does.

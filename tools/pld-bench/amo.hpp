@@ -35,8 +35,8 @@ AmoResults run_amo(const Options& o);
 void print_amo(std::FILE* out, const AmoResults& r);
 
 /// The put_signal table's loops in nanoseconds per call and as ratios to put, row by row:
-/// put_signal / put, floor / put (a put and a bare release store on the peer's cell), put_signal / floor
-/// and put_signal / (put + notify).
+/// put_signal / put, floor / put (a put and a bare release store on the peer's cell),
+/// put_signal / floor and put_signal / (put + notify).
 void print_put_signal_ratios(std::FILE* out, const TableResult& t);
 
 }  // namespace pldbench

@@ -7,9 +7,9 @@
 //   put_signal   put_signal(Set)     | put               | put + notify(Set)        | floor
 //   nbi          64 put_nbi + quiet  | 64 blocking puts  | 64 blocking puts + quiet |
 //
-// put_signal's floor is a put followed by one bare release store (`std::atomic_ref::store`) on the peer's
-// signal cell (where the peer's window is load/store addressable): the least a signal that
-// follows the data can cost, without pld's checks, record or wake-up test.
+// put_signal's floor is a put followed by one bare release store (`std::atomic_ref::store`) on
+// the peer's signal cell (where the peer's window is load/store addressable): the least a signal
+// that follows the data can cost, without pld's checks, record or wake-up test.
 #include "kernels.hpp"
 
 #include <array>

@@ -1,8 +1,8 @@
 // Signals of the mpi backend. To a member on this node (shared memory) notify is what it is on
 // shm: the cell's update (signal_update_local: a release store for Set, a read-modify-write for
-// AtomicAdd), after a flush of any RMA still owed to other nodes; a wait on a cell that only such members write needs
-// no MPI either (waits still nap rather than sleep on a futex: a member on another node may write the same cell through
-// MPI). To every other member:
+// AtomicAdd), after a flush of any RMA still owed to other nodes; a wait on a cell that only such
+// members write needs no MPI either (waits still nap rather than sleep on a futex: a member on
+// another node may write the same cell through MPI). To every other member:
 //   notify = release, then one MPI_Accumulate on the int32 cell (REPLACE for Set, SUM for
 //            AtomicAdd — every update of a cell goes through the same accumulate family, so Set
 //            and AtomicAdd are atomic with each other, also when a rank notifies itself), then

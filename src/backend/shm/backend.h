@@ -117,9 +117,9 @@ class ShmBackend final : public Backend {
   // Non-blocking transfers complete when they return (copies): put_nbi and get_nbi keep
   // Backend's defaults; quiet and fence are fences (rma.cc).
   /// The copy, then notify's update of the signal cell (a release: the copy's streaming stores
-  /// are fenced when it ends): one call, no virtual call in between. That is
-  /// all it is (Backend::cpu_put_signal), so the kernel API does it inline (kernel/rma.cc) and
-  /// calls it only in debug mode, with tracing on, or for a region's last run.
+  /// are fenced when it ends): one call, no virtual call in between. That is all it is
+  /// (Backend::cpu_put_signal), so the kernel API does it inline (kernel/rma.cc) and calls it
+  /// only in debug mode, with tracing on, or for a region's last run.
   void put_signal(int rank, std::uint64_t offset, const void* src, std::size_t bytes, std::uint64_t signal_offset,
                   std::int32_t value, NotifyOp op, bool nbi) override;
   void quiet() override;
