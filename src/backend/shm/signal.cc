@@ -115,15 +115,17 @@ void ShmBackend::publish_wait(std::uint64_t offset, std::int32_t expected, WaitC
 }
 
 // Slow phase of a wait, after publish_wait: yields, then sleeps in bounded slices with
-// `sleep(seconds)` (whose first call counts the waiter in its cells' buckets; each re-checks
-// before it sleeps) until `ready()`, the abort or the deadline. The first slice is kFirstSlice.
-template <class Ready, class Sleep>
-WaitStatus ShmBackend::sleep_until(Ready&& ready, Sleep&& sleep) {
+// `sleep(seconds)` (which re-checks before it sleeps) until `ready()`, the abort or the deadline.
+// `count(true)` before the first slice counts the waiter in its cells' buckets, `count(false)`
+// at the end takes it out again. The first slice is kFirstSlice.
+template <class Ready, class Count, class Sleep>
+WaitStatus ShmBackend::sleep_until(Ready&& ready, Count&& count, Sleep&& sleep) {
   using Clock = std::chrono::steady_clock;
   const auto deadline = Clock::now() + std::chrono::duration<double>(wait_timeout_);
   RankSlot& slot = control_->slots[my_rank_];
   WaitStatus status = WaitStatus::Ok;
   double slice = kFirstSlice;
+  bool counted = false;
   for (int round = 0;; ++round) {
     if (ready()) break;
     if (control_->abort.load(std::memory_order_acquire)) {
@@ -139,9 +141,12 @@ WaitStatus ShmBackend::sleep_until(Ready&& ready, Sleep&& sleep) {
       sched_yield();
       continue;
     }
+    if (!counted) count(true);
+    counted = true;
     sleep(std::min(left, slice));
     slice = kSleepSlice;
   }
+  if (counted) count(false);
   if (status != WaitStatus::Timeout)  // a timed-out wait stays published for the host's report
     slot.state.store(static_cast<std::uint32_t>(RankState::Running), std::memory_order_release);
   std::atomic_thread_fence(std::memory_order_acquire);
@@ -164,15 +169,17 @@ WaitStatus ShmBackend::wait(std::uint64_t offset, std::int32_t expected, WaitCmp
   publish_wait(offset, expected, cmp, site);
   control_->slots[my_rank_].wait_cells.count = 0;
   std::atomic<std::uint32_t>& bucket = control_->slots[my_rank_].sleeping[sleep_bucket(offset)];
-  bool counted = false;
-  const WaitStatus status = sleep_until(ready, [&](double seconds) {
-    if (!counted) bucket.fetch_add(1, std::memory_order_seq_cst);
-    counted = true;
+  auto count = [&](bool in) {
+    if (in)
+      bucket.fetch_add(1, std::memory_order_seq_cst);
+    else
+      bucket.fetch_sub(1, std::memory_order_seq_cst);
+  };
+  const WaitStatus status = sleep_until(ready, count, [&](double seconds) {
     const std::int32_t now = a.load(std::memory_order_seq_cst);
     if (!satisfied(now, expected, cmp) && !control_->abort.load(std::memory_order_seq_cst))
       futex_sleep(cell, now, seconds);
   });
-  if (counted) bucket.fetch_sub(1, std::memory_order_seq_cst);
   *seen = v;
   return status;
 }
@@ -199,16 +206,11 @@ WaitStatus ShmBackend::wait_cells(WaitCell* cells, std::size_t n, WaitCmp cmp, W
           slot.sleeping[b].fetch_sub(kBellSleeper, std::memory_order_seq_cst);
       }
   };
-  bool counted = false;
-  const WaitStatus status = sleep_until(ready, [&](double seconds) {
-    if (!counted) count(true);
-    counted = true;
+  return sleep_until(ready, count, [&](double seconds) {
     const std::uint32_t bell = slot.bell.load(std::memory_order_seq_cst);
     if (!ready() && !control_->abort.load(std::memory_order_seq_cst))
       futex_sleep(reinterpret_cast<std::int32_t*>(&slot.bell), static_cast<std::int32_t>(bell), seconds);
   });
-  if (counted) count(false);
-  return status;
 }
 
 void ShmBackend::abort_waits() {
