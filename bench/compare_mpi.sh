@@ -13,9 +13,11 @@
 #   3. for every round and collective: pld-bench, then mpi_bench under each Open MPI configuration,
 #      on the same sizes (4 B .. 64 MiB, x2), fp32, P=2 — interleaved, so drifts hit both sides;
 #      before all_to_all, the bare copy of the same bytes (bench/mpi/exchange_ceiling.cpp, P=2,
-#      2 KiB .. 64 MiB);
+#      2 KiB .. 64 MiB); before broadcast, the floor of pld's entry rule (bench/mpi/entry_floor.cpp,
+#      4 B .. 1 KiB: the LL broadcast loop between two bare processes);
 #   4. the barrier at P=4 (4 ranks on 2 cores, oversubscribed) the same way;
-#   5. prints the ratio table (median over the rounds, both sides alike; --stat min for the lowest),
+#   5. prints the ratio table (median over the rounds, both sides alike, ratios the median of the
+#      per-round ratios; --stat min for the lowest),
 #      the no-cliff check (no time may grow more than 3x for 2x the bytes unless the bare copy's
 #      does) and the speed targets, writes OUT/compare.txt, OUT/summary.json and the plot
 #      OUT/busbw.png + .svg (gnuplot; OUT/busbw.gp + .dat if gnuplot is missing).
@@ -44,7 +46,7 @@ while (($#)); do
     --stat) STAT="$2"; shift ;;
     --colls) SELECTED="$2"; shift ;;
     --max-bytes) MAX_BYTES="$2"; shift ;;
-    -h|--help) sed -n '2,26p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,28p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "compare_mpi.sh: unknown option '$1' (try --help)" >&2; exit 2 ;;
   esac
   shift
@@ -78,7 +80,16 @@ PLD_INFO="$OUT/pld/tools/pld-info"
 MPI_FLAGS=(-O3 -std=c++20 -DOMPI_SKIP_MPICXX -I"$ROOT/tools/pld-bench")
 mpicxx "${MPI_FLAGS[@]}" "$ROOT/bench/mpi/mpi_bench.cpp" -o "$OUT/mpi_bench"
 g++ -O2 -std=c++20 -pthread "$ROOT/bench/mpi/stream.cpp" -o "$OUT/stream"
-g++ -O2 -std=c++20 -I"$ROOT/tools/pld-bench" "$ROOT/bench/mpi/compare.cpp" "$ROOT/bench/mpi/compare_report.cpp" -o "$OUT/compare"
+g++ -O2 -std=c++20 -I"$ROOT/tools/pld-bench" "$ROOT/bench/mpi/compare.cpp" "$ROOT/bench/mpi/compare_report.cpp" \
+  "$ROOT/bench/mpi/compare_baselines.cpp" -o "$OUT/compare"
+ENTRY=0  # the floor of pld's entry rule for the small broadcasts (bench/mpi/entry_floor.cpp)
+if wants broadcast; then
+  if g++ -O2 -std=c++20 "$ROOT/bench/mpi/entry_floor.cpp" -o "$OUT/entry_floor" 2>>"$OUT/build.log"; then
+    ENTRY=1
+  else
+    echo "compare_mpi.sh: entry_floor did not build (see $OUT/build.log); no entry-floor rows" >&2
+  fi
+fi
 EXCHANGE=0  # all_to_all's copy ceiling: two threads, x86 intrinsics, the P=2 pattern
 if [ "$NP" -eq 2 ] && [ "$(uname -m)" = x86_64 ]; then
   if g++ -O2 -std=c++20 -pthread "$ROOT/bench/mpi/exchange_ceiling.cpp" -o "$OUT/exchange_ceiling" 2>>"$OUT/build.log"; then
@@ -99,6 +110,7 @@ SIZES=(-b 4 -e "$MAX_BYTES" -f 2)  # x2 steps: the no-cliff check compares each 
 EXCHANGE_SIZES=$(for s in 2K 4K 8K 16K 32K 64K 128K 256K 512K 1M 2M 4M 8M 16M 32M 64M; do
                    if (($(bytes_of $s) <= MAX)); then echo "$s"; fi; done | paste -sd,)
 [ -n "$EXCHANGE_SIZES" ] || EXCHANGE=0
+ENTRY_SIZES=$(s=4; while ((s <= 1024 && s <= MAX)); do echo "$s"; s=$((s * 2)); done | paste -sd,)
 if ((QUICK)); then
   ITERS=(--budget 256M --max-iters 5000)
   PLD_PATH=composite
@@ -160,7 +172,7 @@ if ((STREAM)); then
 fi
 
 # ----- 3. P=2, interleaved rounds --------------------------------------------------------------------
-PLD_JSON=(); MPI_JSON=(); EXCHANGE_JSON=()
+PLD_JSON=(); MPI_JSON=(); EXCHANGE_JSON=(); ENTRY_JSON=()
 for ((r = 1; r <= ROUNDS; r++)); do
   for coll in "${COLLS[@]}"; do
     echo "== round $r/$ROUNDS: $coll" >&2
@@ -170,6 +182,13 @@ for ((r = 1; r <= ROUNDS; r++)); do
       run "exchange_ceiling" "$OUT/exchange_ceiling" --sizes "$EXCHANGE_SIZES" --kinds memcpy-alt,stream-64B-alt,stream \
         --huge-pages "$( [ "${PLD_HUGE_PAGES:-1}" = 0 ] && echo 0 || echo 1)" -J "$f"
       [ -f "$f" ] && EXCHANGE_JSON+=("$f")
+    fi
+    if ((ENTRY)) && [ "$coll" = broadcast ]; then
+      f="$OUT/runs/entry_floor.r$r.json"
+      rm -f "$f"
+      run "entry_floor" "$OUT/entry_floor" --bytes "$ENTRY_SIZES" --shapes entered --reps 3 --iters 100000 \
+        ${PIN[@]+"${PIN[@]}"} -J "$f"
+      [ -f "$f" ] && ENTRY_JSON+=("$f")
     fi
     f="$OUT/runs/pld.$coll.r$r.json"
     rm -f "$f"  # a failed run must not leave an older run's file to be read
@@ -213,7 +232,7 @@ done
 say ""
 "$OUT/compare" --nranks "$NP" --stat "$STAT" --pld "${PLD_JSON[@]}" --mpi "${MPI_JSON[@]}" \
   ${PLD4_JSON[@]+--pld4 "${PLD4_JSON[@]}"} ${MPI4_JSON[@]+--mpi4 "${MPI4_JSON[@]}"} ${STREAM_ARGS[@]+"${STREAM_ARGS[@]}"} \
-  ${EXCHANGE_JSON[@]+--exchange "${EXCHANGE_JSON[@]}"} --plot "$OUT/busbw" --summary "$OUT/summary.json" | tee -a "$LOG" || FAILED=1
+  ${EXCHANGE_JSON[@]+--exchange "${EXCHANGE_JSON[@]}"} ${ENTRY_JSON[@]+--entry-floor "${ENTRY_JSON[@]}"} --plot "$OUT/busbw" --summary "$OUT/summary.json" | tee -a "$LOG" || FAILED=1
 if command -v gnuplot >/dev/null; then
   gnuplot "$OUT/busbw.gp" && say "# plot: $OUT/busbw.png and $OUT/busbw.svg"
 else

@@ -8,6 +8,8 @@
 //   * the memory-traffic floor of allreduce 64 MiB fp32 (4 x 64 MiB at the streaming copy rate);
 //   * all_to_all's bare copy (exchange_ceiling: two threads copying the same bytes, no runtime),
 //     with pld's and Open MPI's all_to_all and all_to_all_v times as multiples of it;
+//   * the small broadcasts against the floor of pld's entry rule (entry_floor: the LL broadcast
+//     loop between two bare processes);
 //   * the no-cliff check: from one size to the next (x2), no collective's time may grow more than
 //     3x unless the bare copy of the same bytes grows as much (pld's jumps are a target; Open MPI's
 //     are listed for information);
@@ -19,10 +21,11 @@
 // Aggregation, the same for both sides: per row, the median time over the interleaved rounds
 // (--stat min: the lowest); for Open MPI, the configuration with the best median, so MPI gets its
 // best tuning per row. The median rejects both slow outliers (another process on the machine) and
-// lucky fast ones (a favourable vCPU placement on a VM).
+// lucky fast ones (a favourable vCPU placement on a VM). A ratio is the median of the per-round
+// ratios (Data::time_ratio): the two sides of a round ran back to back.
 //
 // compare.cpp: the command line, loading and aggregating the JSON files; compare_report.cpp: the
-// report sections.
+// report sections; compare_baselines.cpp: the bare copy and the entry rule's floor.
 #include "compare.hpp"
 
 #include "rules.hpp"  // tools/pld-bench/rules.hpp, on the include path
@@ -58,6 +61,73 @@ std::string human(std::uint64_t b) {
 std::string us(double t) {
   const std::string s = pldbench::rules::format_us(t);
   return s.substr(std::min(s.find_first_not_of(' '), s.size()));
+}
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+void Best::finish(bool use_min) {
+  for (const auto& [cfg, v] : by_config) {
+    std::vector<double> t, b;
+    for (const Sample& x : v) t.push_back(x.time_us), b.push_back(x.busbw);
+    Sample pick = v.front();
+    if (use_min) {
+      pick =
+          *std::min_element(v.begin(), v.end(), [](const Sample& a, const Sample& c) { return a.time_us < c.time_us; });
+    } else {
+      pick.time_us = median(t);
+      pick.busbw = median(b);
+    }
+    if (!valid || pick.time_us < s.time_us) s = pick, valid = true, samples = static_cast<int>(v.size());
+  }
+}
+
+std::vector<double> Best::times() const {
+  std::vector<double> t;
+  for (const Sample& x : by_config.at(s.config)) t.push_back(x.time_us);
+  return t;
+}
+
+std::vector<double> Best::busbws() const {
+  std::vector<double> b;
+  for (const Sample& x : by_config.at(s.config)) b.push_back(x.busbw);
+  return b;
+}
+
+double paired_ratio(const std::vector<double>& a, const std::vector<double>& b, double a_stat, double b_stat,
+                    bool use_min) {
+  const bool paired = !use_min && a.size() > 1 && a.size() == b.size() &&
+                      std::all_of(b.begin(), b.end(), [](double x) { return x > 0; });
+  if (!paired) return b_stat > 0 ? a_stat / b_stat : 0;
+  std::vector<double> r;
+  for (std::size_t i = 0; i < a.size(); ++i) r.push_back(a[i] / b[i]);
+  return median(r);
+}
+
+double Data::time_ratio(const Best& a, const Best& b) const {
+  return paired_ratio(a.times(), b.times(), a.s.time_us, b.s.time_us, use_min);
+}
+
+double Data::time_ratio(const Key& k) const {
+  return pld.count(k) && mpi.count(k) ? time_ratio(pld.at(k), mpi.at(k)) : 0;
+}
+
+double Data::busbw_ratio(const Key& k) const {
+  if (!pld.count(k) || !mpi.count(k)) return 0;
+  const Best &p = pld.at(k), &m = mpi.at(k);
+  return paired_ratio(p.busbws(), m.busbws(), p.s.busbw, m.s.busbw, use_min);
+}
+
+double Data::over(const Baseline& base, const Table& side, const Key& k) const {
+  if (!side.count(k) || !base.us.count(k.second)) return 0;
+  const Best& b = side.at(k);
+  const auto it = base.rounds_us.find(k.second);
+  return paired_ratio(b.times(), it == base.rounds_us.end() ? std::vector<double>{} : it->second, b.s.time_us,
+                      base.us.at(k.second), use_min);
 }
 
 namespace {
@@ -107,8 +177,9 @@ Data load_data(const Options& o) {
     collect(load(path), "mpi", cfg, d.mpi4, d.wrong);
   }
 
+  d.use_min = o.stat == "min";
   for (auto* m : {&d.pld, &d.pld_builtin, &d.mpi, &d.pld4, &d.mpi4})
-    for (auto& [k, v] : *m) v.finish(o.stat == "min");
+    for (auto& [k, v] : *m) v.finish(d.use_min);
 
   for (const auto& [k, v] : d.pld)
     if (d.mpi.count(k)) d.keys.push_back(k);
@@ -133,6 +204,7 @@ int main(int argc, char** argv) {
   app.add_option("--stream", o.stream_file, "stream JSON: DRAM ceiling (arrays far above the LLC)");
   app.add_option("--stream-cache", o.stream_cache_file, "stream JSON at the allreduce's own footprint");
   app.add_option("--exchange", o.exchange_files, "exchange_ceiling JSON files (one per round)");
+  app.add_option("--entry-floor", o.entry_floor_files, "entry_floor JSON files (one per round)");
   app.add_option("--plot", o.plot_prefix, "write PREFIX.gp and PREFIX.dat (gnuplot, busbw vs size)");
   app.add_option("--summary", o.summary, "write the table and targets as JSON");
   app.add_option("--nranks", o.nranks);
@@ -143,10 +215,12 @@ int main(int argc, char** argv) {
   const json rows = print_ratio_table(d, o);
   std::vector<Target> targets = time_ratio_targets(d);
   json ceiling = print_memory_ceiling(d, o, targets);
-  d.exchange_us = load_bare_copy(o);
+  d.bare = load_bare_copy(o);
   print_bare_copy(d, ceiling);
+  d.entry_floor = load_entry_floor(o);
   add_busbw_targets(d, targets);
   add_small_size_targets(d, targets);
+  print_entry_floor(d, targets);
   targets.push_back(print_cliff_check(d));
   targets.push_back(print_barrier_p4(d));
   const json jt = print_targets(targets, d.wrong);

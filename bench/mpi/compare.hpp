@@ -1,6 +1,6 @@
 // compare: the report of bench/compare_mpi.sh (compare.cpp documents it). The aggregated inputs and
 // one function per report section; compare.cpp loads the JSON files and calls the sections in
-// order, compare_report.cpp prints them.
+// order, compare_report.cpp and compare_baselines.cpp print them.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -22,34 +22,36 @@ struct Sample {
   std::int64_t wrong = 0;
   std::string config;
 };
-// All samples of one row: per configuration, one per round. The row's value is the median over the
-// rounds (or the minimum with --stat min) of the best configuration.
+// The median of `v` (the mean of the middle two for an even count); 0 when empty.
+double median(std::vector<double> v);
+
+// a / b: the median of the per-round ratios a[i] / b[i] when the rounds pair up (see Data), else
+// a_stat / b_stat (0 when b_stat is not positive).
+double paired_ratio(const std::vector<double>& a, const std::vector<double>& b, double a_stat, double b_stat,
+                    bool use_min);
+
+// All samples of one row: per configuration, one per round, in round order. The row's value is the
+// median over the rounds (or the minimum with --stat min) of the best configuration.
 struct Best {
-  std::map<std::string, std::vector<Sample>> by_config;
-  std::map<std::string, std::vector<double>> times_by_round;  // per configuration, in round order
+  std::map<std::string, std::vector<Sample>> by_config;  // per configuration, in round order
   bool valid = false;
   Sample s;         // the chosen statistic
   int samples = 0;  // rounds of the chosen configuration
-  void add(const Sample& x) {
-    by_config[x.config].push_back(x);
-    times_by_round[x.config].push_back(x.time_us);
-  }
-  void finish(bool use_min) {
-    for (auto& [cfg, v] : by_config) {
-      std::sort(v.begin(), v.end(), [](const Sample& a, const Sample& b) { return a.time_us < b.time_us; });
-      Sample pick = use_min ? v.front() : v[(v.size() - 1) / 2];
-      if (!use_min && v.size() % 2 == 0) {  // even count: mean of the middle two
-        const Sample& hi = v[v.size() / 2];
-        pick.time_us = (pick.time_us + hi.time_us) / 2;
-        pick.busbw = (pick.busbw + hi.busbw) / 2;
-      }
-      if (!valid || pick.time_us < s.time_us) s = pick, valid = true, samples = static_cast<int>(v.size());
-    }
-  }
+  void add(const Sample& x) { by_config[x.config].push_back(x); }
+  void finish(bool use_min);
+  // The chosen configuration's times / bus bandwidths, in round order.
+  std::vector<double> times() const;
+  std::vector<double> busbws() const;
 };
 using Key = std::pair<std::string, std::uint64_t>;  // collective, size
 using Table = std::map<Key, Best>;
-using BareCopy = std::map<std::uint64_t, double>;  // size -> the bare copy's time, us
+// A baseline measured per size in every round, without a runtime: all_to_all's bare copy
+// (exchange_ceiling, its fastest store kind) or the broadcast loop under pld's entry rule
+// (entry_floor). `us`: the report's statistic per size; `rounds_us`: per size, one time per round.
+struct Baseline {
+  std::map<std::uint64_t, double> us;
+  std::map<std::uint64_t, std::vector<double>> rounds_us;
+};
 
 // The collectives in report order.
 extern const std::vector<std::string> kOrder;
@@ -64,7 +66,7 @@ struct Target {
 // The command line.
 struct Options {
   std::vector<std::string> pld_files, mpi_files, pld4_files, mpi4_files;
-  std::vector<std::string> exchange_files;
+  std::vector<std::string> exchange_files, entry_floor_files;
   std::string stream_file, stream_cache_file, plot_prefix, summary, stat = "median";
   int nranks = 2;
 };
@@ -75,7 +77,20 @@ struct Data {
   std::set<std::string> configs;  // the Open MPI configurations (P=2)
   std::int64_t wrong = 0;         // wrong values over all runs
   std::vector<Key> keys;          // the rows both pld and Open MPI measured, in report order
-  BareCopy exchange_us;           // all_to_all's bare copy per size (empty when not measured)
+  Baseline bare;                  // all_to_all's bare copy per size (empty when not measured)
+  Baseline entry_floor;           // the broadcast loop under the entry rule (empty when not measured)
+  bool use_min = false;           // --stat min
+
+  // The ratios of the report, 0 when a side is missing. Under the median statistic each is the
+  // median of the per-round ratios when both sides have a value in every round: a round runs both
+  // sides back to back, so a drift of the machine from one round to the next (a VM's vCPU placement
+  // moves small times 3-4x within minutes) cancels out of the ratio instead of pairing one side's
+  // slow round with the other's fast one. Otherwise, and under --stat min, the ratio of the rows'
+  // statistics.
+  double time_ratio(const Best& a, const Best& b) const;                     // a's time / b's
+  double time_ratio(const Key& k) const;                                     // pld / Open MPI
+  double busbw_ratio(const Key& k) const;                                    // pld / Open MPI
+  double over(const Baseline& base, const Table& side, const Key& k) const;  // side's time / the baseline's
 };
 
 json load(const std::string& path);
@@ -88,8 +103,10 @@ std::string us(double t);
 json print_ratio_table(const Data& d, const Options& o);  // returns the rows
 std::vector<Target> time_ratio_targets(const Data& d);    // barrier, allreduce 4 B, 1 MiB
 json print_memory_ceiling(const Data& d, const Options& o, std::vector<Target>& targets);
-BareCopy load_bare_copy(const Options& o);
+Baseline load_bare_copy(const Options& o);
 void print_bare_copy(const Data& d, json& ceiling);
+Baseline load_entry_floor(const Options& o);
+void print_entry_floor(const Data& d, std::vector<Target>& targets);
 void add_busbw_targets(const Data& d, std::vector<Target>& targets);
 void add_small_size_targets(const Data& d, std::vector<Target>& targets);
 Target print_cliff_check(const Data& d);

@@ -25,7 +25,7 @@ std::uint64_t bare_copy_bytes(const std::string& coll, std::uint64_t size) {
 // more than 3x, unless the bare copy of the same working set (when measured at both sizes) grows
 // more than 3x too. Prints each jump; returns the number of unexcused ones and, in `worst`, the largest
 // growth seen.
-int print_cliffs(const char* side, const Table& t, const std::vector<Key>& keys, const BareCopy& bare, double& worst,
+int print_cliffs(const char* side, const Table& t, const std::vector<Key>& keys, const Baseline& bare, double& worst,
                  std::string& worst_at) {
   int cliffs = 0;
   for (std::size_t i = 1; i < keys.size(); ++i) {
@@ -40,8 +40,8 @@ int print_cliffs(const char* side, const Table& t, const std::vector<Key>& keys,
     }
     if (growth <= 3.0) continue;
     const std::uint64_t ba = bare_copy_bytes(a.first, a.second), bb = bare_copy_bytes(b.first, b.second);
-    const bool have_bare = bare.count(ba) && bare.count(bb) && bare.at(ba) > 0;
-    const double bare_growth = have_bare ? bare.at(bb) / bare.at(ba) : 0;
+    const bool have_bare = bare.us.count(ba) && bare.us.count(bb) && bare.us.at(ba) > 0;
+    const double bare_growth = have_bare ? bare.us.at(bb) / bare.us.at(ba) : 0;
     const bool excused = have_bare && bare_growth > 3.0;
     cliffs += !excused;
     char bare_text[64] = "not measured";
@@ -54,20 +54,18 @@ int print_cliffs(const char* side, const Table& t, const std::vector<Key>& keys,
   return cliffs;
 }
 
-// The largest ratio of one side's time over `denominator(size)` among the sizes [lo, hi] of
-// collective `coll`, as a target that passes at or under `limit`.
-template <class Denominator>
-Target max_ratio_target(const std::string& name, const Table& side, const std::vector<Key>& keys,
-                        const std::string& coll, std::uint64_t lo, std::uint64_t hi, double limit,
-                        Denominator&& denominator) {
+// The largest `ratio(key)` (0: not measured) among the sizes [lo, hi] of collective `coll`, as a
+// target that passes at or under `limit`.
+template <class Ratio>
+Target max_ratio_target(const std::string& name, const std::vector<Key>& keys, const std::string& coll,
+                        std::uint64_t lo, std::uint64_t hi, double limit, Ratio&& ratio) {
   Target t{name};
   double worst = 0;
   std::uint64_t at = 0;
   for (const Key& k : keys) {
-    if (k.first != coll || k.second < lo || k.second > hi || !side.count(k)) continue;
-    const double d = denominator(k);
-    if (d <= 0) continue;
-    const double r = side.at(k).s.time_us / d;
+    if (k.first != coll || k.second < lo || k.second > hi) continue;
+    const double r = ratio(k);
+    if (r <= 0) continue;
     if (r > worst || at == 0) worst = r, at = k.second;
   }
   if (at) {
@@ -85,7 +83,7 @@ Target time_ratio_target(const Data& d, const std::string& name, const Key& k, d
   Target t{name};
   if (d.pld.count(k) && d.mpi.count(k)) {
     const double p = d.pld.at(k).s.time_us, m = d.mpi.at(k).s.time_us;
-    const double r = p / m;
+    const double r = d.time_ratio(k);
     t.measured = true;
     t.pass = r <= limit;
     char buf[96];
@@ -100,8 +98,7 @@ json print_ratio_row(const Data& d, const Key& k) {
   const Sample& p = d.pld.at(k).s;
   const Sample& m = d.mpi.at(k).s;
   const bool has_builtin = d.pld_builtin.count(k) && d.pld_builtin.at(k).valid;
-  const double tr = m.time_us > 0 ? p.time_us / m.time_us : 0;
-  const double br = m.busbw > 0 ? p.busbw / m.busbw : 0;
+  const double tr = d.time_ratio(k), br = d.busbw_ratio(k);
   char builtin[32] = "-";
   if (has_builtin) std::snprintf(builtin, sizeof builtin, "%s", us(d.pld_builtin.at(k).s.time_us).c_str());
   char bus[3][32] = {"-", "-", "-"};
@@ -135,8 +132,11 @@ json print_ratio_table(const Data& d, const Options& o) {
   for (const auto& [k, v] : d.pld) rounds = std::max(rounds, v.samples);
   std::printf(
       "%s time of %d interleaved round(s) per row, both sides alike; Open MPI: its best configuration per "
-      "row (of %zu)\n",
-      o.stat.c_str(), rounds, d.configs.size());
+      "row (of %zu);\n%s\n",
+      o.stat.c_str(), rounds, d.configs.size(),
+      d.use_min ? "ratios of the minima"
+                : "every ratio (pld/MPI, bus x, over the bare copy): the median of the per-round ratios (each round "
+                  "ran both sides back to back)");
   std::printf(
       "pld = composite path (in-kernel loop); 'builtin' = pld::Host method, one dispatch per iteration "
       "(information)\n\n");
@@ -202,58 +202,6 @@ json print_memory_ceiling(const Data& d, const Options& o, std::vector<Target>& 
   return ceiling;
 }
 
-// Per size: the median over the rounds of each store kind's mean iteration time (the statistic
-// pld-bench and mpi_bench report), then the fastest kind.
-BareCopy load_bare_copy(const Options& o) {
-  std::map<std::pair<std::uint64_t, std::string>, std::vector<double>> by_kind;
-  for (const auto& f : o.exchange_files) {
-    const json j = load(f);
-    for (const auto& r : j.at("rows"))
-      by_kind[{r.at("size").get<std::uint64_t>(), r.at("kind").get<std::string>()}].push_back(
-          r.at("mean_us").get<double>());
-  }
-  BareCopy exchange_us;
-  for (auto& [k, v] : by_kind) {
-    std::sort(v.begin(), v.end());
-    const double m = o.stat == "min" ? v.front()
-                     : v.size() % 2  ? v[v.size() / 2]
-                                     : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
-    auto [it, fresh] = exchange_us.try_emplace(k.first, m);
-    if (!fresh) it->second = std::min(it->second, m);
-  }
-  return exchange_us;
-}
-
-// all_to_all and all_to_all_v of both sides as multiples of their bare copy; into ceiling["exchange"].
-void print_bare_copy(const Data& d, json& ceiling) {
-  if (d.exchange_us.empty()) return;
-  std::printf(
-      "\nall_to_all against its bare copy (bench/mpi/exchange_ceiling: 2 threads copy the bytes all_to_all\n"
-      "moves, no runtime, fastest store kind, same rounds; each side's time over it, 1.00x = no overhead;\n"
-      "noise moves it by ~10%%):\n");
-  std::printf("  %-9s %12s %16s %16s %16s %16s\n", "size", "bare copy us", "pld all_to_all", "MPI all_to_all",
-              "pld a2a_v", "MPI a2a_v");
-  json jx = json::array();
-  for (const auto& [size, ceil_us] : d.exchange_us) {
-    std::printf("  %-9s %12.1f", human(size).c_str(), ceil_us);
-    json row{{"size", size}, {"ceiling_us", ceil_us}};
-    for (const char* c : {"all_to_all", "all_to_all_v"})
-      for (const Table* side : {&d.pld, &d.mpi}) {
-        const Key k{c, size};
-        if (!side->count(k)) {
-          std::printf(" %16s", "-");
-          continue;
-        }
-        const double t = side->at(k).s.time_us;
-        std::printf(" %9s %5.2fx", us(t).c_str(), t / ceil_us);
-        row[std::string(side == &d.pld ? "pld_" : "mpi_") + c + "_us"] = t;
-      }
-    std::printf("\n");
-    jx.push_back(row);
-  }
-  ceiling["exchange"] = jx;
-}
-
 namespace {
 
 // Collective `c`'s busbw >= 1.5x Open MPI's from 1 MiB up: the smallest ratio, with the bare-copy
@@ -264,7 +212,7 @@ Target busbw_target(const Data& d, const std::string& c) {
   std::uint64_t at = 0;
   for (const Key& k : d.keys)
     if (k.first == c && k.second >= (1ull << 20)) {
-      const double r = d.pld.at(k).s.busbw / d.mpi.at(k).s.busbw;
+      const double r = d.busbw_ratio(k);
       if (r < worst) worst = r, at = k.second;
     }
   if (!at) return t;
@@ -277,19 +225,17 @@ Target busbw_target(const Data& d, const std::string& c) {
   const Best &pb = d.pld.at(k), &mb = d.mpi.at(k);
   // all_to_all(_v) moves what exchange_ceiling copies: Open MPI's time over the bare copy's
   // estimates the largest ratio a runtime could reach at that size here.
-  if ((c == "all_to_all" || c == "all_to_all_v") && d.exchange_us.count(at)) {
-    const double bare_us = d.exchange_us.at(at);
+  if ((c == "all_to_all" || c == "all_to_all_v") && d.bare.us.count(at)) {
     char bare[160];
     std::snprintf(bare, sizeof bare,
                   "; time over the bare copy: pld %.2fx, Open MPI %.2fx (about the most a runtime "
                   "can gain here)",
-                  pb.s.time_us / bare_us, mb.s.time_us / bare_us);
+                  d.over(d.bare, d.pld, k), d.over(d.bare, d.mpi, k));
     t.value += bare;
   }
   // The same row round by round (pld and Open MPI's chosen configuration ran back to back in
   // each round): how far the noise moves a ratio near its target.
-  const auto& p = pb.times_by_round.at("pld");
-  const auto& m = mb.times_by_round.at(mb.s.config);
+  const std::vector<double> p = pb.times(), m = mb.times();
   if (p.size() > 1 && p.size() == m.size()) {
     t.value += "; per round";
     for (std::size_t i = 0; i < p.size(); ++i) {
@@ -311,19 +257,19 @@ void add_busbw_targets(const Data& d, std::vector<Target>& targets) {
 // all_to_all(_v) within 1.15x of the bare copy from 1 MiB and at most Open MPI's time at every
 // size; broadcast and allreduce at the small sizes against Open MPI.
 void add_small_size_targets(const Data& d, std::vector<Target>& targets) {
-  auto over_mpi = [&](const Key& k) { return d.mpi.count(k) ? d.mpi.at(k).s.time_us : 0.0; };
-  auto over_bare = [&](const Key& k) { return d.exchange_us.count(k.second) ? d.exchange_us.at(k.second) : 0.0; };
+  auto over_mpi = [&](const Key& k) { return d.time_ratio(k); };
+  auto over_bare = [&](const Key& k) { return d.over(d.bare, d.pld, k); };
   for (const char* c : {"all_to_all", "all_to_all_v"}) {
-    if (!d.exchange_us.empty())
-      targets.push_back(max_ratio_target(std::string(c) + " <= 1.15x its bare copy from 1 MiB", d.pld, d.keys, c,
-                                         1ull << 20, UINT64_MAX, 1.15, over_bare));
-    targets.push_back(max_ratio_target(std::string(c) + " <= 1.0x Open MPI at every size", d.pld, d.keys, c, 0,
-                                       UINT64_MAX, 1.0, over_mpi));
+    if (!d.bare.us.empty())
+      targets.push_back(max_ratio_target(std::string(c) + " <= 1.15x its bare copy from 1 MiB", d.keys, c, 1ull << 20,
+                                         UINT64_MAX, 1.15, over_bare));
+    targets.push_back(
+        max_ratio_target(std::string(c) + " <= 1.0x Open MPI at every size", d.keys, c, 0, UINT64_MAX, 1.0, over_mpi));
   }
   targets.push_back(
-      max_ratio_target("broadcast 4 B - 1 KiB <= 1.5x MPI_Bcast", d.pld, d.keys, "broadcast", 4, 1024, 1.5, over_mpi));
-  targets.push_back(max_ratio_target("allreduce 4 B - 256 B <= 0.8x MPI_Allreduce", d.pld, d.keys, "allreduce", 4, 256,
-                                     0.8, over_mpi));
+      max_ratio_target("broadcast 4 B - 1 KiB <= 1.5x MPI_Bcast", d.keys, "broadcast", 4, 1024, 1.5, over_mpi));
+  targets.push_back(
+      max_ratio_target("allreduce 4 B - 256 B <= 0.8x MPI_Allreduce", d.keys, "allreduce", 4, 256, 0.8, over_mpi));
 }
 
 Target print_cliff_check(const Data& d) {
@@ -333,8 +279,8 @@ Target print_cliff_check(const Data& d) {
       "and reduce_scatter of S work in place on 2S: the bare copy of S/2):\n");
   double worst = 0, mpi_worst = 0;
   std::string worst_at, mpi_worst_at;
-  const int cliffs = print_cliffs("pld", d.pld, d.keys, d.exchange_us, worst, worst_at);
-  const int mpi_cliffs = print_cliffs("Open MPI", d.mpi, d.keys, d.exchange_us, mpi_worst, mpi_worst_at);
+  const int cliffs = print_cliffs("pld", d.pld, d.keys, d.bare, worst, worst_at);
+  const int mpi_cliffs = print_cliffs("Open MPI", d.mpi, d.keys, d.bare, mpi_worst, mpi_worst_at);
   if (cliffs + mpi_cliffs == 0 && worst <= 3.0 && mpi_worst <= 3.0) std::printf("  none\n");
   std::printf("  largest growth per step: pld %.2fx (%s), Open MPI %.2fx (%s)\n", worst, worst_at.c_str(), mpi_worst,
               mpi_worst_at.c_str());
@@ -352,7 +298,7 @@ Target print_barrier_p4(const Data& d) {
   const Key k{"barrier", 0};
   if (!d.pld4.count(k) || !d.mpi4.count(k)) return t;
   const Sample &p = d.pld4.at(k).s, &m = d.mpi4.at(k).s;
-  const double r = p.time_us / m.time_us;
+  const double r = d.time_ratio(d.pld4.at(k), d.mpi4.at(k));
   t.measured = true;
   t.pass = r <= 1.0;
   char buf[128];
