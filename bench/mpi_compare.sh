@@ -12,8 +12,10 @@
 # (PLD_BACKEND=mpi), then mpirun mpi_bench (MPI_Barrier, MPI_Allreduce, ...) on the same sizes.
 # Then point to point: tcp — pld-bench --op p2p put 8 B against mpi_bench --op pingpong 8 B one
 # way (target 1.5); node — notify->wait and put 8 B under mpirun against the shm backend's own
-# (pld-bench -g 2 --op p2p, no mpirun; target 1.3). Prints per row the median over the rounds of
-# each side, the ratio, the target and PASS/FAIL.
+# (pld-bench -g 2 --op p2p, no mpirun; target 1.3). On node, the broadcast's rows up to 1 KiB
+# are also set against the floor of pld's entry rule (bench/mpi/entry_floor.cpp, pinned as mpirun
+# binds: case bcast/floor, for information). Prints per row the median over the rounds of each
+# side, the ratio, the target and PASS/FAIL.
 #
 #   bench/mpi_compare.sh                        # 3 interleaved rounds
 #   bench/mpi_compare.sh --rounds 1             # a few minutes
@@ -73,6 +75,8 @@ cmake --build "$OUT/pld" --target pld-bench -j "$(nproc)" >>"$OUT/build.log" 2>&
 PLD_BENCH="$OUT/pld/tools/pld-bench/pld-bench"
 MPI_BENCH="$OUT/mpi_bench"
 mpicxx -O3 -std=c++20 -DOMPI_SKIP_MPICXX -I"$ROOT/tools/pld-bench" "$ROOT/bench/mpi/mpi_bench.cpp" -o "$MPI_BENCH"
+ENTRY_FLOOR="$OUT/entry_floor"
+g++ -O2 -std=c++20 "$ROOT/bench/mpi/entry_floor.cpp" -o "$ENTRY_FLOOR"
 
 if [ "$(id -u)" -eq 0 ]; then export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1; fi
 NETNS_RUN="$ROOT/tests/mpi/netns_run.sh"
@@ -156,6 +160,15 @@ for ((r = 1; r <= ROUNDS; r++)); do
       run "ompi.$tag" launch "$c" "$MPI_BENCH" --op "$coll" "${SIZES[@]}" "${ITERS[@]}" -d fp32 -o sum
       rows "$c $coll pld" "$RUNS/pld.$tag.txt" >> "$RUNS/all.txt"
       rows "$c $coll ref" "$RUNS/ompi.$tag.txt" >> "$RUNS/all.txt"
+      if [ "$c" = node ] && [ "$coll" = broadcast ]; then  # pld's broadcast over the rule's floor
+        bytes=$(rows x "$RUNS/pld.$tag.txt" | awk '$2 <= 1024 {print $2}' | paste -sd,)
+        [ -n "$bytes" ] || continue
+        run "floor.$tag" "$ENTRY_FLOOR" --bytes "$bytes" --shapes entered --reps 3 --iters 100000 --pin \
+          -J "$RUNS/floor.$tag.json"
+        rows "$c bcast/floor pld" "$RUNS/pld.$tag.txt" | awk '$4 <= 1024' >> "$RUNS/all.txt"
+        sed -n 's/.*"bytes": \([0-9]*\), "time_us": \([0-9.]*\).*/\1 \2/p' "$RUNS/floor.$tag.json" |
+          awk -v k="$c bcast/floor ref" '{print k, $1, $2}' >> "$RUNS/all.txt"
+      fi
     done
     P2P=(--op p2p -b 8 -e 8 "${ITERS[@]}" --progress never)
     ((P2P_ROWS)) || continue
@@ -199,6 +212,7 @@ awk '{k = $1" "$2" "$4; v[$3" "k] = v[$3" "k]" "$5; keys[k] = 1
      function target(c, what, size) {
        if (what == "put_8B") return c == "tcp" ? 1.5 : 1.3
        if (what == "notify_wait") return 1.3
+       if (what == "bcast/floor") return 0
        if (c == "node") return 1.0
        if (c == "tcp") return 1.2
        if ((what == "allreduce" || what == "all_to_all") && (size == lo[c" "what] || size == 65536 || size == 4194304)) return 1.2

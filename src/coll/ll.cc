@@ -23,9 +23,9 @@
 //           release store: a reader that acquires epoch e in a line sees that line's data (on x86
 //           every store is a plain move). Then it rings p's doorbell (Backend::ring) on the epoch
 //           of the last line, i.e. the value already there: notify(Set e) without its general
-//           checks. That adds nothing but the wake-up: the seq_cst read-modify-write pairs with
-//           the sleeper count of Backend::wait (signal.cc), so a reader that went to sleep is
-//           woken (and it sends the line on its way at once).
+//           checks. That adds nothing but the wake-up test: after the (repeated) release store,
+//           one load of the sleeper count of Backend::wait (signal.cc), so a reader that went to
+//           sleep is woken.
 // 2. gather For every source s != me: wait until the last line of slot [e & 1][s] holds epoch e
 //           (Backend::wait: spin, yield, sleep; deadline report, abort), then copy every line out,
 //           each checked for epoch e.
@@ -46,12 +46,12 @@
 // two hops earlier: a loop of broadcasts runs at about one hop per call, not a round trip.
 //
 // The LL barrier is the same exchange without data: barrier call e (its own epoch sequence per
-// channel) sets flag [e & 1][me] of every peer's channel to e (notify Set: one seq_cst exchange,
-// which also wakes a sleeping waiter) and waits until its own flags [e & 1][s] hold e. Each flag
-// has one writer and its own cache line, and nothing is given back afterwards: where the credit
-// barrier does two read-modify-writes on a line that both ranks write (the peer's +1, then my
-// -1), this does one on a line only the peer reads (P = 2: 0.17 vs 0.21 us per barrier,
-// bench/README.md). Flag [p][s] is rewritten (with e + 2) only after s passed barrier e + 1,
+// channel) sets flag [e & 1][me] of every peer's channel to e (notify Set: a release store and
+// the wake-up test of a sleeping waiter) and waits until its own flags [e & 1][s] hold e. Each
+// flag has one writer and its own cache line, and nothing is given back afterwards: where the
+// credit barrier does two read-modify-writes on a line that both ranks write (the peer's +1, then
+// my -1), this does one store on a line only the peer reads (P = 2, both signalling with a
+// read-modify-write: 0.17 vs 0.21 us per barrier, bench/README.md). Flag [p][s] is rewritten (with e + 2) only after s passed barrier e + 1,
 // which needed my flag e + 1, which I raise only after I saw flag [p][s] = e.
 #include "coll/ll.h"
 
