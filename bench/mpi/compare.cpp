@@ -70,32 +70,32 @@ double median(std::vector<double> v) {
   return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
+namespace {
+
+std::vector<double> field_of(const std::vector<Sample>& v, double Sample::*field) {
+  std::vector<double> out;
+  for (const Sample& x : v) out.push_back(x.*field);
+  return out;
+}
+
+}  // namespace
+
 void Best::finish(bool use_min) {
   for (const auto& [cfg, v] : by_config) {
-    std::vector<double> t, b;
-    for (const Sample& x : v) t.push_back(x.time_us), b.push_back(x.busbw);
     Sample pick = v.front();
     if (use_min) {
       pick =
           *std::min_element(v.begin(), v.end(), [](const Sample& a, const Sample& c) { return a.time_us < c.time_us; });
     } else {
-      pick.time_us = median(t);
-      pick.busbw = median(b);
+      pick.time_us = median(field_of(v, &Sample::time_us));
+      pick.busbw = median(field_of(v, &Sample::busbw));
     }
     if (!valid || pick.time_us < s.time_us) s = pick, valid = true, samples = static_cast<int>(v.size());
   }
 }
 
-std::vector<double> Best::times() const {
-  std::vector<double> t;
-  for (const Sample& x : by_config.at(s.config)) t.push_back(x.time_us);
-  return t;
-}
-
-std::vector<double> Best::busbws() const {
-  std::vector<double> b;
-  for (const Sample& x : by_config.at(s.config)) b.push_back(x.busbw);
-  return b;
+std::vector<double> Best::rounds(double Sample::*field) const {
+  return field_of(by_config.at(s.config), field);
 }
 
 double paired_ratio(const std::vector<double>& a, const std::vector<double>& b, double a_stat, double b_stat,
@@ -119,7 +119,7 @@ double Data::time_ratio(const Key& k) const {
 double Data::busbw_ratio(const Key& k) const {
   if (!pld.count(k) || !mpi.count(k)) return 0;
   const Best &p = pld.at(k), &m = mpi.at(k);
-  return paired_ratio(p.busbws(), m.busbws(), p.s.busbw, m.s.busbw, use_min);
+  return paired_ratio(p.rounds(&Sample::busbw), m.rounds(&Sample::busbw), p.s.busbw, m.s.busbw, use_min);
 }
 
 double Data::over(const Baseline& base, const Table& side, const Key& k) const {

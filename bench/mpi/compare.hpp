@@ -39,9 +39,9 @@ struct Best {
   int samples = 0;  // rounds of the chosen configuration
   void add(const Sample& x) { by_config[x.config].push_back(x); }
   void finish(bool use_min);
-  // The chosen configuration's times / bus bandwidths, in round order.
-  std::vector<double> times() const;
-  std::vector<double> busbws() const;
+  // One field (&Sample::time_us, &Sample::busbw) of the chosen configuration, in round order.
+  std::vector<double> rounds(double Sample::*field) const;
+  std::vector<double> times() const { return rounds(&Sample::time_us); }
 };
 using Key = std::pair<std::string, std::uint64_t>;  // collective, size
 using Table = std::map<Key, Best>;
