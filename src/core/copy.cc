@@ -9,6 +9,9 @@
 // ends up in DRAM anyway, and skipping the read-for-ownership of the destination doubles the
 // bandwidth here (docs/performance.md). glibc decides this from the L3 size, which VMs often
 // report as huge, so pld decides for itself, from a CPU's share of the caches (core/thresholds.h).
+// Below that size a copy goes in blocks of copy_block_bytes() in either order: glibc's memcpy
+// leaves rep movsb for a vector loop above its rep_movsb_stop_threshold (on AMD the L2's size),
+// which copies 1-8 MiB up to 20 % slower there; blocks keep every memcpy under it.
 // Overlapping or small copies use memmove.
 //
 // Highway "foreach_target" translation unit, like reduce/reduce.cc: the streaming loop is
@@ -101,13 +104,6 @@ void for_each_block_in(std::size_t bytes, CopyOrder order, Fn&& copy) {
   }
 }
 
-// As for_each_block_in, but Forward is one block.
-template <class Fn>
-void for_each_block(std::size_t bytes, CopyOrder order, Fn&& copy) {
-  if (order == CopyOrder::Forward) return copy(std::size_t{0}, bytes);
-  for_each_block_in(bytes, order, copy);
-}
-
 }  // namespace
 
 void bulk_copy(std::byte* dst, const std::byte* src, std::size_t bytes, std::size_t streaming_from, CopyOrder order) {
@@ -117,7 +113,7 @@ void bulk_copy(std::byte* dst, const std::byte* src, std::size_t bytes, std::siz
     return;
   }
   if (bytes >= streaming_from && HWY_DYNAMIC_DISPATCH(StreamCopy)(&dst, 1, src, 0, bytes)) return;  // forward
-  for_each_block(bytes, order, [&](std::size_t at, std::size_t len) { std::memcpy(dst + at, src + at, len); });
+  for_each_block_in(bytes, order, [&](std::size_t at, std::size_t len) { std::memcpy(dst + at, src + at, len); });
 }
 
 // Below the streaming size, the copies go block by block (copy_block_bytes()), each block to every

@@ -19,7 +19,8 @@ namespace pld::detail {
 /// An overlapping copy is always one memmove, and a streamed one always forward, whatever the order.
 enum class CopyOrder { Forward, Backward };
 
-/// Block of a backward copy (PLD_COPY_BLOCK_BYTES; derived from the L2: core/thresholds.h).
+/// Block of a cached copy, in either order (PLD_COPY_BLOCK_BYTES; derived from the L2:
+/// core/thresholds.h).
 inline std::size_t copy_block_bytes() {
   return thresholds()[Threshold::CopyBlock];
 }

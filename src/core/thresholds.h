@@ -10,7 +10,7 @@
 //   PLD_PUSH_STREAMING_BYTES   C / 4        a push collective's block per peer streams from here
 //                                           at P = 2, where a CPU reads 2 blocks and writes 2
 //                                           (at P ranks from 2 / P of it: coll/push.h)
-//   PLD_COPY_BLOCK_BYTES       L2 / 32      block of a backward copy (pow2, 16 KiB..256 KiB)
+//   PLD_COPY_BLOCK_BYTES       L2 / 32      block of a cached copy (pow2, 16 KiB..256 KiB)
 //   PLD_TWOSHOT_STEP_BYTES     L1d          TwoShot allreduce step (pow2 <= L1d, 4..256 KiB)
 //   PLD_RMA_CHUNK_BYTES        L2 / 8       RMA schedule step per peer (pow2, 16 KiB..4 MiB)
 //   PLD_RMA_SCRATCH_BYTES      2 L2         RMA schedule scratch over all peers (pow2, >= chunk)

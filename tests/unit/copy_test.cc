@@ -16,7 +16,7 @@ namespace {
 constexpr std::size_t kGuard = 192;
 constexpr std::byte kPoison{0xA5};
 
-// Around the block of a backward copy (PLD_COPY_BLOCK_BYTES, derived from the L2 here).
+// Around the block of a cached copy (PLD_COPY_BLOCK_BYTES, derived from the L2 here).
 const std::size_t kBlock = copy_block_bytes();
 const std::size_t kSizes[] = {
     0, 1, 63, 64, 511, 513, kBlock - 1, kBlock, kBlock + 1, 2 * kBlock, 3 * kBlock + 13, 1u << 20, (1u << 20) + 4097};
