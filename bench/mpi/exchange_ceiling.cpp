@@ -40,10 +40,10 @@ namespace {
 // 16-byte streaming stores (SSE2, any x86-64); and memcpy / 64-byte streaming stores (AVX-512)
 // with the order alternating per iteration as pld's push collectives copy (src/core/copy.h: odd
 // iterations take the rows and their 64 KiB blocks last to first, so a call starts on the lines
-// the previous one touched last). memcpy-alt copies in 64 KiB blocks forward too, as pld's cached
-// copies do: glibc's memcpy of a MiB or more leaves rep movsb for a slower vector loop on AMD. bench/compare_mpi.sh
-// takes the fastest of memcpy-alt, stream-64B-alt and stream (the latter stands in for the 64-byte kind without
-// AVX-512).
+// the previous one touched last). memcpy-alt copies in 64 KiB blocks forward too, as pld's
+// cached copies do: glibc's memcpy of a MiB or more leaves rep movsb for a slower vector loop on
+// AMD. bench/compare_mpi.sh takes the fastest of memcpy-alt, stream-64B-alt and stream (the
+// latter stands in for the 64-byte kind without AVX-512).
 enum class Kind { Memcpy, MemcpyAlt, Stream, Stream64Alt };
 const char* name(Kind k) {
   switch (k) {
