@@ -12,21 +12,24 @@ namespace compare {
 
 namespace {
 
-// One baseline from its JSON files, one per round: `row(r, size, kind, us)` reads a row of the
-// file's "rows" (false: not part of this baseline). Per size, the statistic over the rounds of
+// Where a baseline's JSON rows keep their fields; `only` keeps the rows of that kind alone.
+struct RowFields {
+  const char *size, *kind, *time_us, *only = nullptr;
+};
+
+// One baseline from its JSON files, one per round. Per size, the statistic over the rounds of
 // each kind, then the fastest kind; per round, that round's fastest kind.
-template <class Row>
-Baseline load_baseline(const std::vector<std::string>& files, bool use_min, Row&& row) {
+Baseline load_baseline(const std::vector<std::string>& files, bool use_min, const RowFields& f) {
   std::map<std::pair<std::uint64_t, std::string>, std::vector<double>> by_kind;
   Baseline base;
-  for (const auto& f : files) {
-    const json j = load(f);
+  for (const auto& file : files) {
+    const json j = load(file);
     std::map<std::uint64_t, double> fastest;  // this round's, per size
     for (const auto& r : j.at("rows")) {
-      std::uint64_t size = 0;
-      std::string kind;
-      double t = 0;
-      if (!row(r, size, kind, t)) continue;
+      const std::string kind = r.at(f.kind).get<std::string>();
+      if (f.only && kind != f.only) continue;
+      const auto size = r.at(f.size).get<std::uint64_t>();
+      const double t = r.at(f.time_us).get<double>();
       by_kind[{size, kind}].push_back(t);
       auto [it, fresh] = fastest.try_emplace(size, t);
       if (!fresh) it->second = std::min(it->second, t);
@@ -45,24 +48,12 @@ Baseline load_baseline(const std::vector<std::string>& files, bool use_min, Row&
 
 // Each store kind's mean iteration time (the statistic pld-bench and mpi_bench report).
 Baseline load_bare_copy(const Options& o) {
-  return load_baseline(o.exchange_files, o.stat == "min",
-                       [](const json& r, std::uint64_t& size, std::string& kind, double& us) {
-                         size = r.at("size").get<std::uint64_t>();
-                         kind = r.at("kind").get<std::string>();
-                         us = r.at("mean_us").get<double>();
-                         return true;
-                       });
+  return load_baseline(o.exchange_files, o.stat == "min", {"size", "kind", "mean_us"});
 }
 
 // The `entered` shape: pld's rule and LL layout, plain release stores.
 Baseline load_entry_floor(const Options& o) {
-  return load_baseline(o.entry_floor_files, o.stat == "min",
-                       [](const json& r, std::uint64_t& size, std::string& kind, double& us) {
-                         kind = r.at("shape").get<std::string>();
-                         size = r.at("bytes").get<std::uint64_t>();
-                         us = r.at("time_us").get<double>();
-                         return kind == "entered";
-                       });
+  return load_baseline(o.entry_floor_files, o.stat == "min", {"bytes", "shape", "time_us", "entered"});
 }
 
 // all_to_all and all_to_all_v of both sides as multiples of their bare copy; into ceiling["exchange"].
