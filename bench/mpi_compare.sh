@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # bench/mpi_compare.sh — pld's mpi backend against Open MPI's own collectives, side by side in ONE
-# run, in the three configurations of the mpi backend's speed targets (docs/performance.md):
+# run, in the three configurations of the mpi backend's speed targets (docs/performance-mpi.md):
 #   tcp   TCP only: 2 nodes x 1 rank in network namespaces (tests/mpi/netns_run.sh; root), or, where
 #         namespaces cannot be created, one machine with --mca btl tcp,self --mca osc ucx
 #         -x UCX_TLS=tcp,self and PLD_MPI_SHARED=0           target pld / Open MPI <= 1.2

@@ -2,7 +2,7 @@
 // ranks: rank 0 sends CHUNKS messages of BYTES each (all MPI_Isend, then MPI_Waitall; and the same
 // with blocking MPI_Send), rank 1 has every receive posted and answers with a one-byte message when
 // all have arrived. The time per iteration, the answer included, is the floor under pld's
-// `put_nbi` + `quiet` loop over the same transport (docs/design/mpi-backend.md, messages).
+// `put_nbi` + `quiet` loop over the same transport (docs/design/mpi-transport.md §4.10, messages).
 //
 //   mpicxx -O2 -std=c++20 bench/mpi/nbi_floor.cpp -o nbi_floor
 //   NODES=2 SLOTS=1 tests/mpi/netns_run.sh "$PWD/nbi_floor" [CHUNKS [BYTES [ITERS]]]   # TCP only

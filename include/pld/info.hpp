@@ -34,7 +34,7 @@ PLD_API const char* version();
 /// THP mode is 'never', so they stay 4 KiB pages".
 PLD_API std::string heap_pages();
 
-/// One size threshold that pld derives from the machine's caches (docs/performance.md,
+/// One size threshold that pld derives from the machine's caches (docs/performance-thresholds.md,
 /// "Thresholds from the machine").
 struct ThresholdDescription {
   std::string name;         ///< the environment variable that overrides it, e.g. "PLD_STREAMING_BYTES"
@@ -56,9 +56,9 @@ struct TunedThreshold {
 };
 
 /// The text of a tuning file for this machine (its CPU model and cache sizes) that sets `values`,
-/// as PLD_TUNING_FILE reads it (docs/performance.md, "Tuning on this machine"); `written_by` names
-/// the tool. Throws UsageError for a name that is not a threshold's variable or a value out of its
-/// range.
+/// as PLD_TUNING_FILE reads it (docs/performance-thresholds.md, "Tuning on this machine");
+/// `written_by` names the tool. Throws UsageError for a name that is not a threshold's variable or
+/// a value out of its range.
 PLD_API std::string tuning_file_text(const std::vector<TunedThreshold>& values, const std::string& written_by);
 
 /// The machine as pld sees it: "AMD EPYC; 2 CPUs; L1d 48 KiB (1 CPU, sysfs), L2 1 MiB (1 CPU,

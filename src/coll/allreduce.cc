@@ -1,4 +1,4 @@
-// allreduce, in place on a window, three schedules (docs/01-collectives.md), and for tiny
+// allreduce, in place on a window, three schedules (docs/01-collectives-reference.md), and for tiny
 // payloads in Auto mode the one-hop LL path (coll/ll.cc):
 //
 //   Mesh     barrier; reduce all P copies into scratch; barrier (nobody reads me any more);

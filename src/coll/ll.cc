@@ -1,4 +1,4 @@
-// The LL one-hop exchange (docs/01-collectives.md, "LL") and the collectives built on it:
+// The LL one-hop exchange (docs/01-collectives-reference.md, "LL") and the collectives built on it:
 // allreduce, allgather, reduce_scatter, all_to_all, all_to_all_v and broadcast of small messages;
 // and the LL barrier.
 //

@@ -1,5 +1,5 @@
-// How the composite collectives reach peers' windows (docs/01-collectives.md, "Direct and RMA
-// schedules"): one schedule per collective, written over a peer access type.
+// How the composite collectives reach peers' windows (docs/01-collectives-schedules.md, "Direct
+// and RMA schedules"): one schedule per collective, written over a peer access type.
 //
 // DirectPeers: every member's window is load/store addressable here (shm: DomainState::windows_in);
 // a read returns the peer's bytes in place, a write is a copy into the peer's window.

@@ -65,7 +65,7 @@ inline std::size_t twoshot_step_bytes() {
 /// P = 2 (push_block_streaming_bytes() scales it to the domain): each rank's push lands in another
 /// rank's window and is not read again by the pusher, so once the call's working set (4 blocks per
 /// CPU at P = 2) outgrows the cache a CPU can count on, skipping the read-for-ownership of the
-/// destination wins (docs/performance.md, "Thresholds from the machine").
+/// destination wins (docs/performance-thresholds.md, "Thresholds from the machine").
 inline std::size_t push_streaming_bytes() {
   return thresholds()[Threshold::PushStreaming];
 }
@@ -74,7 +74,8 @@ inline std::size_t push_streaming_bytes() {
 /// the LL staging slots while the target fits one (kLLMaxBytes), one hop instead of two credit
 /// barriers. Above a slot the root's push between two LL barriers runs only where the value was
 /// chosen for this machine (the environment or a tuning file, `pld-bench --tune`): against the
-/// ranks' shared copies it wins on some CPUs and loses by half on others (docs/performance.md).
+/// ranks' shared copies it wins on some CPUs and loses by half on others
+/// (docs/performance-thresholds.md).
 struct BroadcastPushMax {
   std::uint64_t bytes;  ///< PLD_BROADCAST_PUSH_MAX
   bool chosen;          ///< set or tuned, not derived: push above an LL slot too

@@ -3,12 +3,13 @@
 //
 // A streamed copy runs forward in either order. Its destination bypasses the caches, so the only
 // lines a backward pass could find cached are its source's, and restarting the stream at every
-// block costs more than they save (8-80 % at 4-32 MiB; docs/performance.md).
+// block costs more than they save (8-80 % at 4-32 MiB; docs/performance-thresholds.md).
 //
 // Large transfers use streaming (non-temporal) stores: a copy larger than a core's cache share
 // ends up in DRAM anyway, and skipping the read-for-ownership of the destination doubles the
-// bandwidth here (docs/performance.md). glibc decides this from the L3 size, which VMs often
-// report as huge, so pld decides for itself, from a CPU's share of the caches (core/thresholds.h).
+// bandwidth here (docs/performance-thresholds.md). glibc decides this from the L3 size, which VMs
+// often report as huge, so pld decides for itself, from a CPU's share of the caches
+// (core/thresholds.h).
 // Below that size a copy goes in blocks of copy_block_bytes() in either order: glibc's memcpy
 // leaves rep movsb for a vector loop above its rep_movsb_stop_threshold (on AMD the L2's size),
 // which copies 1-8 MiB up to 20 % slower there; blocks keep every memcpy under it.

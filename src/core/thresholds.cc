@@ -1,5 +1,6 @@
 // The derivation of pld's size thresholds from the machine's caches (the table is in thresholds.h;
-// docs/performance.md, "Thresholds from the machine", gives the reasoning behind each rule).
+// docs/performance-thresholds.md, "Thresholds from the machine", gives the reasoning behind each
+// rule).
 #include "core/thresholds.h"
 
 #include "core/tuning_file.h"

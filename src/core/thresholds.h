@@ -23,7 +23,8 @@
 // A tuning file measured on this machine (PLD_TUNING_FILE, written by `pld-bench --tune`) replaces
 // the derivation of the thresholds it sets; an environment variable still wins over it.
 // Without cache information every threshold takes its default (the constants pld used before it
-// read the caches). docs/performance.md explains each rule and the measurements behind it.
+// read the caches). docs/performance-thresholds.md explains each rule and the measurements behind
+// it.
 #pragma once
 
 #include "core/machine.h"

@@ -21,7 +21,8 @@ namespace {
 
 using Json = nlohmann::json;
 
-constexpr const char* kFix = "write the file with pld-bench --tune, or see docs/performance.md for its format";
+constexpr const char* kFix =
+    "write the file with pld-bench --tune, or see docs/performance-thresholds.md for its format";
 constexpr const char* kTopKeys[] = {"version", "machine", "thresholds", "notes", "written_by"};
 constexpr const char* kMachineKeys[] = {"cpu_model", "l1d_bytes", "l2_bytes", "l3_bytes"};
 

@@ -3,7 +3,7 @@
 //
 //   dst[i] = op(srcs[0][i], srcs[1][i], ..., srcs[n-1][i])   left to right, for i < count
 //
-// Policy (docs/02-primitives.md, docs/01-collectives.md):
+// Policy (docs/02-primitives-data.md, docs/01-collectives.md):
 // * Order: sources are combined left to right, so callers that pass ranks in ascending order get
 //   the same bits on every rank and from every schedule that does the same.
 // * fp16 / bf16 are widened to fp32, combined in fp32, and rounded once (round to nearest even).

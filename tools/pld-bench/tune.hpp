@@ -1,6 +1,6 @@
 // pld-bench --tune: measures on this machine where some of pld's thresholds switch between two ways
 // of moving data, and writes a tuning file that pld reads at start-up from PLD_TUNING_FILE
-// (docs/performance.md, "Tuning on this machine"). At P = 2, each crossover:
+// (docs/performance-thresholds.md, "Tuning on this machine"). At P = 2, each crossover:
 //
 //   PLD_STREAMING_BYTES       put + get of one buffer, cached vs streaming stores
 //   PLD_PUSH_STREAMING_BYTES  all_to_all (the block per peer), cached vs streaming stores

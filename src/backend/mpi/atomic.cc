@@ -1,4 +1,4 @@
-// Atomics of the mpi backend, on the same three paths as notify (docs/design/mpi-backend.md §4.12):
+// Atomics of the mpi backend, on the same three paths as notify (docs/design/mpi-transport.md §4.12):
 //   * a cell this process can address, in a domain whose every update is a CPU atomic (all
 //     members on this node, or the messages transport, whose targets apply their messages with
 //     CPU atomics): one CPU read-modify-write, as on shm, after a quiet when RMA or messages of

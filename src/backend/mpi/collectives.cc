@@ -1,12 +1,12 @@
 // The engine's own collectives (MPI_Ibarrier, MPI_Ialltoall, ...) for comm domains whose peers
 // pld cannot reach as memory: over TCP they are several times faster than pld's RMA schedules
-// (design §4.9). Each runs on a communicator of its own per signal buffer (collectives on
-// different signals may run concurrently from different threads, and MPI matches collectives on
-// one communicator in the order each process posts them), duplicated from the domain's when a
-// call first uses the window. Every MPI call holds the process's MPI mutex, and completion is
-// tested with yields rather than waited for (ranks may outnumber cores), watching the job's abort
-// word and the wait deadline. A collective that a deadline or an abort ended stays pending in
-// MPI: its communicator is never used again (the failed call closes every window's).
+// (docs/design/mpi-transport.md §4.9). Each runs on a communicator of its own per signal buffer
+// (collectives on different signals may run concurrently from different threads, and MPI matches
+// collectives on one communicator in the order each process posts them), duplicated from the
+// domain's when a call first uses the window. Every MPI call holds the process's MPI mutex, and
+// completion is tested with yields rather than waited for (ranks may outnumber cores), watching the
+// job's abort word and the wait deadline. A collective that a deadline or an abort ended stays
+// pending in MPI: its communicator is never used again (the failed call closes every window's).
 // Reductions keep pld's order and rounding (canonical_allreduce), so they give the bits of pld's
 // own schedules.
 #include "backend/mpi/backend.h"
@@ -344,7 +344,7 @@ WaitStatus MpiWindow::broadcast(void* data, std::size_t bytes, int root, const W
 
 // allgather and all_to_all: an exchange of messages while a member sends at most kExchangeMax
 // (allgather) or its blocks total at most kExchangeBlocksMax (all_to_all); above, one MPI call of
-// that signature, in bytes or in blocks of a row type (design §4.9).
+// that signature, in bytes or in blocks of a row type (docs/design/mpi-transport.md §4.9).
 WaitStatus MpiWindow::block_exchange(bool gather, const void* input, void* target, std::size_t row_bytes,
                                      const WaitSite& site) {
   if (row_bytes == 0) return WaitStatus::Ok;

@@ -18,11 +18,12 @@ using Requests = std::vector<MPI_Request>;
 inline constexpr std::size_t kExchangeMax = 64u << 10;
 /// all_to_all, all_to_all_v and reduce_scatter exchange their blocks as eager pieces (exchange.cc)
 /// while a member's blocks total at most this many bytes, and run MPI_Ialltoall (all_to_all_v: one
-/// message per block) above (design §4.9).
+/// message per block) above (docs/design/mpi-transport.md §4.9).
 inline constexpr std::size_t kExchangeBlocksMax = 1u << 20;
 /// The largest message of an exchange: a row goes in pieces of at most this many bytes, so that
 /// each is sent eagerly (Open MPI's btl/tcp sends messages up to btl_tcp_eager_limit, 64 KiB with
-/// the header, at once and larger ones after a rendezvous round trip; design §4.9).
+/// the header, at once and larger ones after a rendezvous round trip;
+/// docs/design/mpi-transport.md §4.9).
 inline constexpr std::size_t kEagerPiece = 32u << 10;
 /// Posts `bytes` at `buf` to (`send`) or from `peer` as messages of at most kEagerPiece bytes
 /// (at least one) with `tag` on `comm`; returns the MPI error code (exchange.cc).

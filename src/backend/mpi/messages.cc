@@ -8,7 +8,7 @@
 // notify. Round trips remain only where the contract needs them: a fence of the targets written
 // since the last one, before a notify to another target (release covers every target) and at
 // the end of a dispatch (quiet). The target applies atomics with CPU atomics, so they are atomic
-// with those of members on its node. docs/design/mpi-backend.md §4.10 explains it.
+// with those of members on its node. docs/design/mpi-transport.md §4.10 explains it.
 #include "backend/amo.h"
 #include "backend/atomic_add.h"
 #include "backend/mpi/backend.h"
@@ -77,8 +77,8 @@ void MpiBackend::open_messages() {
   if (!messages_) return;
   // No RMA reaches another rank from now on, and with no one-sided window left Open MPI's osc/ucx
   // unregisters its progress callback: every MPI_Test / MPI_Iprobe would otherwise also progress
-  // UCX (over TCP an epoll_wait per call, design §4.10). The abort word becomes plain memory,
-  // set by an Abort message (abort_all).
+  // UCX (over TCP an epoll_wait per call, docs/design/mpi-transport.md §4.10). The abort word
+  // becomes plain memory, set by an Abort message (abort_all).
   MPI_Win_unlock_all(control_);
   MPI_Win_free(&control_);
   control_base_ = g_control;

@@ -178,8 +178,9 @@ int MpiBackend::allocate_memory(MpiWindow& w, std::uint64_t bytes, void** base) 
   MPI_Info_set(info, "same_disp_unit", "true");
   // With messages no member reaches another's window through MPI RMA, so only a domain all on
   // this node has a window on its communicator (osc/sm): an osc/ucx window would make every MPI
-  // progress call of the process also progress UCX (design §4.10). The others' memory is the
-  // shared allocation of their members on this node, or plain pages when nobody shares it.
+  // progress call of the process also progress UCX (docs/design/mpi-transport.md §4.10). The
+  // others' memory is the shared allocation of their members on this node, or plain pages when
+  // nobody shares it.
   if (messages_ && here.size() < 2) {
     MPI_Info_free(&info);
     void* at = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
