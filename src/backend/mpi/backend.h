@@ -210,19 +210,17 @@ class MpiWindow final : public Backend, public NativeCollectives {
   struct NodeRuns {
     std::vector<int> first, world;
     int mine = -1;
-    int leader(std::size_t k) const;  // domain rank of node k's leader (hierarchy.cc)
+    int leader(std::size_t k) const;  // domain rank of node k's leader
+    bool even() const;                // every node has as many members
   };
   NodeRuns node_runs() const;
-  /// Whether an allreduce of `bytes` runs hierarchically over `runs`.
+  /// Whether an allreduce of `bytes` runs hierarchically over `runs`, and its schedules.
   bool hierarchical(const NodeRuns& runs, std::size_t bytes, DType dtype) const;
-  WaitStatus hierarchical_allreduce(const NodeRuns& runs, std::byte* data, std::size_t count, DType dtype, ReduceOp op,
-                                    const WaitSite& site);
-  const std::byte* row_of(const NodeRuns& runs, int d, const std::byte* data, const std::byte* rows,
-                          std::size_t bytes) const;
-  WaitStatus leader_gather(const NodeRuns& runs, std::byte* data, std::size_t count, DType dtype, ReduceOp op,
-                           MPI_Comm comm, NativeDeadline deadline);
-  WaitStatus leader_chain(const NodeRuns& runs, std::byte* data, std::size_t count, DType dtype, ReduceOp op,
-                          MPI_Comm comm, NativeDeadline deadline);
+  WaitStatus hierarchical_allreduce(const NodeRuns&, std::byte*, std::size_t, DType, ReduceOp, const WaitSite&);
+  WaitStatus column_gather(const NodeRuns&, std::byte*, std::size_t, DType, ReduceOp, const WaitSite&);
+  const std::byte* row_of(const NodeRuns&, int d, const std::byte* data, const std::byte* rows, std::size_t) const;
+  WaitStatus leader_gather(const NodeRuns&, std::byte*, std::size_t, DType, ReduceOp, MPI_Comm, NativeDeadline);
+  WaitStatus leader_chain(const NodeRuns&, std::byte*, std::size_t, DType, ReduceOp, MPI_Comm, NativeDeadline);
 
   MpiBackend& engine_;
   std::uint64_t id_ = 0;     // the same on every member: names the window in messages

@@ -1,18 +1,20 @@
 // The engine's allreduce for a comm domain that spans nodes and shares its windows on each node:
-// on a node through shared memory, across nodes through messages between one leader per node.
-// Over TCP it moves each node's data across once instead of each member's (2 nodes x 2 ranks:
-// design §4.11). A node's members are a run of consecutive domain ranks (else the flat schedule
-// runs: pld's reduction order is ascending domain rank).
+// on a node through shared memory, across nodes through messages. Over TCP it moves each node's
+// data across once instead of each member's (2 nodes x 2 ranks: docs/design/mpi-transport.md
+// §4.9). A node's members are a run of consecutive domain ranks (else the flat schedule runs:
+// pld's reduction order is ascending domain rank).
+//   columns (tiny, every node as many members): each member swaps rows with its node, then its
+//           node's rows with the member at its place on every other node, and reduces all P rows.
 //   gather  (small): every leader sends its node's rows to every other leader; each leader reduces
 //           all P rows in rank order, straight from its members' windows and the received rows.
 //   chain   (large, two nodes, every dtype but fp16 / bf16): the first leader reduces its node's
 //           rows and streams the partial result in pieces to the second, which folds in its own
 //           node's rows and streams the result back. Left-to-right folding makes these the bits
 //           of reducing every rank in order; fp16 / bf16 round once, so they do not chain.
-// Members signal the leader that their data is in place and wait for it to write the result
-// into their windows (zero-byte messages on the node). Node k's leader is its member k mod (its
-// member count): where nodes share a machine's cores (ranks bound by their index on the node),
-// the leaders, which do the work, then run on different cores instead of all on the first.
+// Through a leader, members signal it that their data is in place and wait for it to write the
+// result into their windows (zero-byte messages on the node). Node k's leader is its member k mod
+// (its member count): where nodes share a machine's cores (ranks bound by their index on the
+// node), the leaders, which do the work, then run on different cores instead of all on the first.
 #include "backend/mpi/backend.h"
 #include "reduce/reduce.h"
 
@@ -23,10 +25,17 @@ namespace pld::detail {
 
 namespace {
 
-enum Tag : int { kEnter = 11, kDone = 12, kRows = 13, kChain = 14, kResult = 15 };  // apart from exchange.cc's
+// Apart from exchange.cc's.
+enum Tag : int { kEnter = 11, kDone = 12, kRows = 13, kChain = 14, kResult = 15, kColumn = 16 };
 
 // Pieces the chain streams (its pipeline: while one crosses, the next is reduced).
 constexpr std::size_t kChainPiece = 512u << 10;
+// Up to this many bytes over all members, where every node has as many members, the members
+// gather in columns instead (column_gather): each of them carries its node's rows across, so the
+// bytes that cross grow with the members per node. At 2 x 2 (interleaved netns runs, 3 rounds)
+// allreduce of 4 B per member took 40-54 us in columns and 67-76 us through the leaders (Open MPI
+// 50-57); 1 KiB 66-79 and 67-75; 4 KiB 74-94 and 70-78; 64 KiB 242-257 and 145-185.
+constexpr std::size_t kColumnGatherMax = 4u << 10;
 // Vectors up to this many bytes over all members are gathered: a leader sends its node's rows,
 // twice the bytes of the chain's one piece there and back, but one crossing instead of two.
 constexpr std::size_t kLeaderGatherMax = 256u << 10;
@@ -35,6 +44,12 @@ constexpr std::size_t kLeaderGatherMax = 256u << 10;
 
 // Where nodes share a machine's cores and ranks are bound by their index on the node, node k's
 // member k mod its count keeps the leaders on different cores.
+bool MpiWindow::NodeRuns::even() const {
+  for (std::size_t k = 2; k < first.size(); ++k)
+    if (first[k] - first[k - 1] != first[1] - first[0]) return false;
+  return first.size() > 1;
+}
+
 int MpiWindow::NodeRuns::leader(std::size_t k) const {
   const int lo = first[k], size = first[k + 1] - lo;
   return lo + static_cast<int>(k % static_cast<std::size_t>(size));
@@ -71,11 +86,13 @@ bool MpiWindow::hierarchical(const NodeRuns& runs, std::size_t bytes, DType dtyp
 
 WaitStatus MpiWindow::hierarchical_allreduce(const NodeRuns& runs, std::byte* data, std::size_t count, DType dtype,
                                              ReduceOp op, const WaitSite& site) {
+  const std::size_t bytes = count * dtype_size(dtype);
+  if (bytes * dirty_.size() <= kColumnGatherMax && runs.even())
+    return column_gather(runs, data, count, dtype, op, site);
   const MPI_Comm comm = native_comm(site);
   const NativeDeadline deadline = native_deadline();
   const int me = target_[static_cast<std::size_t>(engine_.rank_)];
   const int leader = runs.leader(static_cast<std::size_t>(runs.mine));
-  const std::size_t bytes = count * dtype_size(dtype);
   Requests rq;
   if (me != leader) {  // my data is in place; the leader writes the result into it
     {
@@ -118,6 +135,48 @@ WaitStatus MpiWindow::hierarchical_allreduce(const NodeRuns& runs, std::byte* da
   st = native_complete(deadline, rq);
   if (st != WaitStatus::Ok) return native_abandon(site, st);
   engine_.sync_local();
+  return st;
+}
+
+// Every node has m members: each member swaps its row with the other members of its node, then
+// its node's m rows with the member at its own place on every other node, and reduces all P rows
+// in rank order. Two steps, one across nodes and no result handed back: at 2 nodes x 2 ranks the
+// steps of Open MPI's recursive doubling, where the leaders take three (enter, cross, done).
+WaitStatus MpiWindow::column_gather(const NodeRuns& runs, std::byte* data, std::size_t count, DType dtype, ReduceOp op,
+                                    const WaitSite& site) {
+  const std::size_t n = dirty_.size(), bytes = count * dtype_size(dtype), nodes = runs.first.size() - 1;
+  const auto mine = static_cast<std::size_t>(runs.mine);
+  const int me = target_[static_cast<std::size_t>(engine_.rank_)], lo = runs.first[mine];
+  const int m = runs.first[mine + 1] - lo, place = me - lo;
+  std::byte* rows = native_scratch(n * bytes);
+  auto at = [&](int d) { return rows + static_cast<std::size_t>(d) * bytes; };
+  auto post = [&](std::size_t step, MPI_Comm comm, Requests& rq) {
+    int rc = MPI_SUCCESS;
+    if (step == 0) {  // my node's rows; me + 1 first, as every exchange
+      if (bytes) std::memcpy(at(me), data, bytes);
+      for (int k = 1; k < m && rc == MPI_SUCCESS; ++k)
+        rc = post_pieces(false, at(lo + (place + m - k) % m), bytes, lo + (place + m - k) % m, kRows, comm, rq);
+      for (int k = 1; k < m && rc == MPI_SUCCESS; ++k)
+        rc = post_pieces(true, data, bytes, lo + (place + k) % m, kRows, comm, rq);
+      return rc;
+    }
+    const std::size_t block = static_cast<std::size_t>(m) * bytes;
+    for (std::size_t j = 1; j < nodes && rc == MPI_SUCCESS; ++j) {
+      const int from = runs.first[(mine + nodes - j) % nodes];
+      rc = post_pieces(false, at(from), block, from + place, kColumn, comm, rq);
+    }
+    for (std::size_t j = 1; j < nodes && rc == MPI_SUCCESS; ++j)
+      rc = post_pieces(true, at(lo), block, runs.first[(mine + j) % nodes] + place, kColumn, comm, rq);
+    return rc;
+  };
+  auto fold = [&](std::size_t step) {
+    if (step == 0) return;
+    std::vector<const void*> srcs(n);
+    for (std::size_t d = 0; d < n; ++d) srcs[d] = at(static_cast<int>(d));
+    reduce(data, srcs.data(), static_cast<int>(n), count, dtype, op);
+  };
+  const WaitStatus st = native_run(site, 2, post, fold);
+  if (st != WaitStatus::Ok) abandon_native_scratch();  // MPI may still write into it
   return st;
 }
 
