@@ -154,10 +154,10 @@ WaitStatus MpiWindow::column_gather(const NodeRuns& runs, std::byte* data, std::
     int rc = MPI_SUCCESS;
     if (step == 0) {  // my node's rows; me + 1 first, as every exchange
       if (bytes) std::memcpy(at(me), data, bytes);
+      auto member = [&](int k) { return lo + (place + k) % m; };  // k places after me
       for (int k = 1; k < m && rc == MPI_SUCCESS; ++k)
-        rc = post_pieces(false, at(lo + (place + m - k) % m), bytes, lo + (place + m - k) % m, kRows, comm, rq);
-      for (int k = 1; k < m && rc == MPI_SUCCESS; ++k)
-        rc = post_pieces(true, data, bytes, lo + (place + k) % m, kRows, comm, rq);
+        rc = post_pieces(false, at(member(m - k)), bytes, member(m - k), kRows, comm, rq);
+      for (int k = 1; k < m && rc == MPI_SUCCESS; ++k) rc = post_pieces(true, data, bytes, member(k), kRows, comm, rq);
       return rc;
     }
     const std::size_t block = static_cast<std::size_t>(m) * bytes;
