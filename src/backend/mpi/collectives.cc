@@ -49,14 +49,6 @@ constexpr std::size_t kGatherMax = 1u << 20;
 // at P = 2 both move the same bytes and gathering always wins).
 constexpr std::size_t kGatherExtra = 64u << 10;
 
-// dst = op over the `n` rows of `rows` bytes at `scratch`, in rank order (pld's reduction order).
-void reduce_rows(std::byte* dst, const std::byte* scratch, int n, std::size_t rows, std::size_t count, DType dtype,
-                 ReduceOp op) {
-  std::vector<const void*> srcs(static_cast<std::size_t>(n));
-  for (int r = 0; r < n; ++r) srcs[static_cast<std::size_t>(r)] = scratch + static_cast<std::size_t>(r) * rows;
-  reduce(dst, srcs.data(), n, count, dtype, op);
-}
-
 // A committed type of `bytes` bytes with extent `bytes`, for blocks above INT_MAX bytes (under the
 // MPI mutex): 1 GiB pieces, then the rest.
 MPI_Datatype bytes_type(std::size_t bytes) {
@@ -92,6 +84,14 @@ std::size_t pieces(std::size_t n, std::size_t per) {
 }
 
 }  // namespace
+
+// dst = op over the `n` rows of `rows` bytes at `scratch`, in rank order (pld's reduction order).
+void reduce_rows(std::byte* dst, const std::byte* scratch, int n, std::size_t rows, std::size_t count, DType dtype,
+                 ReduceOp op) {
+  std::vector<const void*> srcs(static_cast<std::size_t>(n));
+  for (int r = 0; r < n; ++r) srcs[static_cast<std::size_t>(r)] = scratch + static_cast<std::size_t>(r) * rows;
+  reduce(dst, srcs.data(), n, count, dtype, op);
+}
 
 // One per thread: collectives on different signals may run concurrently from different threads.
 struct ThreadScratch {

@@ -1,6 +1,9 @@
 #pragma once
 // The point-to-point exchanges of the engine collectives (exchange.cc): which steps take them
-// instead of a libnbc collective, and the eager pieces their rows travel in.
+// instead of a libnbc collective, the eager pieces their rows travel in, and the reduction of
+// gathered rows.
+
+#include <pld/types.hpp>
 
 #include <mpi.h>
 
@@ -25,6 +28,10 @@ inline constexpr std::size_t kExchangeBlocksMax = 1u << 20;
 /// the header, at once and larger ones after a rendezvous round trip;
 /// docs/design/mpi-transport.md §4.9).
 inline constexpr std::size_t kEagerPiece = 32u << 10;
+/// dst = op over the `n` rows of `rows` bytes at `scratch`, in rank order (pld's reduction order;
+/// collectives.cc): what a member does with the rows an exchange gathered.
+void reduce_rows(std::byte* dst, const std::byte* scratch, int n, std::size_t rows, std::size_t count, DType dtype,
+                 ReduceOp op);
 /// Posts `bytes` at `buf` to (`send`) or from `peer` as messages of at most kEagerPiece bytes
 /// (at least one) with `tag` on `comm`; returns the MPI error code (exchange.cc).
 int post_pieces(bool send, const void* buf, std::size_t bytes, int peer, int tag, MPI_Comm comm, Requests& requests);

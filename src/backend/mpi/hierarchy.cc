@@ -170,10 +170,7 @@ WaitStatus MpiWindow::column_gather(const NodeRuns& runs, std::byte* data, std::
     return rc;
   };
   auto fold = [&](std::size_t step) {
-    if (step == 0) return;
-    std::vector<const void*> srcs(n);
-    for (std::size_t d = 0; d < n; ++d) srcs[d] = at(static_cast<int>(d));
-    reduce(data, srcs.data(), static_cast<int>(n), count, dtype, op);
+    if (step == 1) reduce_rows(data, rows, static_cast<int>(n), bytes, count, dtype, op);
   };
   const WaitStatus st = native_run(site, 2, post, fold);
   if (st != WaitStatus::Ok) abandon_native_scratch();  // MPI may still write into it
