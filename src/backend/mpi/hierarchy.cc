@@ -44,15 +44,16 @@ constexpr std::size_t kLeaderGatherMax = 256u << 10;
 
 // Where nodes share a machine's cores and ranks are bound by their index on the node, node k's
 // member k mod its count keeps the leaders on different cores.
+int MpiWindow::NodeRuns::leader(std::size_t k) const {
+  const int lo = first[k], size = first[k + 1] - lo;
+  return lo + static_cast<int>(k % static_cast<std::size_t>(size));
+}
+
+// Whether every node has as many members (column_gather pairs them by their place on the node).
 bool MpiWindow::NodeRuns::even() const {
   for (std::size_t k = 2; k < first.size(); ++k)
     if (first[k] - first[k - 1] != first[1] - first[0]) return false;
   return first.size() > 1;
-}
-
-int MpiWindow::NodeRuns::leader(std::size_t k) const {
-  const int lo = first[k], size = first[k + 1] - lo;
-  return lo + static_cast<int>(k % static_cast<std::size_t>(size));
 }
 
 MpiWindow::NodeRuns MpiWindow::node_runs() const {
