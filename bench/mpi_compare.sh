@@ -119,16 +119,18 @@ describe() {
 }
 
 SIZES=(-b 4 -e "$MAX_BYTES" -f 4)
-# Iterations (the same rule for both sides): budget / size in [20, max]. Over TCP a pld call can
-# take milliseconds on a loaded machine, so the network configurations take fewer, and warm up
-# with 100 calls per row: the first calls of a new message size pay TCP's ramp-up once (a stall
+# Iterations (the same rule for both sides): budget / size in [20, max]. Over TCP a small call
+# takes 5-10 us, so small rows take up to 1000 calls (a few milliseconds, not one: a single stall
+# of the VM's scheduling then moves a row less); a large one takes milliseconds, so the network
+# configurations have a smaller budget, and they warm up with 100
+# calls per row: the first calls of a new message size pay TCP's ramp-up once (a stall
 # of 10-40 ms, a tail loss probe in nstat's counters; MPI_Bcast of 32 KiB after 16 KiB with the
 # default warm-up of iters / 10: 127 us per call instead of 13), which lands on either side by
 # the luck of the row order.
 iters() {
   case "$1" in
     node) echo --budget 256M --max-iters 2000 ;;
-    *) echo --budget 64M --max-iters 100 --warmup_iters 100 ;;
+    *) echo --budget 64M --max-iters 1000 --warmup_iters 100 ;;
   esac
 }
 echo "# bench/mpi_compare.sh — $(date -u '+%Y-%m-%d %H:%M UTC')"

@@ -99,9 +99,10 @@ TEST_P(CollectivesLarge, PushCollectivesLargeRowsInt8) {
   push_large_rows<std::int8_t>(GetParam());
 }
 
-// all_to_all_v whose blocks span several messages of an exchange (32 KiB pieces under the mpi
-// backend), the last one partial, with counts from none to all that change from call to call:
-// every count arrives, and the rows past it keep what the target held. Each rank checks itself.
+// all_to_all_v whose blocks span several messages of an exchange (eager pieces of 63 KiB under the
+// mpi backend with Open MPI's TCP defaults, 32 KiB without an eager limit from MPI), the last one partial, with counts
+// from none to all that change from call to call: every count arrives, and the rows past it keep what the target held.
+// Each rank checks itself.
 void partial_blocks(DistributedTensor<float> target, DistributedTensor<std::int32_t> sig,
                     DistributedTensor<std::int32_t> recv, Tensor<std::int64_t> wrong) {
   auto ctx = get_comm_ctx(target);
@@ -139,7 +140,7 @@ void partial_blocks(DistributedTensor<float> target, DistributedTensor<std::int3
 TEST_P(CollectivesLarge, AllToAllVPartialBlocksOfSeveralMessages) {
   const int p = GetParam();
   PLD_REQUIRE_RANKS(p);
-  constexpr Index kMaxRecv = 8, kCols = 3073;  // a block of 98336 bytes: three 32 KiB pieces and 32 bytes
+  constexpr Index kMaxRecv = 8, kCols = 3073;  // a block of 98336 bytes: 63 KiB + 33824 bytes, or 3 x 32 KiB + 32
   auto wrong = HostTensor<std::int64_t>::full({p, 1}, -1);
   run(ranks(p), [&](Host& h) {
     auto t =
@@ -152,7 +153,8 @@ TEST_P(CollectivesLarge, AllToAllVPartialBlocksOfSeveralMessages) {
 }
 
 // Reductions of tens of MiB: more than one step of the engine's collectives under the mpi backend
-// (8 MiB per step, in TwoShot's segments above P x 1 MiB) and pld's schedules elsewhere.
+// (8 MiB per step: gathered whole while P x 8 MiB stays within PLD_MPI_EXCHANGE_MAX, else in TwoShot's
+// segments) and pld's schedules elsewhere.
 // Each rank makes its data and checks its result itself (no host tensors of this size).
 void big_reductions(DistributedTensor<float> v, DistributedTensor<float> rows, DistributedTensor<std::int32_t> sig,
                     Tensor<std::int64_t> wrong) {

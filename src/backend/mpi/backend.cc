@@ -103,7 +103,9 @@ MpiBackend::MpiBackend() {
   MPI_Comm_size(comm_, &size_);
   log_set_rank(rank_);
   share_ = setting_int(Setting::MpiShared) != 0;
+  (void)exchange_max();  // a malformed PLD_MPI_EXCHANGE_MAX fails here, at start-up
   map_nodes();
+  agree_eager_piece(comm_);
   open_control_window();
   connect_peers();
   probe_progress();
@@ -170,9 +172,10 @@ void MpiBackend::describe(int thread_level) {
   std::string version(lib, static_cast<std::size_t>(liblen));
   if (const auto cut = version.find(','); cut != std::string::npos) version = version.substr(0, cut);
   description_ = fmt::format(
-      "{}; {} ranks on {} node(s), {}; other nodes through {}; osc {}; thread level {}; passive-target progress: {}{}",
+      "{}; {} ranks on {} node(s), {}; other nodes through {}; osc {}; eager pieces of {} B; thread level {}; "
+      "passive-target progress: {}{}",
       version, size_, nodes_, share_ ? "windows shared on each node" : "no shared windows (PLD_MPI_SHARED=0)",
-      messages_ ? "messages" : "RMA", osc_, thread_level_name(thread_level),
+      messages_ ? "messages" : "RMA", osc_, eager_piece(), thread_level_name(thread_level),
       passive_progress_ ? "yes" : "no (every wait drives progress)",
       progress_setting_ == "auto"
           ? ""

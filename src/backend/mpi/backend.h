@@ -176,7 +176,7 @@ class MpiWindow final : public Backend, public NativeCollectives {
   /// A floating-point allreduce of at most kNativePiece bytes, in pld's order (collectives.cc).
   WaitStatus canonical_allreduce(std::byte* data, std::size_t count, DType dtype, ReduceOp op, const WaitSite& site);
   /// allgather (`gather`: every member's `input` row) or all_to_all (row s of `input` to member
-  /// s) over rows of `row_bytes`: an exchange (up to kExchangeMax / kExchangeBlocksMax), else
+  /// s) over rows of `row_bytes`: an exchange (up to exchange_max()), else
   /// MPI_Iallgather / MPI_Ialltoall.
   WaitStatus block_exchange(bool gather, const void* input, void* target, std::size_t row_bytes, const WaitSite& site);
   /// Posts one exchange of rows of `bytes` in eager pieces on `comm` (exchange.cc); `gather`: the
@@ -194,7 +194,7 @@ class MpiWindow final : public Backend, public NativeCollectives {
   int post_all_to_all_v(const void* input, void* target, std::size_t rows, std::size_t row_bytes, RowUnit unit,
                         const std::int32_t* send_counts, std::int32_t* recv_counts, MPI_Comm comm,
                         Requests& requests) const;
-  /// all_to_all_v up to kExchangeBlocksMax: each block in the eager pieces of a whole block, those
+  /// all_to_all_v up to exchange_max(): each block in the eager pieces of a whole block, those
   /// past the count empty; count_all_to_all_v takes the counts from the receives' `statuses`.
   int post_all_to_all_v_pieces(const void* input, void* target, std::size_t block, std::size_t row_bytes,
                                const std::int32_t* send_counts, MPI_Comm comm, Requests& requests) const;

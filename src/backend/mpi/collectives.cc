@@ -40,13 +40,15 @@ void free_type(MPI_Datatype type, std::mutex& mutex) {
 
 constexpr std::size_t kPiece = 1u << 30;  // MPI counts are int: at most 1 GiB (or 1 Gi elements) per call
 // Floating-point reductions move at most this many bytes of the vector per step (their scratch
-// holds as much), and gather the whole vector from every rank up to P x this many bytes.
+// holds as much).
 constexpr std::size_t kNativePiece = 8u << 20;
-constexpr std::size_t kGatherMax = 1u << 20;
-// ...while the bytes it moves beyond TwoShot's, (P - 1) n - 2 (P - 1) n / P per rank, stay within
-// this (about what a second exchange costs over TCP: at P = 4 across two nodes a 32 KiB allreduce
-// took 102 us gathered and 141 us as TwoShot, a 64 KiB one 247 us gathered and 161 us as TwoShot;
-// at P = 2 both move the same bytes and gathering always wins).
+// allreduce gathers the whole vector from every member in one exchange while P x its bytes stay
+// within exchange_max() (over TCP at P = 2, 2 x 1 in namespaces, 2 interleaved rounds: 1 / 2 /
+// 4 MiB took 0.67-0.87 / 0.64-0.73 / 0.77-0.85x MPI_Allreduce's time gathered, 0.67-1.04 /
+// 0.95-1.04 / 1.04-1.09x as TwoShot through MPI_Ialltoallv and MPI_Iallgatherv), and while the bytes it moves beyond
+// TwoShot's, (P - 1) n - 2 (P - 1) n / P per rank, stay within this (about what a second exchange costs over TCP: at P
+// = 4 across two nodes a 32 KiB allreduce took 102 us gathered and 141 us as TwoShot, a 64 KiB one 247 us gathered and
+// 161 us as TwoShot; at P = 2 both move the same bytes and gathering always wins).
 constexpr std::size_t kGatherExtra = 64u << 10;
 
 // A committed type of `bytes` bytes with extent `bytes`, for blocks above INT_MAX bytes (under the
@@ -283,7 +285,7 @@ WaitStatus MpiWindow::allreduce(void* data, std::size_t count, DType dtype, Redu
 // MPI's reductions combine in an order of their own (and fp16 / bf16 have no MPI type), so the
 // data moves through MPI and is reduced by pld's reduce(), every element over the ranks in
 // ascending order, accumulated in fp32 for fp16 / bf16 and rounded once: the bits of pld's Mesh
-// and TwoShot schedules. Small vectors (kGatherMax, kGatherExtra) are gathered whole and reduced on
+// and TwoShot schedules. Small vectors (exchange_max(), kGatherExtra) are gathered whole and reduced on
 // every rank: one exchange of messages (exchange.cc; faster than MPI_Iallreduce too: over TCP at
 // P = 2 an MPI_Iallgather of 4 bytes took 8.7 us, MPI_Iallreduce 13 us). Larger ones as TwoShot:
 // rank r receives segment r of every copy (MPI_Ialltoallv), reduces it, and MPI_Iallgatherv
@@ -298,7 +300,7 @@ WaitStatus MpiWindow::canonical_allreduce(std::byte* data, std::size_t count, DT
   };
   auto s = std::make_unique<Scratch>();
   WaitStatus st;
-  if (bytes * ranks <= kGatherMax && (ranks - 1) * bytes * (ranks - 2) <= kGatherExtra * ranks) {
+  if (bytes * ranks <= exchange_max() && (ranks - 1) * bytes * (ranks - 2) <= kGatherExtra * ranks) {
     s->rows = native_scratch(bytes * ranks);
     st = native_run(
         site, 1,
@@ -342,14 +344,14 @@ WaitStatus MpiWindow::broadcast(void* data, std::size_t bytes, int root, const W
   });
 }
 
-// allgather and all_to_all: an exchange of messages while a member sends at most kExchangeMax
-// (allgather) or its blocks total at most kExchangeBlocksMax (all_to_all); above, one MPI call of
-// that signature, in bytes or in blocks of a row type (docs/design/mpi-transport.md §4.9).
+// allgather and all_to_all: an exchange of messages while a member sends (allgather) or its blocks
+// total (all_to_all) at most exchange_max(); above, one MPI call of that signature, in bytes or
+// in blocks of a row type (docs/design/mpi-transport.md §4.9).
 WaitStatus MpiWindow::block_exchange(bool gather, const void* input, void* target, std::size_t row_bytes,
                                      const WaitSite& site) {
   if (row_bytes == 0) return WaitStatus::Ok;
   const std::size_t n = dirty_.size();
-  if (gather ? row_bytes * (n - 1) <= kExchangeMax : row_bytes * n <= kExchangeBlocksMax)
+  if (row_bytes * (gather ? n - 1 : n) <= exchange_max())
     return native_run(site, 1, [&](std::size_t, MPI_Comm comm, Requests& rq) {
       return post_exchange(gather, input, target, row_bytes, comm, rq);
     });
@@ -371,7 +373,7 @@ WaitStatus MpiWindow::all_to_all(const void* input, void* target, std::size_t ro
 }
 
 // Every dtype in pld's order (see canonical_allreduce): rank r receives row r of every copy (an
-// exchange up to kExchangeBlocksMax, else MPI_Ialltoall) and reduces them into its row r, in
+// exchange up to exchange_max(), else MPI_Ialltoall) and reduces them into its row r, in
 // pieces of columns of at most kNativePiece bytes over all ranks; a piece narrower than the row is
 // sent with a type whose extent is the row.
 WaitStatus MpiWindow::reduce_scatter(void* target, std::size_t count, DType dtype, ReduceOp op, const WaitSite& site) {
@@ -385,7 +387,7 @@ WaitStatus MpiWindow::reduce_scatter(void* target, std::size_t count, DType dtyp
       site, steps,
       [&](std::size_t i, MPI_Comm comm, Requests& rq) {
         const std::size_t len = std::min(per, count - i * per) * esz;
-        if (steps == 1 && row * ranks <= kExchangeBlocksMax) return post_exchange(false, data, rows_in, row, comm, rq);
+        if (steps == 1 && row * ranks <= exchange_max()) return post_exchange(false, data, rows_in, row, comm, rq);
         if (steps == 1)
           return MPI_Ialltoall(data, static_cast<int>(row), MPI_BYTE, rows_in, static_cast<int>(row), MPI_BYTE, comm,
                                &rq.emplace_back());
@@ -410,13 +412,13 @@ WaitStatus MpiWindow::reduce_scatter(void* target, std::size_t count, DType dtyp
   return st;
 }
 
-// One exchange (exchange.cc): up to kExchangeBlocksMax the rows alone in eager pieces, their count
+// One exchange (exchange.cc): up to exchange_max() the rows alone in eager pieces, their count
 // taken from what arrived; above, each block's count and then its rows as one message, in bytes
 // where a block fits an int count, else in rows of a row type.
 WaitStatus MpiWindow::all_to_all_v(const void* input, void* target, std::size_t rows, std::size_t row_bytes,
                                    const std::int32_t* send_counts, std::int32_t* recv_counts, const WaitSite& site) {
   const std::size_t block = rows * row_bytes;
-  if (row_bytes && block * dirty_.size() <= kExchangeBlocksMax) {
+  if (row_bytes && block * dirty_.size() <= exchange_max()) {
     std::vector<MPI_Status> statuses;
     return native_run(
         site, 1,

@@ -5,24 +5,74 @@
 // gathered allreduce took 1.2x Open MPI's MPI_Allreduce through MPI_Iallgather
 // (docs/design/mpi-transport.md §4.9). Each member sends each other member the rows of a tag in
 // one step, and MPI matches messages of one source, tag and communicator in posting order, so
-// messages of consecutive calls match in order. Rows go in pieces of at most kEagerPiece bytes
+// messages of consecutive calls match in order. Rows go in pieces of at most eager_piece() bytes
 // (post_pieces).
 #include "backend/mpi/backend.h"
+#include "core/settings.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 
 namespace pld::detail {
 
 namespace {
 enum Tag : int { kRow = 0, kCount = 1, kBarrier = 2 };
+
+constexpr std::size_t kHeaderRoom = 1u << 10;  // an eager limit counts the engine's headers too
+constexpr std::size_t kDefaultPiece = 32u << 10;
+std::size_t g_eager_piece = kDefaultPiece;
+
+// btl/tcp's eager limit as the engine reports it through the MPI tool interface (MPI_T), 0 where
+// it reports none (another MPI, or no TCP component).
+std::size_t tcp_eager_limit() {
+  int provided = 0;
+  if (MPI_T_init_thread(MPI_THREAD_SINGLE, &provided) != MPI_SUCCESS) return 0;
+  std::size_t limit = 0;
+  int index = 0, count = 0, size = 0;
+  MPI_T_cvar_handle handle;
+  MPI_Datatype type;
+  if (MPI_T_cvar_get_index("btl_tcp_eager_limit", &index) == MPI_SUCCESS &&
+      MPI_T_cvar_get_info(index, nullptr, nullptr, nullptr, &type, nullptr, nullptr, nullptr, nullptr, nullptr) ==
+          MPI_SUCCESS &&
+      MPI_Type_size(type, &size) == MPI_SUCCESS &&
+      MPI_T_cvar_handle_alloc(index, nullptr, &handle, &count) == MPI_SUCCESS) {
+    std::uint64_t value[4] = {};  // any integer type, one element
+    if (count == 1 && (size == 4 || size == 8) && MPI_T_cvar_read(handle, value) == MPI_SUCCESS) {
+      std::uint32_t narrow = 0;
+      std::memcpy(&narrow, value, sizeof narrow);
+      limit = size == 4 ? narrow : static_cast<std::size_t>(value[0]);
+    }
+    MPI_T_cvar_handle_free(&handle);
+  }
+  MPI_T_finalize();
+  return limit;
+}
 }  // namespace
+
+std::size_t exchange_max() {
+  static const std::size_t bytes = setting_bytes(Setting::MpiExchangeMax);
+  return bytes;
+}
+
+std::size_t eager_piece() {
+  return g_eager_piece;
+}
+
+// The smallest limit of any member: a receiver posts the pieces its sender cuts. Pieces stay
+// between 4 KiB and 1 MiB (an inline put copies its payload once).
+void agree_eager_piece(MPI_Comm world) {
+  const std::size_t limit = tcp_eager_limit();
+  unsigned long long mine = limit > kHeaderRoom ? limit - kHeaderRoom : kDefaultPiece, piece = 0;
+  MPI_Allreduce(&mine, &piece, 1, MPI_UNSIGNED_LONG_LONG, MPI_MIN, world);
+  g_eager_piece = std::clamp<std::size_t>(piece, 4u << 10, 1u << 20);
+}
 
 int post_pieces(bool send, const void* buf, std::size_t bytes, int peer, int tag, MPI_Comm comm, Requests& requests) {
   auto* at = static_cast<std::byte*>(const_cast<void*>(buf));
   std::size_t done = 0;
   do {  // a zero-byte row is one zero-byte message: the peer still waits for it
-    const int n = static_cast<int>(std::min(kEagerPiece, bytes - done));
+    const int n = static_cast<int>(std::min(eager_piece(), bytes - done));
     const int rc = send ? MPI_Isend(at + done, n, MPI_BYTE, peer, tag, comm, &requests.emplace_back())
                         : MPI_Irecv(at + done, n, MPI_BYTE, peer, tag, comm, &requests.emplace_back());
     if (rc != MPI_SUCCESS) return rc;
@@ -104,7 +154,7 @@ int MpiWindow::post_all_to_all_v(const void* input, void* target, std::size_t ro
   return MPI_SUCCESS;
 }
 
-// Up to kExchangeBlocksMax: every block travels in the eager pieces of a whole block, straight
+// Up to exchange_max(): every block travels in the eager pieces of a whole block, straight
 // into its place in the target, those past the sender's count empty (zero bytes), so the receiver
 // posts all of them at once and learns the count from the bytes that arrived
 // (count_all_to_all_v): no count message, no copy, no rendezvous.
@@ -122,12 +172,13 @@ int MpiWindow::post_all_to_all_v_pieces(const void* input, void* target, std::si
     const int p = (me + k) % n;
     const std::byte* row = in + static_cast<std::size_t>(p) * block;
     const std::size_t sent = static_cast<std::size_t>(send_counts[p]) * row_bytes;
+    const std::size_t piece = eager_piece();
     std::size_t at = 0;
     do {  // as post_pieces(false, ...) on the receiver: the same number of pieces
-      const int bytes = static_cast<int>(at < sent ? std::min(kEagerPiece, sent - at) : 0);
+      const int bytes = static_cast<int>(at < sent ? std::min(piece, sent - at) : 0);
       const int rc = MPI_Isend(row + at, bytes, MPI_BYTE, p, kRow, comm, &requests.emplace_back());
       if (rc != MPI_SUCCESS) return rc;
-      at += kEagerPiece;
+      at += piece;
     } while (at < block);
   }
   const std::size_t own = static_cast<std::size_t>(send_counts[me]) * row_bytes;
@@ -138,7 +189,7 @@ int MpiWindow::post_all_to_all_v_pieces(const void* input, void* target, std::si
 void MpiWindow::count_all_to_all_v(const MPI_Status* statuses, std::size_t block, std::size_t row_bytes,
                                    const std::int32_t* send_counts, std::int32_t* recv_counts) const {
   const int n = static_cast<int>(dirty_.size()), me = target_[static_cast<std::size_t>(engine_.rank_)];
-  const std::size_t pieces = std::max<std::size_t>(1, (block + kEagerPiece - 1) / kEagerPiece);
+  const std::size_t pieces = std::max<std::size_t>(1, (block + eager_piece() - 1) / eager_piece());
   std::lock_guard lock(engine_.mutex_);
   for (int p = 0; p < n; ++p) {
     if (p == me) continue;

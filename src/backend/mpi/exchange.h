@@ -16,23 +16,30 @@ namespace pld::detail {
 /// receives of an exchange (exchange.cc).
 using Requests = std::vector<MPI_Request>;
 
-/// A step of an engine collective in which each member sends at most this many bytes in all is
-/// an exchange of point-to-point messages (exchange.cc) rather than a libnbc collective.
+/// A broadcast whose root sends at most this many bytes in all is an exchange of point-to-point
+/// messages (exchange.cc) rather than MPI_Ibcast.
 inline constexpr std::size_t kExchangeMax = 64u << 10;
-/// all_to_all, all_to_all_v and reduce_scatter exchange their blocks as eager pieces (exchange.cc)
-/// while a member's blocks total at most this many bytes, and run MPI_Ialltoall (all_to_all_v: one
-/// message per block) above (docs/design/mpi-transport.md §4.9).
-inline constexpr std::size_t kExchangeBlocksMax = 1u << 20;
-/// The largest message of an exchange: a row goes in pieces of at most this many bytes, so that
-/// each is sent eagerly (Open MPI's btl/tcp sends messages up to btl_tcp_eager_limit, 64 KiB with
-/// the header, at once and larger ones after a rendezvous round trip;
-/// docs/design/mpi-transport.md §4.9).
-inline constexpr std::size_t kEagerPiece = 32u << 10;
+/// allgather, all_to_all, all_to_all_v and reduce_scatter exchange their rows as eager pieces
+/// (exchange.cc), and allreduce gathers the whole vector, while a member sends at most this many
+/// bytes in the step (allreduce: P x the vector), and run MPI_Iallgather / MPI_Ialltoall
+/// (all_to_all_v: one message per block; allreduce: TwoShot) above: PLD_MPI_EXCHANGE_MAX, 16 MiB
+/// by default (docs/design/mpi-transport.md §4.9).
+std::size_t exchange_max();
+/// The largest message of an exchange and of an inline put (messages.cc): a row goes in pieces of
+/// at most this many bytes, so that each is sent eagerly. Open MPI's btl/tcp sends a message of up
+/// to btl_tcp_eager_limit bytes (64 KiB by default, with the headers) at once, a larger one after
+/// a rendezvous round trip; a piece is that limit less 1 KiB for the headers, the smallest limit
+/// of any member, read at start-up through the MPI tool interface (agree_eager_piece), and 32 KiB
+/// where the engine reports none (docs/design/mpi-transport.md §4.9).
+std::size_t eager_piece();
+/// Sets eager_piece() from the engine's TCP eager limit, the same on every member of `world`
+/// (collective over it; exchange.cc).
+void agree_eager_piece(MPI_Comm world);
 /// dst = op over the `n` rows of `rows` bytes at `scratch`, in rank order (pld's reduction order;
 /// collectives.cc): what a member does with the rows an exchange gathered.
 void reduce_rows(std::byte* dst, const std::byte* scratch, int n, std::size_t rows, std::size_t count, DType dtype,
                  ReduceOp op);
-/// Posts `bytes` at `buf` to (`send`) or from `peer` as messages of at most kEagerPiece bytes
+/// Posts `bytes` at `buf` to (`send`) or from `peer` as messages of at most eager_piece() bytes
 /// (at least one) with `tag` on `comm`; returns the MPI error code (exchange.cc).
 int post_pieces(bool send, const void* buf, std::size_t bytes, int peer, int tag, MPI_Comm comm, Requests& requests);
 

@@ -195,7 +195,7 @@ WaitStatus MpiWindow::leader_gather(const NodeRuns& runs, std::byte* data, std::
                                     MPI_Comm comm, NativeDeadline deadline) {
   const std::size_t n = dirty_.size(), bytes = count * dtype_size(dtype), nodes = runs.first.size() - 1;
   const auto mine = static_cast<std::size_t>(runs.mine);
-  const bool packed = bytes < kEagerPiece;
+  const bool packed = bytes < eager_piece();
   std::byte* rows = native_scratch(n * bytes);
   Requests rq;
   auto at = [&](int d) { return rows + static_cast<std::size_t>(d) * bytes; };

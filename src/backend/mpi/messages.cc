@@ -34,10 +34,7 @@ namespace {
 constexpr int kEndTag = 0;      // drain_messages(): a sender's last message of a failed call
 constexpr int kMessageTag = 1;  // every message; replies to gets use their own tags
 static_assert(kMessageTag == 1, "post()'s default tag (backend.h)");
-constexpr int kFirstReplyTag = 2;  // reply tags cycle through [2, 32767] (MPI_TAG_UB >= 32767)
-// Payloads up to this travel inside their message: one eager message per put (exchange.h), which
-// the target receives whole; a larger payload follows its header as messages of its own.
-constexpr std::size_t kInlineBytes = kEagerPiece;
+constexpr int kFirstReplyTag = 2;         // reply tags cycle through [2, 32767] (MPI_TAG_UB >= 32767)
 constexpr std::size_t kPiece = 1u << 30;  // MPI counts are int: at most 1 GiB per message
 constexpr std::size_t kMaxSends = 4096;   // outstanding sends before a sender drives progress
 // The control words (abort word first) once the control window is freed (open_messages).
@@ -173,7 +170,10 @@ void MpiBackend::send_data(int rank, std::uint64_t window, MessageKind kind, std
                            const void* src, std::size_t bytes, bool nbi, std::uint32_t op,
                            const std::uint64_t* prefix) {
   mark_written(rank);
-  const bool inlined = bytes <= kInlineBytes;
+  // Payloads up to an eager piece travel inside their message: one eager message per put
+  // (exchange.h), which the target receives whole; a larger payload follows its header as messages
+  // of its own.
+  const bool inlined = bytes <= eager_piece();
   struct {
     Header h;
     std::uint64_t prefix;
