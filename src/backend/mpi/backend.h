@@ -210,14 +210,15 @@ class MpiWindow final : public Backend, public NativeCollectives {
   struct NodeRuns {
     std::vector<int> first, world;
     int mine = -1;
-    int leader(std::size_t k) const;  // domain rank of node k's leader
-    bool even() const;                // every node has as many members
+    int leader(std::size_t k) const;        // domain rank of node k's leader
+    bool columns(std::size_t total) const;  // whether `total` bytes over all members go in columns
   };
   NodeRuns node_runs() const;
   /// Whether an allreduce of `bytes` runs hierarchically over `runs`, and its schedules.
   bool hierarchical(const NodeRuns& runs, std::size_t bytes, DType dtype) const;
   WaitStatus hierarchical_allreduce(const NodeRuns&, std::byte*, std::size_t, DType, ReduceOp, const WaitSite&);
-  WaitStatus column_gather(const NodeRuns&, std::byte*, std::size_t, DType, ReduceOp, const WaitSite&);
+  WaitStatus column_gather(const NodeRuns&, const std::byte*, std::byte*, std::size_t, const WaitSite&,
+                           const std::function<void()>&);
   const std::byte* row_of(const NodeRuns&, int d, const std::byte* data, const std::byte* rows, std::size_t) const;
   WaitStatus leader_gather(const NodeRuns&, std::byte*, std::size_t, DType, ReduceOp, MPI_Comm, NativeDeadline);
   WaitStatus leader_chain(const NodeRuns&, std::byte*, std::size_t, DType, ReduceOp, MPI_Comm, NativeDeadline);

@@ -346,11 +346,15 @@ WaitStatus MpiWindow::broadcast(void* data, std::size_t bytes, int root, const W
 
 // allgather and all_to_all: an exchange of messages while a member sends (allgather) or its blocks
 // total (all_to_all) at most exchange_max(); above, one MPI call of that signature, in bytes or
-// in blocks of a row type (docs/design/mpi-transport.md §4.9).
+// in blocks of a row type (docs/design/mpi-transport.md §4.9). A tiny allgather across nodes
+// gathers in columns (hierarchy.cc).
 WaitStatus MpiWindow::block_exchange(bool gather, const void* input, void* target, std::size_t row_bytes,
                                      const WaitSite& site) {
   if (row_bytes == 0) return WaitStatus::Ok;
   const std::size_t n = dirty_.size();
+  if (const NodeRuns runs = gather ? node_runs() : NodeRuns{}; runs.columns(row_bytes * n))
+    return column_gather(runs, static_cast<const std::byte*>(input), static_cast<std::byte*>(target), row_bytes, site,
+                         {});
   if (row_bytes * (gather ? n - 1 : n) <= exchange_max())
     return native_run(site, 1, [&](std::size_t, MPI_Comm comm, Requests& rq) {
       return post_exchange(gather, input, target, row_bytes, comm, rq);
@@ -375,12 +379,22 @@ WaitStatus MpiWindow::all_to_all(const void* input, void* target, std::size_t ro
 // Every dtype in pld's order (see canonical_allreduce): rank r receives row r of every copy (an
 // exchange up to exchange_max(), else MPI_Ialltoall) and reduces them into its row r, in
 // pieces of columns of at most kNativePiece bytes over all ranks; a piece narrower than the row is
-// sent with a type whose extent is the row.
+// sent with a type whose extent is the row. A tiny one across nodes gathers every member's whole
+// input in columns (hierarchy.cc) and reduces row r of each.
 WaitStatus MpiWindow::reduce_scatter(void* target, std::size_t count, DType dtype, ReduceOp op, const WaitSite& site) {
   const int n = static_cast<int>(dirty_.size()), me = target_[static_cast<std::size_t>(engine_.rank_)];
   const std::size_t esz = dtype_size(dtype), row = count * esz, ranks = static_cast<std::size_t>(n);
   const std::size_t per = std::max<std::size_t>(1, kNativePiece / ranks / esz), steps = pieces(count, per);
   auto* data = static_cast<std::byte*>(target);
+  if (const NodeRuns runs = node_runs(); runs.columns(row * ranks * ranks)) {
+    std::byte* inputs = native_scratch(row * ranks * ranks);
+    const WaitStatus st = column_gather(runs, data, inputs, row * ranks, site, [&] {
+      reduce_rows(data + static_cast<std::size_t>(me) * row, inputs + static_cast<std::size_t>(me) * row, n,
+                  row * ranks, count, dtype, op);
+    });
+    if (st != WaitStatus::Ok) abandon_native_scratch();  // MPI may still write into it
+    return st;
+  }
   std::byte* rows_in = native_scratch(std::min(per, count) * esz * ranks);
   MPI_Datatype piece = MPI_DATATYPE_NULL;
   const WaitStatus st = native_run(

@@ -1,5 +1,6 @@
 // The engine's allreduce for a comm domain that spans nodes and shares its windows on each node:
-// on a node through shared memory, across nodes through messages. Over TCP it moves each node's
+// on a node through shared memory, across nodes through messages (and the column gather of tiny
+// allgathers and reduce_scatters). Over TCP it moves each node's
 // data across once instead of each member's (2 nodes x 2 ranks: docs/design/mpi-transport.md
 // §4.9). A node's members are a run of consecutive domain ranks (else the flat schedule runs:
 // pld's reduction order is ascending domain rank).
@@ -34,7 +35,8 @@ constexpr std::size_t kChainPiece = 512u << 10;
 // gather in columns instead (column_gather): each of them carries its node's rows across, so the
 // bytes that cross grow with the members per node. At 2 x 2 (interleaved netns runs, 3 rounds)
 // allreduce of 4 B per member took 40-54 us in columns and 67-76 us through the leaders (Open MPI
-// 50-57); 1 KiB 66-79 and 67-75; 4 KiB 74-94 and 70-78; 64 KiB 242-257 and 145-185.
+// 50-57); 1 KiB 66-79 and 67-75; 4 KiB 74-94 and 70-78; 64 KiB 242-257 and 145-185. allgather and
+// reduce_scatter gather in columns up to the same size instead of exchanging with every member.
 constexpr std::size_t kColumnGatherMax = 4u << 10;
 // Vectors up to this many bytes over all members are gathered: a leader sends its node's rows,
 // twice the bytes of the chain's one piece there and back, but one crossing instead of two.
@@ -49,11 +51,14 @@ int MpiWindow::NodeRuns::leader(std::size_t k) const {
   return lo + static_cast<int>(k % static_cast<std::size_t>(size));
 }
 
-// Whether every node has as many members (column_gather pairs them by their place on the node).
-bool MpiWindow::NodeRuns::even() const {
+// Whether the members gather `total` bytes in columns: more than one node, more than one member
+// on each, and every node has as many (column_gather pairs them by their place on the node).
+bool MpiWindow::NodeRuns::columns(std::size_t total) const {
+  const std::size_t nodes = first.empty() ? 0 : first.size() - 1;
+  if (total > kColumnGatherMax || nodes < 2 || nodes == world.size()) return false;
   for (std::size_t k = 2; k < first.size(); ++k)
     if (first[k] - first[k - 1] != first[1] - first[0]) return false;
-  return first.size() > 1;
+  return true;
 }
 
 MpiWindow::NodeRuns MpiWindow::node_runs() const {
@@ -88,8 +93,14 @@ bool MpiWindow::hierarchical(const NodeRuns& runs, std::size_t bytes, DType dtyp
 WaitStatus MpiWindow::hierarchical_allreduce(const NodeRuns& runs, std::byte* data, std::size_t count, DType dtype,
                                              ReduceOp op, const WaitSite& site) {
   const std::size_t bytes = count * dtype_size(dtype);
-  if (bytes * dirty_.size() <= kColumnGatherMax && runs.even())
-    return column_gather(runs, data, count, dtype, op, site);
+  if (runs.columns(bytes * dirty_.size())) {
+    std::byte* rows = native_scratch(dirty_.size() * bytes);
+    const WaitStatus st = column_gather(runs, data, rows, bytes, site, [&] {
+      reduce_rows(data, rows, static_cast<int>(dirty_.size()), bytes, count, dtype, op);
+    });
+    if (st != WaitStatus::Ok) abandon_native_scratch();  // MPI may still write into it
+    return st;
+  }
   const MPI_Comm comm = native_comm(site);
   const NativeDeadline deadline = native_deadline();
   const int me = target_[static_cast<std::size_t>(engine_.rank_)];
@@ -139,26 +150,26 @@ WaitStatus MpiWindow::hierarchical_allreduce(const NodeRuns& runs, std::byte* da
   return st;
 }
 
-// Every node has m members: each member swaps its row with the other members of its node, then
-// its node's m rows with the member at its own place on every other node, and reduces all P rows
-// in rank order. Two steps, one across nodes and no result handed back: at 2 nodes x 2 ranks the
-// steps of Open MPI's recursive doubling, where the leaders take three (enter, cross, done).
-WaitStatus MpiWindow::column_gather(const NodeRuns& runs, std::byte* data, std::size_t count, DType dtype, ReduceOp op,
-                                    const WaitSite& site) {
-  const std::size_t n = dirty_.size(), bytes = count * dtype_size(dtype), nodes = runs.first.size() - 1;
+// Every node has m members: each member swaps its `row` with the other members of its node, then
+// its node's m rows with the member at its own place on every other node, gathering row d of
+// every member d at `rows` + d x `bytes`, and calls `done`. Two steps, one across nodes and no
+// result handed back: at 2 nodes x 2 ranks the steps of Open MPI's recursive doubling, where the
+// leaders take three (enter, cross, done).
+WaitStatus MpiWindow::column_gather(const NodeRuns& runs, const std::byte* row, std::byte* rows, std::size_t bytes,
+                                    const WaitSite& site, const std::function<void()>& done) {
+  const std::size_t nodes = runs.first.size() - 1;
   const auto mine = static_cast<std::size_t>(runs.mine);
   const int me = target_[static_cast<std::size_t>(engine_.rank_)], lo = runs.first[mine];
   const int m = runs.first[mine + 1] - lo, place = me - lo;
-  std::byte* rows = native_scratch(n * bytes);
   auto at = [&](int d) { return rows + static_cast<std::size_t>(d) * bytes; };
   auto post = [&](std::size_t step, MPI_Comm comm, Requests& rq) {
     int rc = MPI_SUCCESS;
     if (step == 0) {  // my node's rows; me + 1 first, as every exchange
-      if (bytes) std::memcpy(at(me), data, bytes);
+      if (bytes) std::memmove(at(me), row, bytes);
       auto member = [&](int k) { return lo + (place + k) % m; };  // k places after me
       for (int k = 1; k < m && rc == MPI_SUCCESS; ++k)
         rc = post_pieces(false, at(member(m - k)), bytes, member(m - k), kRows, comm, rq);
-      for (int k = 1; k < m && rc == MPI_SUCCESS; ++k) rc = post_pieces(true, data, bytes, member(k), kRows, comm, rq);
+      for (int k = 1; k < m && rc == MPI_SUCCESS; ++k) rc = post_pieces(true, row, bytes, member(k), kRows, comm, rq);
       return rc;
     }
     const std::size_t block = static_cast<std::size_t>(m) * bytes;
@@ -170,12 +181,9 @@ WaitStatus MpiWindow::column_gather(const NodeRuns& runs, std::byte* data, std::
       rc = post_pieces(true, at(lo), block, runs.first[(mine + j) % nodes] + place, kColumn, comm, rq);
     return rc;
   };
-  auto fold = [&](std::size_t step) {
-    if (step == 1) reduce_rows(data, rows, static_cast<int>(n), bytes, count, dtype, op);
-  };
-  const WaitStatus st = native_run(site, 2, post, fold);
-  if (st != WaitStatus::Ok) abandon_native_scratch();  // MPI may still write into it
-  return st;
+  return native_run(site, 2, post, [&](std::size_t step) {
+    if (step == 1 && done) done();
+  });
 }
 
 // Row `d` (domain rank) of the call: a member's window on my node, else where the rows arrived.
