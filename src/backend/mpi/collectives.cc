@@ -45,10 +45,11 @@ constexpr std::size_t kNativePiece = 8u << 20;
 // allreduce gathers the whole vector from every member in one exchange while P x its bytes stay
 // within exchange_max() (over TCP at P = 2, 2 x 1 in namespaces, 2 interleaved rounds: 1 / 2 /
 // 4 MiB took 0.67-0.87 / 0.64-0.73 / 0.77-0.85x MPI_Allreduce's time gathered, 0.67-1.04 /
-// 0.95-1.04 / 1.04-1.09x as TwoShot through MPI_Ialltoallv and MPI_Iallgatherv), and while the bytes it moves beyond
-// TwoShot's, (P - 1) n - 2 (P - 1) n / P per rank, stay within this (about what a second exchange costs over TCP: at P
-// = 4 across two nodes a 32 KiB allreduce took 102 us gathered and 141 us as TwoShot, a 64 KiB one 247 us gathered and
-// 161 us as TwoShot; at P = 2 both move the same bytes and gathering always wins).
+// 0.95-1.04 / 1.04-1.09x as TwoShot through MPI_Ialltoallv and MPI_Iallgatherv), and while the
+// bytes it moves beyond TwoShot's, (P - 1) n - 2 (P - 1) n / P per rank, stay within
+// kGatherExtra: about what a second exchange costs over TCP (at P = 4 across two nodes a 32 KiB
+// allreduce took 102 us gathered and 141 us as TwoShot, a 64 KiB one 247 us gathered and 161 us
+// as TwoShot; at P = 2 both move the same bytes and gathering always wins).
 constexpr std::size_t kGatherExtra = 64u << 10;
 
 // A committed type of `bytes` bytes with extent `bytes`, for blocks above INT_MAX bytes (under the
