@@ -273,12 +273,11 @@ WaitStatus MpiWindow::barrier(const WaitSite& site) {
 WaitStatus MpiWindow::allreduce(void* data, std::size_t count, DType dtype, ReduceOp op, const WaitSite& site) {
   const std::size_t esz = dtype_size(dtype), per = kNativePiece / esz;
   auto* bytes = static_cast<std::byte*>(data);
-  const NodeRuns runs = node_runs();
   WaitStatus st = WaitStatus::Ok;
   for (std::size_t at = 0; at < count && st == WaitStatus::Ok; at += per) {
     const std::size_t n = std::min(per, count - at);
-    st = hierarchical(runs, n * esz, dtype) ? hierarchical_allreduce(runs, bytes + at * esz, n, dtype, op, site)
-                                            : canonical_allreduce(bytes + at * esz, n, dtype, op, site);
+    st = hierarchical(n * esz, dtype) ? hierarchical_allreduce(bytes + at * esz, n, dtype, op, site)
+                                      : canonical_allreduce(bytes + at * esz, n, dtype, op, site);
   }
   return st;
 }
@@ -353,9 +352,8 @@ WaitStatus MpiWindow::block_exchange(bool gather, const void* input, void* targe
                                      const WaitSite& site) {
   if (row_bytes == 0) return WaitStatus::Ok;
   const std::size_t n = dirty_.size();
-  if (const NodeRuns runs = gather ? node_runs() : NodeRuns{}; runs.columns(row_bytes * n))
-    return column_gather(runs, static_cast<const std::byte*>(input), static_cast<std::byte*>(target), row_bytes, site,
-                         {});
+  if (gather && runs_.columns(row_bytes * n))
+    return column_gather(static_cast<const std::byte*>(input), static_cast<std::byte*>(target), row_bytes, site, {});
   if (row_bytes * (gather ? n - 1 : n) <= exchange_max())
     return native_run(site, 1, [&](std::size_t, MPI_Comm comm, Requests& rq) {
       return post_exchange(gather, input, target, row_bytes, comm, rq);
@@ -387,15 +385,8 @@ WaitStatus MpiWindow::reduce_scatter(void* target, std::size_t count, DType dtyp
   const std::size_t esz = dtype_size(dtype), row = count * esz, ranks = static_cast<std::size_t>(n);
   const std::size_t per = std::max<std::size_t>(1, kNativePiece / ranks / esz), steps = pieces(count, per);
   auto* data = static_cast<std::byte*>(target);
-  if (const NodeRuns runs = node_runs(); runs.columns(row * ranks * ranks)) {
-    std::byte* inputs = native_scratch(row * ranks * ranks);
-    const WaitStatus st = column_gather(runs, data, inputs, row * ranks, site, [&] {
-      reduce_rows(data + static_cast<std::size_t>(me) * row, inputs + static_cast<std::size_t>(me) * row, n,
-                  row * ranks, count, dtype, op);
-    });
-    if (st != WaitStatus::Ok) abandon_native_scratch();  // MPI may still write into it
-    return st;
-  }
+  if (runs_.columns(row * ranks * ranks))
+    return column_reduce(data, row * ranks, static_cast<std::size_t>(me) * row, count, dtype, op, site);
   std::byte* rows_in = native_scratch(std::min(per, count) * esz * ranks);
   MPI_Datatype piece = MPI_DATATYPE_NULL;
   const WaitStatus st = native_run(

@@ -83,28 +83,21 @@ MpiWindow::NodeRuns MpiWindow::node_runs() const {
   return runs;
 }
 
-bool MpiWindow::hierarchical(const NodeRuns& runs, std::size_t bytes, DType dtype) const {
-  const std::size_t nodes = runs.first.empty() ? 0 : runs.first.size() - 1;
+bool MpiWindow::hierarchical(std::size_t bytes, DType dtype) const {
+  const std::size_t nodes = runs_.first.empty() ? 0 : runs_.first.size() - 1;
   if (nodes < 2 || nodes == dirty_.size()) return false;  // one node, or one member per node
   if (bytes * dirty_.size() <= kLeaderGatherMax) return true;
   return nodes == 2 && dtype != DType::FP16 && dtype != DType::BF16;
 }
 
-WaitStatus MpiWindow::hierarchical_allreduce(const NodeRuns& runs, std::byte* data, std::size_t count, DType dtype,
-                                             ReduceOp op, const WaitSite& site) {
+WaitStatus MpiWindow::hierarchical_allreduce(std::byte* data, std::size_t count, DType dtype, ReduceOp op,
+                                             const WaitSite& site) {
   const std::size_t bytes = count * dtype_size(dtype);
-  if (runs.columns(bytes * dirty_.size())) {
-    std::byte* rows = native_scratch(dirty_.size() * bytes);
-    const WaitStatus st = column_gather(runs, data, rows, bytes, site, [&] {
-      reduce_rows(data, rows, static_cast<int>(dirty_.size()), bytes, count, dtype, op);
-    });
-    if (st != WaitStatus::Ok) abandon_native_scratch();  // MPI may still write into it
-    return st;
-  }
+  if (runs_.columns(bytes * dirty_.size())) return column_reduce(data, bytes, 0, count, dtype, op, site);
   const MPI_Comm comm = native_comm(site);
   const NativeDeadline deadline = native_deadline();
   const int me = target_[static_cast<std::size_t>(engine_.rank_)];
-  const int leader = runs.leader(static_cast<std::size_t>(runs.mine));
+  const int leader = runs_.leader(static_cast<std::size_t>(runs_.mine));
   Requests rq;
   if (me != leader) {  // my data is in place; the leader writes the result into it
     {
@@ -118,8 +111,8 @@ WaitStatus MpiWindow::hierarchical_allreduce(const NodeRuns& runs, std::byte* da
     engine_.sync_local();
     return st;
   }
-  const int lo = runs.first[static_cast<std::size_t>(runs.mine)],
-            hi = runs.first[static_cast<std::size_t>(runs.mine) + 1];
+  const int lo = runs_.first[static_cast<std::size_t>(runs_.mine)],
+            hi = runs_.first[static_cast<std::size_t>(runs_.mine) + 1];
   {
     std::lock_guard lock(engine_.mutex_);
     native_begin_locked();
@@ -128,8 +121,8 @@ WaitStatus MpiWindow::hierarchical_allreduce(const NodeRuns& runs, std::byte* da
   }
   WaitStatus st = native_complete(deadline, rq);
   if (st == WaitStatus::Ok)
-    st = bytes * dirty_.size() <= kLeaderGatherMax ? leader_gather(runs, data, count, dtype, op, comm, deadline)
-                                                   : leader_chain(runs, data, count, dtype, op, comm, deadline);
+    st = bytes * dirty_.size() <= kLeaderGatherMax ? leader_gather(data, count, dtype, op, comm, deadline)
+                                                   : leader_chain(data, count, dtype, op, comm, deadline);
   if (st != WaitStatus::Ok) {
     abandon_native_scratch();
     return native_abandon(site, st);
@@ -140,7 +133,7 @@ WaitStatus MpiWindow::hierarchical_allreduce(const NodeRuns& runs, std::byte* da
     std::lock_guard lock(engine_.mutex_);
     for (int m = lo; m < hi; ++m) {
       if (m == leader) continue;
-      std::memcpy(shared_at(runs.world[static_cast<std::size_t>(m)], offset), data, bytes);
+      std::memcpy(shared_at(runs_.world[static_cast<std::size_t>(m)], offset), data, bytes);
       engine_.check(MPI_Isend(nullptr, 0, MPI_BYTE, m, kDone, comm, &rq.emplace_back()), site.what);
     }
   }
@@ -155,12 +148,12 @@ WaitStatus MpiWindow::hierarchical_allreduce(const NodeRuns& runs, std::byte* da
 // every member d at `rows` + d x `bytes`, and calls `done`. Two steps, one across nodes and no
 // result handed back: at 2 nodes x 2 ranks the steps of Open MPI's recursive doubling, where the
 // leaders take three (enter, cross, done).
-WaitStatus MpiWindow::column_gather(const NodeRuns& runs, const std::byte* row, std::byte* rows, std::size_t bytes,
-                                    const WaitSite& site, const std::function<void()>& done) {
-  const std::size_t nodes = runs.first.size() - 1;
-  const auto mine = static_cast<std::size_t>(runs.mine);
-  const int me = target_[static_cast<std::size_t>(engine_.rank_)], lo = runs.first[mine];
-  const int m = runs.first[mine + 1] - lo, place = me - lo;
+WaitStatus MpiWindow::column_gather(const std::byte* row, std::byte* rows, std::size_t bytes, const WaitSite& site,
+                                    const std::function<void()>& done) {
+  const std::size_t nodes = runs_.first.size() - 1;
+  const auto mine = static_cast<std::size_t>(runs_.mine);
+  const int me = target_[static_cast<std::size_t>(engine_.rank_)], lo = runs_.first[mine];
+  const int m = runs_.first[mine + 1] - lo, place = me - lo;
   auto at = [&](int d) { return rows + static_cast<std::size_t>(d) * bytes; };
   auto post = [&](std::size_t step, MPI_Comm comm, Requests& rq) {
     int rc = MPI_SUCCESS;
@@ -174,11 +167,11 @@ WaitStatus MpiWindow::column_gather(const NodeRuns& runs, const std::byte* row, 
     }
     const std::size_t block = static_cast<std::size_t>(m) * bytes;
     for (std::size_t j = 1; j < nodes && rc == MPI_SUCCESS; ++j) {
-      const int from = runs.first[(mine + nodes - j) % nodes];
+      const int from = runs_.first[(mine + nodes - j) % nodes];
       rc = post_pieces(false, at(from), block, from + place, kColumn, comm, rq);
     }
     for (std::size_t j = 1; j < nodes && rc == MPI_SUCCESS; ++j)
-      rc = post_pieces(true, at(lo), block, runs.first[(mine + j) % nodes] + place, kColumn, comm, rq);
+      rc = post_pieces(true, at(lo), block, runs_.first[(mine + j) % nodes] + place, kColumn, comm, rq);
     return rc;
   };
   return native_run(site, 2, post, [&](std::size_t step) {
@@ -186,66 +179,74 @@ WaitStatus MpiWindow::column_gather(const NodeRuns& runs, const std::byte* row, 
   });
 }
 
+WaitStatus MpiWindow::column_reduce(std::byte* data, std::size_t row_bytes, std::size_t offset, std::size_t count,
+                                    DType dtype, ReduceOp op, const WaitSite& site) {
+  std::byte* rows = native_scratch(dirty_.size() * row_bytes);
+  const WaitStatus st = column_gather(data, rows, row_bytes, site, [&] {
+    reduce_rows(data + offset, rows + offset, static_cast<int>(dirty_.size()), row_bytes, count, dtype, op);
+  });
+  if (st != WaitStatus::Ok) abandon_native_scratch();  // MPI may still write into it
+  return st;
+}
+
 // Row `d` (domain rank) of the call: a member's window on my node, else where the rows arrived.
-const std::byte* MpiWindow::row_of(const NodeRuns& runs, int d, const std::byte* data, const std::byte* rows,
-                                   std::size_t bytes) const {
-  const int lo = runs.first[static_cast<std::size_t>(runs.mine)];
-  const int hi = runs.first[static_cast<std::size_t>(runs.mine) + 1];
+const std::byte* MpiWindow::row_of(int d, const std::byte* data, const std::byte* rows, std::size_t bytes) const {
+  const int lo = runs_.first[static_cast<std::size_t>(runs_.mine)];
+  const int hi = runs_.first[static_cast<std::size_t>(runs_.mine) + 1];
   if (d < lo || d >= hi) return rows + static_cast<std::size_t>(d) * bytes;
   const std::uint64_t offset = static_cast<std::uint64_t>(data - base_) + lo_;
-  return shared_at(runs.world[static_cast<std::size_t>(d)], offset);
+  return shared_at(runs_.world[static_cast<std::size_t>(d)], offset);
 }
 
 // Rows smaller than an eager piece travel as one block per node (packed on the sending side: a
 // copy of the node's rows, small next to sending them), so a small allreduce is one message each
 // way between two leaders instead of one per row; larger rows go as they are, in eager pieces.
-WaitStatus MpiWindow::leader_gather(const NodeRuns& runs, std::byte* data, std::size_t count, DType dtype, ReduceOp op,
-                                    MPI_Comm comm, NativeDeadline deadline) {
-  const std::size_t n = dirty_.size(), bytes = count * dtype_size(dtype), nodes = runs.first.size() - 1;
-  const auto mine = static_cast<std::size_t>(runs.mine);
+WaitStatus MpiWindow::leader_gather(std::byte* data, std::size_t count, DType dtype, ReduceOp op, MPI_Comm comm,
+                                    NativeDeadline deadline) {
+  const std::size_t n = dirty_.size(), bytes = count * dtype_size(dtype), nodes = runs_.first.size() - 1;
+  const auto mine = static_cast<std::size_t>(runs_.mine);
   const bool packed = bytes < eager_piece();
   std::byte* rows = native_scratch(n * bytes);
   Requests rq;
   auto at = [&](int d) { return rows + static_cast<std::size_t>(d) * bytes; };
   // Node k's rows to (`send`) or from `peer`: one block, or row by row.
   auto post_node = [&](bool send, std::size_t k, int peer) {
-    const int lo = runs.first[k], hi = runs.first[k + 1];
+    const int lo = runs_.first[k], hi = runs_.first[k + 1];
     if (packed) return post_pieces(send, at(lo), static_cast<std::size_t>(hi - lo) * bytes, peer, kRows, comm, rq);
     for (int d = lo; d < hi; ++d)
-      if (const int rc =
-              post_pieces(send, send ? row_of(runs, d, data, rows, bytes) : at(d), bytes, peer, kRows, comm, rq);
+      if (const int rc = post_pieces(send, send ? row_of(d, data, rows, bytes) : at(d), bytes, peer, kRows, comm, rq);
           rc != MPI_SUCCESS)
         return rc;
     return MPI_SUCCESS;
   };
   if (packed)
-    for (int d = runs.first[mine]; d < runs.first[mine + 1]; ++d)
-      std::memcpy(at(d), row_of(runs, d, data, rows, bytes), bytes);
+    for (int d = runs_.first[mine]; d < runs_.first[mine + 1]; ++d)
+      std::memcpy(at(d), row_of(d, data, rows, bytes), bytes);
   {
     std::lock_guard lock(engine_.mutex_);
     for (std::size_t k = 0; k < nodes; ++k)  // every other node's rows, in order
-      if (k != mine) engine_.check(post_node(false, k, runs.leader(k)), "allreduce");
+      if (k != mine) engine_.check(post_node(false, k, runs_.leader(k)), "allreduce");
     for (std::size_t j = 1; j < nodes; ++j)
-      engine_.check(post_node(true, mine, runs.leader((mine + j) % nodes)), "allreduce");
+      engine_.check(post_node(true, mine, runs_.leader((mine + j) % nodes)), "allreduce");
   }
   const WaitStatus st = native_complete(deadline, rq);
   if (st != WaitStatus::Ok) return st;
   std::vector<const void*> srcs(n);
-  for (std::size_t d = 0; d < n; ++d) srcs[d] = row_of(runs, static_cast<int>(d), data, rows, bytes);
+  for (std::size_t d = 0; d < n; ++d) srcs[d] = row_of(static_cast<int>(d), data, rows, bytes);
   reduce(data, srcs.data(), static_cast<int>(n), count, dtype, op);
   return st;
 }
 
 // Two nodes: the first leader streams its node's partial fold to the second, which streams the
 // result back.
-WaitStatus MpiWindow::leader_chain(const NodeRuns& runs, std::byte* data, std::size_t count, DType dtype, ReduceOp op,
-                                   MPI_Comm comm, NativeDeadline deadline) {
+WaitStatus MpiWindow::leader_chain(std::byte* data, std::size_t count, DType dtype, ReduceOp op, MPI_Comm comm,
+                                   NativeDeadline deadline) {
   const std::size_t esz = dtype_size(dtype), per = std::max<std::size_t>(1, kChainPiece / esz);
   const std::size_t pieces = (count + per - 1) / per;
-  const bool first = runs.mine == 0;
-  const int other = runs.leader(first ? 1 : 0);
-  const int lo = runs.first[static_cast<std::size_t>(runs.mine)],
-            hi = runs.first[static_cast<std::size_t>(runs.mine) + 1];
+  const bool first = runs_.mine == 0;
+  const int other = runs_.leader(first ? 1 : 0);
+  const int lo = runs_.first[static_cast<std::size_t>(runs_.mine)],
+            hi = runs_.first[static_cast<std::size_t>(runs_.mine) + 1];
   std::byte* carry = native_scratch(count * esz);  // first: the partial it sends; second: the one it receives
   std::vector<const void*> srcs;
   Requests rq;
@@ -254,7 +255,7 @@ WaitStatus MpiWindow::leader_chain(const NodeRuns& runs, std::byte* data, std::s
   auto fold = [&](std::size_t i, const std::byte* prefix, std::byte* dst) {  // my node's rows of piece i
     srcs.clear();
     if (prefix) srcs.push_back(prefix + i * per * esz);
-    for (int d = lo; d < hi; ++d) srcs.push_back(row_of(runs, d, data, nullptr, 0) + i * per * esz);
+    for (int d = lo; d < hi; ++d) srcs.push_back(row_of(d, data, nullptr, 0) + i * per * esz);
     reduce(dst + i * per * esz, srcs.data(), static_cast<int>(srcs.size()), piece(i), dtype, op);
   };
   auto post = [&](int rc) { engine_.check(rc, "allreduce (across nodes)"); };

@@ -151,6 +151,7 @@ void MpiBackend::allocate(MpiWindow& w, std::uint64_t lo, std::uint64_t bytes, b
   w.base_ = static_cast<std::byte*>(base);
   w.lo_ = lo;
   w.bytes_ = bytes;
+  w.runs_ = w.node_runs();
   if (!kept.empty()) std::memcpy(w.base_ + (old_lo - lo), kept.data(), kept.size());
   if (w.win_ != MPI_WIN_NULL) {
     MPI_Win_set_errhandler(w.win_, MPI_ERRORS_RETURN);
@@ -265,6 +266,7 @@ void MpiBackend::free_window(MpiWindow& w) {
   if (w.node_comm_ != MPI_COMM_NULL) MPI_Comm_free(&w.node_comm_);
   std::fill(w.shared_.begin(), w.shared_.end(), nullptr);
   w.all_shared_ = false;
+  w.runs_ = {};
 }
 
 void MpiBackend::release(std::uint64_t owner) {
