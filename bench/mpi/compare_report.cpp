@@ -23,17 +23,19 @@ std::uint64_t bare_copy_bytes(const std::string& coll, std::uint64_t size) {
 
 // The no-cliff rule on one side's table: every step to at most twice the bytes whose time grows
 // more than 3x, unless the bare copy of the same working set (when measured at both sizes) grows
-// more than 3x too. Prints each jump; returns the number of unexcused ones and, in `worst`, the largest
-// growth seen.
-int print_cliffs(const char* side, const Table& t, const std::vector<Key>& keys, const Baseline& bare, double& worst,
-                 std::string& worst_at) {
+// more than 3x too. A growth is the median of the per-round growths, as every ratio of the report:
+// a round measures both sizes back to back, so a move of the VM's vCPUs between rounds (which
+// moves the L3's edge by a size step) does not pair one round's fast size with another's slow one.
+// Prints each jump; returns the number of unexcused ones and, in `worst`, the largest growth seen.
+int print_cliffs(const char* side, const Table& t, const Data& d, double& worst, std::string& worst_at) {
   int cliffs = 0;
-  for (std::size_t i = 1; i < keys.size(); ++i) {
-    const Key &a = keys[i - 1], &b = keys[i];
+  const Baseline& bare = d.bare;
+  for (std::size_t i = 1; i < d.keys.size(); ++i) {
+    const Key &a = d.keys[i - 1], &b = d.keys[i];
     if (a.first != b.first || a.first == "barrier" || b.second > 2 * a.second || !t.count(a) || !t.count(b)) continue;
     const double ta = t.at(a).s.time_us, tb = t.at(b).s.time_us;
     if (ta <= 0) continue;
-    const double growth = tb / ta;
+    const double growth = d.time_ratio(t.at(b), t.at(a));
     if (growth > worst) {
       worst = growth;
       worst_at = a.first + " " + human(a.second) + " -> " + human(b.second);
@@ -41,7 +43,12 @@ int print_cliffs(const char* side, const Table& t, const std::vector<Key>& keys,
     if (growth <= 3.0) continue;
     const std::uint64_t ba = bare_copy_bytes(a.first, a.second), bb = bare_copy_bytes(b.first, b.second);
     const bool have_bare = bare.us.count(ba) && bare.us.count(bb) && bare.us.at(ba) > 0;
-    const double bare_growth = have_bare ? bare.us.at(bb) / bare.us.at(ba) : 0;
+    auto rounds = [&](std::uint64_t size) {
+      const auto it = bare.rounds_us.find(size);
+      return it == bare.rounds_us.end() ? std::vector<double>{} : it->second;
+    };
+    const double bare_growth =
+        have_bare ? paired_ratio(rounds(bb), rounds(ba), bare.us.at(bb), bare.us.at(ba), d.use_min) : 0;
     const bool excused = have_bare && bare_growth > 3.0;
     cliffs += !excused;
     char bare_text[64] = "not measured";
@@ -274,13 +281,13 @@ void add_small_size_targets(const Data& d, std::vector<Target>& targets) {
 
 Target print_cliff_check(const Data& d) {
   std::printf(
-      "\nno-cliff check: steps to 2x the bytes where the time grows more than 3x (excused when the bare copy\n"
-      "with the same working set, bench/mpi/exchange_ceiling, grows more than 3x too; broadcast, allreduce\n"
-      "and reduce_scatter of S work in place on 2S: the bare copy of S/2):\n");
+      "\nno-cliff check: steps to 2x the bytes where the time grows more than 3x (the median of the per-round\n"
+      "growths; excused when the bare copy with the same working set, bench/mpi/exchange_ceiling, grows more\n"
+      "than 3x too; broadcast, allreduce and reduce_scatter of S work in place on 2S: the bare copy of S/2):\n");
   double worst = 0, mpi_worst = 0;
   std::string worst_at, mpi_worst_at;
-  const int cliffs = print_cliffs("pld", d.pld, d.keys, d.bare, worst, worst_at);
-  const int mpi_cliffs = print_cliffs("Open MPI", d.mpi, d.keys, d.bare, mpi_worst, mpi_worst_at);
+  const int cliffs = print_cliffs("pld", d.pld, d, worst, worst_at);
+  const int mpi_cliffs = print_cliffs("Open MPI", d.mpi, d, mpi_worst, mpi_worst_at);
   if (cliffs + mpi_cliffs == 0 && worst <= 3.0 && mpi_worst <= 3.0) std::printf("  none\n");
   std::printf("  largest growth per step: pld %.2fx (%s), Open MPI %.2fx (%s)\n", worst, worst_at.c_str(), mpi_worst,
               mpi_worst_at.c_str());
