@@ -27,7 +27,7 @@ namespace pld::detail {
 namespace {
 
 // Apart from exchange.cc's.
-enum Tag : int { kEnter = 11, kDone = 12, kRows = 13, kChain = 14, kResult = 15, kColumn = 16 };
+enum Tag : int { kEnter = 11, kDone = 12, kRows = 13, kChain = 14, kResult = 15, kColumn = 16, kTree = 17 };
 
 // Pieces the chain streams (its pipeline: while one crosses, the next is reduced).
 constexpr std::size_t kChainPiece = 512u << 10;
@@ -38,6 +38,11 @@ constexpr std::size_t kChainPiece = 512u << 10;
 // 50-57); 1 KiB 66-79 and 67-75; 4 KiB 74-94 and 70-78; 64 KiB 242-257 and 145-185. allgather and
 // reduce_scatter gather in columns up to the same size instead of exchanging with every member.
 constexpr std::size_t kColumnGatherMax = 4u << 10;
+// Broadcasts up to this many bytes go through one contact per node (node_broadcast). At 2 x 2
+// (interleaved netns runs, 3 rounds) 128-256 B took 10-14 us that way against 15-20 us sent from
+// the root to every member (Open MPI 10-11); from 512 B, where every side's time doubles (Open
+// MPI's too: 23-28 us), the second hop costs more than the crossing it saves (37-41 against 30-34).
+constexpr std::size_t kNodeBroadcastMax = 256;
 // Vectors up to this many bytes over all members are gathered: a leader sends its node's rows,
 // twice the bytes of the chain's one piece there and back, but one crossing instead of two.
 constexpr std::size_t kLeaderGatherMax = 256u << 10;
@@ -54,11 +59,19 @@ int MpiWindow::NodeRuns::leader(std::size_t k) const {
 // Whether the members gather `total` bytes in columns: more than one node, more than one member
 // on each, and every node has as many (column_gather pairs them by their place on the node).
 bool MpiWindow::NodeRuns::columns(std::size_t total) const {
-  const std::size_t nodes = first.empty() ? 0 : first.size() - 1;
-  if (total > kColumnGatherMax || nodes < 2 || nodes == world.size()) return false;
+  if (total > kColumnGatherMax || !hierarchy()) return false;
   for (std::size_t k = 2; k < first.size(); ++k)
     if (first[k] - first[k - 1] != first[1] - first[0]) return false;
   return true;
+}
+
+bool MpiWindow::NodeRuns::tree(std::size_t bytes) const {
+  return bytes > 0 && bytes <= kNodeBroadcastMax && hierarchy();
+}
+
+bool MpiWindow::NodeRuns::hierarchy() const {
+  const std::size_t nodes = first.empty() ? 0 : first.size() - 1;
+  return nodes >= 2 && nodes < world.size();
 }
 
 MpiWindow::NodeRuns MpiWindow::node_runs() const {
@@ -84,10 +97,9 @@ MpiWindow::NodeRuns MpiWindow::node_runs() const {
 }
 
 bool MpiWindow::hierarchical(std::size_t bytes, DType dtype) const {
-  const std::size_t nodes = runs_.first.empty() ? 0 : runs_.first.size() - 1;
-  if (nodes < 2 || nodes == dirty_.size()) return false;  // one node, or one member per node
+  if (!runs_.hierarchy()) return false;  // one node, or one member per node
   if (bytes * dirty_.size() <= kLeaderGatherMax) return true;
-  return nodes == 2 && dtype != DType::FP16 && dtype != DType::BF16;
+  return runs_.first.size() == 3 && dtype != DType::FP16 && dtype != DType::BF16;  // two nodes
 }
 
 WaitStatus MpiWindow::hierarchical_allreduce(std::byte* data, std::size_t count, DType dtype, ReduceOp op,
@@ -187,6 +199,35 @@ WaitStatus MpiWindow::column_reduce(std::byte* data, std::size_t row_bytes, std:
   });
   if (st != WaitStatus::Ok) abandon_native_scratch();  // MPI may still write into it
   return st;
+}
+
+// The root sends to the members of its node and to one member of every other node (its leader),
+// which passes the data on to the members of its own node in the second step: one crossing per
+// node instead of one per member. At 2 nodes x 2 ranks the root sends over TCP once, not twice.
+WaitStatus MpiWindow::node_broadcast(std::byte* data, std::size_t bytes, int root, const WaitSite& site) {
+  const std::size_t nodes = runs_.first.size() - 1, mine = static_cast<std::size_t>(runs_.mine);
+  const int me = target_[static_cast<std::size_t>(engine_.rank_)];
+  std::size_t home = 0;  // the root's node
+  while (runs_.first[home + 1] <= root) ++home;
+  auto contact = [&](std::size_t k) { return k == home ? root : runs_.leader(k); };
+  auto each_member = [&](std::size_t k, int skip, auto&& post) {
+    int rc = MPI_SUCCESS;
+    for (int m = runs_.first[k]; m < runs_.first[k + 1] && rc == MPI_SUCCESS; ++m)
+      if (m != skip) rc = post(m);
+    return rc;
+  };
+  return native_run(site, 2, [&](std::size_t step, MPI_Comm comm, Requests& rq) {
+    auto send = [&](int to) { return post_pieces(true, data, bytes, to, kTree, comm, rq); };
+    const bool contact_here = me == contact(mine);
+    if (step == 0 && me == root) {
+      int rc = each_member(home, root, send);
+      for (std::size_t j = 1; j < nodes && rc == MPI_SUCCESS; ++j) rc = send(contact((home + j) % nodes));
+      return rc;
+    }
+    if (step == 0)  // from the root on its node and at the contacts, from the contact elsewhere
+      return post_pieces(false, data, bytes, mine == home || contact_here ? root : contact(mine), kTree, comm, rq);
+    return mine != home && contact_here ? each_member(mine, me, send) : MPI_SUCCESS;
+  });
 }
 
 // Row `d` (domain rank) of the call: a member's window on my node, else where the rows arrived.
