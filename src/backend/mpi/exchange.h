@@ -40,7 +40,9 @@ void agree_eager_piece(MPI_Comm world);
 void reduce_rows(std::byte* dst, const std::byte* scratch, int n, std::size_t rows, std::size_t count, DType dtype,
                  ReduceOp op);
 /// Posts `bytes` at `buf` to (`send`) or from `peer` as messages of at most eager_piece() bytes
-/// (at least one) with `tag` on `comm`; returns the MPI error code (exchange.cc).
-int post_pieces(bool send, const void* buf, std::size_t bytes, int peer, int tag, MPI_Comm comm, Requests& requests);
+/// (at least one) with `tag` on `comm`; returns the MPI error code (exchange.cc). `synchronous`
+/// sends complete only once the peer has posted their receives (MPI_Issend).
+int post_pieces(bool send, const void* buf, std::size_t bytes, int peer, int tag, MPI_Comm comm, Requests& requests,
+                bool synchronous = false);
 
 }  // namespace pld::detail
