@@ -296,6 +296,44 @@ TEST_P(CollectivesPerWidth, AllgatherFusedPushFromOneMiB) {
   });
 }
 
+// A broadcast of 1 MiB and a few elements from every root onto a poisoned window: across nodes it
+// goes through one member per node in chunks of 512 KiB, the last one partial.
+template <class T>
+void broadcast_large(DistributedTensor<T> win, DistributedTensor<std::int32_t> sig, Tensor<T> in, Tensor<T> poison,
+                     Tensor<T> out) {
+  const int me = rank(get_comm_ctx(win)), n = nranks(get_comm_ctx(win));
+  for (int root = 0; root < n; ++root) {
+    stage(win, me == root ? in : poison);
+    tensor::broadcast(win, sig, {.root = root});
+    collect(win, out[root]);
+  }
+}
+
+TEST_P(CollectivesPerWidth, BroadcastFromEveryRootFromOneMiB) {
+  const int p = GetParam().p;
+  PLD_REQUIRE_RANKS(p);
+  with_type(AllTypes{}, GetParam().dtype, [&]<class T>() {
+    const Index n = static_cast<Index>((1u << 20) / sizeof(T) + 3);
+    auto in = HostTensor<T>::zeros({n});
+    auto poison = HostTensor<T>::zeros({n});
+    for (Index i = 0; i < n; ++i) {
+      in(i) = input<T>(ReduceOp::Sum, 7, i);
+      poison(i) = static_cast<T>(static_cast<float>(-1));
+    }
+    auto out = HostTensor<T>::zeros({p, p, n});
+    run(ranks(p), [&](Host& h) {
+      auto w = h.window<T>(h.alloc_window_buffer({n}, dtype_of<T>, "win"), {n});
+      auto sig = h.window<std::int32_t>(h.alloc_window_buffer({p, 2}, DType::INT32, "sig"), {p, 2});
+      for (int r = 0; r < p; ++r) h.dispatch(r, broadcast_large<T>, w, sig, in, poison, out[r]);
+    });
+    const std::size_t bytes = static_cast<std::size_t>(n) * sizeof(T);  // a copy: compare bits
+    for (int r = 0; r < p; ++r)
+      for (int root = 0; root < p; ++root)
+        ASSERT_EQ(std::memcmp(out[r][root].data(), in.data(), bytes), 0)
+            << "P=" << p << " rank " << r << " root " << root;
+  });
+}
+
 // all_to_all and all_to_all_v, composite then builtin path.
 template <class T>
 void exchange(DistributedTensor<T> target, DistributedTensor<T> vtarget, DistributedTensor<std::int32_t> sig,

@@ -336,7 +336,8 @@ WaitStatus MpiWindow::canonical_allreduce(std::byte* data, std::size_t count, DT
 }
 
 // The root sends to every member while it sends at most kExchangeMax bytes in all (exchange.cc),
-// a tiny one across nodes through one member per node (hierarchy.cc); above, MPI_Ibcast.
+// above that MPI_Ibcast; a tiny or large one across nodes goes through one member per node
+// (hierarchy.cc).
 WaitStatus MpiWindow::broadcast(void* data, std::size_t bytes, int root, const WaitSite& site) {
   if (runs_.tree(bytes)) return node_broadcast(static_cast<std::byte*>(data), bytes, root, site);
   return native_run(site, pieces(bytes, kPiece), [&](std::size_t i, MPI_Comm comm, Requests& rq) {

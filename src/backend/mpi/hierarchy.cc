@@ -43,6 +43,12 @@ constexpr std::size_t kColumnGatherMax = 4u << 10;
 // the root to every member (Open MPI 10-11); from 512 B, where every side's time doubles (Open
 // MPI's too: 23-28 us), the second hop costs more than the crossing it saves (37-41 against 30-34).
 constexpr std::size_t kNodeBroadcastMax = 256;
+// From this many bytes too, where the contacts pass each chunk on as it arrives while the next
+// crosses; in between, MPI_Ibcast (libnbc's binomial tree, which at 2 x 2 also crosses once). At
+// 2 x 2 (interleaved netns runs, 2-3 rounds, us per call): 512 KiB 345-354 through the contacts,
+// 575-581 MPI_Ibcast, Open MPI's MPI_Bcast 520-530; 1 MiB 512-668 / 980-1004 / 552-623; 4 MiB
+// 2639-3341 / 3380-3631 / 2267-3165; 256 KiB 180-228 / 175-182 / 146-148.
+constexpr std::size_t kNodeBroadcastChunked = 512u << 10;
 // Vectors up to this many bytes over all members are gathered: a leader sends its node's rows,
 // twice the bytes of the chain's one piece there and back, but one crossing instead of two.
 constexpr std::size_t kLeaderGatherMax = 256u << 10;
@@ -66,7 +72,7 @@ bool MpiWindow::NodeRuns::columns(std::size_t total) const {
 }
 
 bool MpiWindow::NodeRuns::tree(std::size_t bytes) const {
-  return bytes > 0 && bytes <= kNodeBroadcastMax && hierarchy();
+  return bytes > 0 && (bytes <= kNodeBroadcastMax || bytes >= kNodeBroadcastChunked) && hierarchy();
 }
 
 bool MpiWindow::NodeRuns::hierarchy() const {
@@ -201,33 +207,57 @@ WaitStatus MpiWindow::column_reduce(std::byte* data, std::size_t row_bytes, std:
   return st;
 }
 
-// The root sends to the members of its node and to one member of every other node (its leader),
-// which passes the data on to the members of its own node in the second step: one crossing per
-// node instead of one per member. At 2 nodes x 2 ranks the root sends over TCP once, not twice.
+// The root sends to the members of its node and to one member of every other node (its contact:
+// the node's leader), which passes each chunk of kChainPiece bytes on to the members of its node
+// as soon as the chunk has arrived: one crossing per node instead of one per member, and for a
+// large vector the crossing and the passing on overlap. Every receive is posted at the start.
+// A vector of more than one eager piece goes synchronously, as post_broadcast's.
 WaitStatus MpiWindow::node_broadcast(std::byte* data, std::size_t bytes, int root, const WaitSite& site) {
   const std::size_t nodes = runs_.first.size() - 1, mine = static_cast<std::size_t>(runs_.mine);
   const int me = target_[static_cast<std::size_t>(engine_.rank_)];
   std::size_t home = 0;  // the root's node
   while (runs_.first[home + 1] <= root) ++home;
   auto contact = [&](std::size_t k) { return k == home ? root : runs_.leader(k); };
-  auto each_member = [&](std::size_t k, int skip, auto&& post) {
-    int rc = MPI_SUCCESS;
-    for (int m = runs_.first[k]; m < runs_.first[k + 1] && rc == MPI_SUCCESS; ++m)
-      if (m != skip) rc = post(m);
-    return rc;
+  const bool relay = mine != home && me == contact(mine);
+  const std::size_t chunks = (bytes + kChainPiece - 1) / kChainPiece;
+  const bool sync = bytes > eager_piece();
+  auto at = [&](std::size_t c) { return data + c * kChainPiece; };
+  auto len = [&](std::size_t c) { return std::min(kChainPiece, bytes - c * kChainPiece); };
+  const MPI_Comm comm = native_comm(site);
+  const NativeDeadline deadline = native_deadline();
+  std::vector<Requests> in(chunks);
+  Requests out;
+  auto send = [&](std::size_t c, int to) {
+    engine_.check(post_pieces(true, at(c), len(c), to, kTree, comm, out, sync), site.what);
   };
-  return native_run(site, 2, [&](std::size_t step, MPI_Comm comm, Requests& rq) {
-    auto send = [&](int to) { return post_pieces(true, data, bytes, to, kTree, comm, rq); };
-    const bool contact_here = me == contact(mine);
-    if (step == 0 && me == root) {
-      int rc = each_member(home, root, send);
-      for (std::size_t j = 1; j < nodes && rc == MPI_SUCCESS; ++j) rc = send(contact((home + j) % nodes));
-      return rc;
+  auto send_node = [&](std::size_t c, std::size_t k, int skip) {
+    for (int m = runs_.first[k]; m < runs_.first[k + 1]; ++m)
+      if (m != skip) send(c, m);
+  };
+  {
+    std::lock_guard lock(engine_.mutex_);
+    native_begin_locked();
+    const int from = me == root ? -1 : mine == home || relay ? root : contact(mine);
+    for (std::size_t c = 0; c < chunks; ++c) {
+      if (from >= 0) {
+        engine_.check(post_pieces(false, at(c), len(c), from, kTree, comm, in[c]), site.what);
+        continue;
+      }
+      for (std::size_t j = 1; j < nodes; ++j) send(c, contact((home + j) % nodes));  // the crossings first
+      send_node(c, home, root);
     }
-    if (step == 0)  // from the root on its node and at the contacts, from the contact elsewhere
-      return post_pieces(false, data, bytes, mine == home || contact_here ? root : contact(mine), kTree, comm, rq);
-    return mine != home && contact_here ? each_member(mine, me, send) : MPI_SUCCESS;
-  });
+  }
+  WaitStatus st = WaitStatus::Ok;
+  for (std::size_t c = 0; c < chunks && st == WaitStatus::Ok; ++c) {
+    st = native_complete(deadline, in[c]);
+    if (st != WaitStatus::Ok || !relay) continue;
+    std::lock_guard lock(engine_.mutex_);
+    send_node(c, mine, me);
+  }
+  if (st == WaitStatus::Ok) st = native_complete(deadline, out);
+  if (st != WaitStatus::Ok) return native_abandon(site, st);
+  engine_.sync_local();
+  return st;
 }
 
 // Row `d` (domain rank) of the call: a member's window on my node, else where the rows arrived.

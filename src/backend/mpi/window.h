@@ -203,7 +203,7 @@ class MpiWindow final : public Backend, public NativeCollectives {
     int leader(std::size_t k) const;        // domain rank of node k's leader
     bool columns(std::size_t total) const;  // whether `total` bytes over all members go in columns
     bool hierarchy() const;                 // more than one node, and more than one member on some
-    bool tree(std::size_t bytes) const;     // whether a broadcast of `bytes` goes through the nodes
+    bool tree(std::size_t bytes) const;     // whether a broadcast of `bytes` goes through node contacts
   };
   /// Computed once the window has its memory (allocate): a domain's members do not change.
   NodeRuns node_runs() const;
@@ -216,7 +216,7 @@ class MpiWindow final : public Backend, public NativeCollectives {
   /// reduce_scatter (my row of the whole input).
   WaitStatus column_reduce(std::byte* data, std::size_t row_bytes, std::size_t offset, std::size_t count, DType,
                            ReduceOp, const WaitSite&);
-  /// A broadcast through one contact per node (hierarchy.cc).
+  /// A broadcast through one contact per node, in chunks (hierarchy.cc).
   WaitStatus node_broadcast(std::byte* data, std::size_t bytes, int root, const WaitSite& site);
   const std::byte* row_of(int d, const std::byte* data, const std::byte* rows, std::size_t) const;
   WaitStatus leader_gather(std::byte*, std::size_t, DType, ReduceOp, MPI_Comm, NativeDeadline);
