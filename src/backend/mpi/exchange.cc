@@ -104,15 +104,11 @@ int MpiWindow::post_exchange(bool gather, const void* input, void* target, std::
   return MPI_SUCCESS;
 }
 
-// A broadcast of more than one eager piece is sent synchronously, as the engine's own sends a
-// message above its eager limit: the root does not run ahead of its receivers. Eager, a loop of
-// 64 KiB broadcasts over TCP took 19-28 us or 130-270 us by the minute (the receiver flooded,
-// Open MPI's rendezvous MPI_Bcast 60-79 us); synchronous, 49-79 us.
 int MpiWindow::post_broadcast(void* data, std::size_t bytes, int root, MPI_Comm comm, Requests& requests) const {
   const int n = static_cast<int>(dirty_.size()), me = target_[static_cast<std::size_t>(engine_.rank_)];
   if (me != root) return post_pieces(false, data, bytes, root, kRow, comm, requests);
   for (int k = 1; k < n; ++k) {
-    const int rc = post_pieces(true, data, bytes, (root + k) % n, kRow, comm, requests, bytes > eager_piece());
+    const int rc = post_pieces(true, data, bytes, (root + k) % n, kRow, comm, requests, broadcast_synchronously(bytes));
     if (rc != MPI_SUCCESS) return rc;
   }
   return MPI_SUCCESS;

@@ -39,6 +39,14 @@ void agree_eager_piece(MPI_Comm world);
 /// collectives.cc): what a member does with the rows an exchange gathered.
 void reduce_rows(std::byte* dst, const std::byte* scratch, int n, std::size_t rows, std::size_t count, DType dtype,
                  ReduceOp op);
+/// Whether a broadcast's root sends its `bytes` synchronously (post_pieces): when they take more
+/// than one eager piece, as the engine's own broadcast sends a message above its eager limit after
+/// a rendezvous, so that the root does not run ahead of its receivers. Eager, a loop of 64 KiB
+/// broadcasts over TCP took 19-28 us or 130-270 us by the minute (the receiver flooded);
+/// synchronous, 68-74 us (Open MPI's MPI_Bcast 60-83 us).
+inline bool broadcast_synchronously(std::size_t bytes) {
+  return bytes > eager_piece();
+}
 /// Posts `bytes` at `buf` to (`send`) or from `peer` as messages of at most eager_piece() bytes
 /// (at least one) with `tag` on `comm`; returns the MPI error code (exchange.cc). `synchronous`
 /// sends complete only once the peer has posted their receives (MPI_Issend).

@@ -76,8 +76,7 @@ bool MpiWindow::NodeRuns::tree(std::size_t bytes) const {
 }
 
 bool MpiWindow::NodeRuns::hierarchy() const {
-  const std::size_t nodes = first.empty() ? 0 : first.size() - 1;
-  return nodes >= 2 && nodes < world.size();
+  return nodes() >= 2 && nodes() < world.size();
 }
 
 MpiWindow::NodeRuns MpiWindow::node_runs() const {
@@ -105,7 +104,7 @@ MpiWindow::NodeRuns MpiWindow::node_runs() const {
 bool MpiWindow::hierarchical(std::size_t bytes, DType dtype) const {
   if (!runs_.hierarchy()) return false;  // one node, or one member per node
   if (bytes * dirty_.size() <= kLeaderGatherMax) return true;
-  return runs_.first.size() == 3 && dtype != DType::FP16 && dtype != DType::BF16;  // two nodes
+  return runs_.nodes() == 2 && dtype != DType::FP16 && dtype != DType::BF16;
 }
 
 WaitStatus MpiWindow::hierarchical_allreduce(std::byte* data, std::size_t count, DType dtype, ReduceOp op,
@@ -168,7 +167,7 @@ WaitStatus MpiWindow::hierarchical_allreduce(std::byte* data, std::size_t count,
 // leaders take three (enter, cross, done).
 WaitStatus MpiWindow::column_gather(const std::byte* row, std::byte* rows, std::size_t bytes, const WaitSite& site,
                                     const std::function<void()>& done) {
-  const std::size_t nodes = runs_.first.size() - 1;
+  const std::size_t nodes = runs_.nodes();
   const auto mine = static_cast<std::size_t>(runs_.mine);
   const int me = target_[static_cast<std::size_t>(engine_.rank_)], lo = runs_.first[mine];
   const int m = runs_.first[mine + 1] - lo, place = me - lo;
@@ -211,16 +210,16 @@ WaitStatus MpiWindow::column_reduce(std::byte* data, std::size_t row_bytes, std:
 // the node's leader), which passes each chunk of kChainPiece bytes on to the members of its node
 // as soon as the chunk has arrived: one crossing per node instead of one per member, and for a
 // large vector the crossing and the passing on overlap. Every receive is posted at the start.
-// A vector of more than one eager piece goes synchronously, as post_broadcast's.
+// Sends go synchronously where broadcast_synchronously() says so.
 WaitStatus MpiWindow::node_broadcast(std::byte* data, std::size_t bytes, int root, const WaitSite& site) {
-  const std::size_t nodes = runs_.first.size() - 1, mine = static_cast<std::size_t>(runs_.mine);
+  const std::size_t nodes = runs_.nodes(), mine = static_cast<std::size_t>(runs_.mine);
   const int me = target_[static_cast<std::size_t>(engine_.rank_)];
   std::size_t home = 0;  // the root's node
   while (runs_.first[home + 1] <= root) ++home;
   auto contact = [&](std::size_t k) { return k == home ? root : runs_.leader(k); };
   const bool relay = mine != home && me == contact(mine);
   const std::size_t chunks = (bytes + kChainPiece - 1) / kChainPiece;
-  const bool sync = bytes > eager_piece();
+  const bool sync = broadcast_synchronously(bytes);
   auto at = [&](std::size_t c) { return data + c * kChainPiece; };
   auto len = [&](std::size_t c) { return std::min(kChainPiece, bytes - c * kChainPiece); };
   const MPI_Comm comm = native_comm(site);
@@ -274,7 +273,7 @@ const std::byte* MpiWindow::row_of(int d, const std::byte* data, const std::byte
 // way between two leaders instead of one per row; larger rows go as they are, in eager pieces.
 WaitStatus MpiWindow::leader_gather(std::byte* data, std::size_t count, DType dtype, ReduceOp op, MPI_Comm comm,
                                     NativeDeadline deadline) {
-  const std::size_t n = dirty_.size(), bytes = count * dtype_size(dtype), nodes = runs_.first.size() - 1;
+  const std::size_t n = dirty_.size(), bytes = count * dtype_size(dtype), nodes = runs_.nodes();
   const auto mine = static_cast<std::size_t>(runs_.mine);
   const bool packed = bytes < eager_piece();
   std::byte* rows = native_scratch(n * bytes);

@@ -200,7 +200,8 @@ class MpiWindow final : public Backend, public NativeCollectives {
   struct NodeRuns {
     std::vector<int> first, world;
     int mine = -1;
-    int leader(std::size_t k) const;        // domain rank of node k's leader
+    std::size_t nodes() const { return first.empty() ? 0 : first.size() - 1; }  // how many nodes
+    int leader(std::size_t k) const;                                            // domain rank of node k's leader
     bool columns(std::size_t total) const;  // whether `total` bytes over all members go in columns
     bool hierarchy() const;                 // more than one node, and more than one member on some
     bool tree(std::size_t bytes) const;     // whether a broadcast of `bytes` goes through node contacts
