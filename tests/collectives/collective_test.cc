@@ -334,6 +334,38 @@ TEST_P(CollectivesPerWidth, BroadcastFromEveryRootFromOneMiB) {
   });
 }
 
+// An allreduce of a few hundred KiB and a few elements, every op: across nodes the vector travels
+// in several eager pieces, each reduced as soon as it has come from every member.
+template <class T>
+void allreduce_ops(DistributedTensor<T> win, DistributedTensor<std::int32_t> sig, Tensor<T> in, Tensor<T> out) {
+  for (int op = 0; op < 4; ++op) {
+    stage(win, in[op]);
+    tensor::allreduce(win, sig, {.op = static_cast<ReduceOp>(op)});
+    collect(win, out[op]);
+  }
+}
+
+TEST_P(CollectivesPerWidth, AllreduceInManyPiecesEveryOp) {
+  const int p = GetParam().p;
+  PLD_REQUIRE_RANKS(p);
+  with_type(AllTypes{}, GetParam().dtype, [&]<class T>() {
+    const Index n = static_cast<Index>((200u << 10) / sizeof(T) + 3);
+    auto in = make_inputs<T>(p, n);
+    auto out = HostTensor<T>::zeros({p, 4, n});
+    run(ranks(p), [&](Host& h) {
+      auto w = h.window<T>(h.alloc_window_buffer({n}, dtype_of<T>, "win"), {n});
+      auto sig = h.window<std::int32_t>(h.alloc_window_buffer({p, 2}, DType::INT32, "sig"), {p, 2});
+      for (int r = 0; r < p; ++r) h.dispatch(r, allreduce_ops<T>, w, sig, in[r], out[r]);
+    });
+    for (int op = 0; op < 4; ++op)
+      for (Index i = 0; i < n; ++i) {
+        const auto expect = value(golden<T>(static_cast<ReduceOp>(op), p, i));
+        for (int r = 0; r < p; ++r)
+          ASSERT_EQ(value(out(r, op, i)), expect) << "op " << op << " P=" << p << " rank " << r << " i " << i;
+      }
+  });
+}
+
 // all_to_all and all_to_all_v, composite then builtin path.
 template <class T>
 void exchange(DistributedTensor<T> target, DistributedTensor<T> vtarget, DistributedTensor<std::int32_t> sig,

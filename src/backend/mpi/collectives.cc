@@ -196,9 +196,12 @@ void MpiWindow::native_begin_locked() {
   if (engine_.messages_) engine_.fence_locked(-1);
 }
 
-WaitStatus MpiWindow::native_complete(NativeDeadline deadline, Requests& requests, MPI_Status* statuses) {
+WaitStatus MpiWindow::native_complete(NativeDeadline deadline, Requests& requests, MPI_Status* statuses,
+                                      const NativeGroups* groups) {
   MpiBackend& e = engine_;
   auto nap = std::chrono::microseconds(5);
+  const std::size_t last = groups ? groups->ends.size() : 0;
+  std::size_t group = 0, from = 0;  // the group under test and its first request
   for (int round = 0;; ++round) {
     if (round > e.wait_spin_) {  // PLD_WAIT_SPIN polls first, as a wait (0 when oversubscribed)
       if (e.aborting()) return WaitStatus::Aborted;
@@ -211,16 +214,25 @@ WaitStatus MpiWindow::native_complete(NativeDeadline deadline, Requests& request
         nap = std::min(nap * 2, std::chrono::microseconds(200));
       }
     }
+    const std::size_t to = group < last ? std::min(groups->ends[group], requests.size()) : requests.size();
     int done = 0;
-    std::lock_guard lock(e.mutex_);
-    e.check(MPI_Testall(static_cast<int>(requests.size()), requests.data(), &done, statuses),
-            "MPI_Testall (engine collective)");
-    if (done) return WaitStatus::Ok;
-    // Peers may wait on this rank's messages (a fence, a get) before they get here. Not on every
-    // poll, nor at the start or the end: each serve is another progress call on the critical
-    // path, and a peer's messages before its part of the call are applied here already (it
-    // fenced them first).
-    if (e.messages_ && round % 8 == 7) e.serve();
+    {
+      std::lock_guard lock(e.mutex_);
+      e.check(MPI_Testall(static_cast<int>(to - from), requests.data() + from, &done,
+                          statuses == MPI_STATUSES_IGNORE ? statuses : statuses + from),
+              "MPI_Testall (engine collective)");
+      // Peers may wait on this rank's messages (a fence, a get) before they get here. Not on every
+      // poll, nor at the start or the end: each serve is another progress call on the critical
+      // path, and a peer's messages before its part of the call are applied here already (it
+      // fenced them first).
+      if (!done && e.messages_ && round % 8 == 7) e.serve();
+    }
+    if (!done) continue;
+    if (group < last) groups->done(group);
+    if (group >= last || to == requests.size()) return WaitStatus::Ok;
+    ++group;
+    from = to;
+    round = -1;  // the next group is under way: poll it at once
   }
 }
 
@@ -239,7 +251,8 @@ WaitStatus MpiWindow::native_abandon(const WaitSite& site, WaitStatus status) {
 }
 
 WaitStatus MpiWindow::native_run(const WaitSite& site, std::size_t steps, const NativeStep& start,
-                                 const std::function<void(std::size_t)>& after, std::vector<MPI_Status>* statuses) {
+                                 const std::function<void(std::size_t)>& after, std::vector<MPI_Status>* statuses,
+                                 const NativeGroups* groups) {
   const MPI_Comm comm = native_comm(site);
   const NativeDeadline deadline = native_deadline();
   Requests requests;
@@ -251,7 +264,8 @@ WaitStatus MpiWindow::native_run(const WaitSite& site, std::size_t steps, const 
       engine_.check(start(step, comm, requests), site.what);
     }
     if (statuses) statuses->resize(requests.size());
-    const WaitStatus status = native_complete(deadline, requests, statuses ? statuses->data() : MPI_STATUSES_IGNORE);
+    const WaitStatus status =
+        native_complete(deadline, requests, statuses ? statuses->data() : MPI_STATUSES_IGNORE, groups);
     if (status != WaitStatus::Ok) return native_abandon(site, status);
     if (after) after(step);
   }
@@ -301,11 +315,26 @@ WaitStatus MpiWindow::canonical_allreduce(std::byte* data, std::size_t count, DT
   auto s = std::make_unique<Scratch>();
   WaitStatus st;
   if (bytes * ranks <= exchange_max() && (ranks - 1) * bytes * (ranks - 2) <= kGatherExtra * ranks) {
+    // Each piece is reduced as soon as it has come from and gone to every member, while the
+    // next ones travel; my own row is read in place.
     s->rows = native_scratch(bytes * ranks);
+    std::vector<const void*> srcs(ranks);
+    std::size_t reduced = 0;  // elements
+    NativeGroups groups;
+    for (std::size_t i = 1; i <= piece_count(bytes); ++i) groups.ends.push_back(i * 2 * (ranks - 1));
+    groups.done = [&](std::size_t piece) {
+      const std::size_t upto = piece + 1 == groups.ends.size() ? count : (piece + 1) * eager_piece() / esz;
+      for (std::size_t r = 0; r < ranks; ++r)
+        srcs[r] = (r == static_cast<std::size_t>(me) ? data : s->rows + r * bytes) + reduced * esz;
+      reduce(data + reduced * esz, srcs.data(), n, upto - reduced, dtype, op);
+      reduced = upto;
+    };
     st = native_run(
         site, 1,
-        [&](std::size_t, MPI_Comm comm, Requests& rq) { return post_exchange(true, data, s->rows, bytes, comm, rq); },
-        [&](std::size_t) { reduce_rows(data, s->rows, n, bytes, count, dtype, op); });
+        [&](std::size_t, MPI_Comm comm, Requests& rq) {
+          return post_exchange(true, data, s->rows, bytes, comm, rq, false);
+        },
+        {}, nullptr, &groups);
   } else {
     for (std::size_t r = 0; r <= ranks; ++r) s->displ.push_back(static_cast<int>(count * r / ranks * esz));
     for (std::size_t r = 0; r < ranks; ++r) s->count.push_back(s->displ[r + 1] - s->displ[r]);

@@ -83,24 +83,37 @@ int post_pieces(bool send, const void* buf, std::size_t bytes, int peer, int tag
   return MPI_SUCCESS;
 }
 
+// Piece by piece, receives before sends: every receive is posted before any send (a message that
+// arrives finds its buffer), each in its piece's group of 2 (P - 1) requests, so that a caller can
+// use a piece as soon as it has come from and gone to every member (NativeGroups).
 int MpiWindow::post_exchange(bool gather, const void* input, void* target, std::size_t bytes, MPI_Comm comm,
-                             Requests& requests) const {
+                             Requests& requests, bool copy_own) const {
   const int n = static_cast<int>(dirty_.size()), me = target_[static_cast<std::size_t>(engine_.rank_)];
   auto* in = static_cast<const std::byte*>(input);
   auto* out = static_cast<std::byte*>(target);
-  for (int p = 0; p < n; ++p) {  // receives first: a message that arrives finds its buffer
-    if (p == me) continue;
-    const int rc = post_pieces(false, out + static_cast<std::size_t>(p) * bytes, bytes, p, kRow, comm, requests);
-    if (rc != MPI_SUCCESS) return rc;
+  const std::size_t peers = static_cast<std::size_t>(n - 1), pieces = piece_count(bytes), first = requests.size();
+  requests.resize(first + pieces * 2 * peers, MPI_REQUEST_NULL);
+  auto slot = [&](std::size_t piece, bool send, int k) {  // k = 1 .. P - 1
+    return &requests[first + (2 * piece + send) * peers + static_cast<std::size_t>(k - 1)];
+  };
+  auto row = [&](auto* base, int p) { return base + static_cast<std::size_t>(p) * bytes; };
+  for (std::size_t i = 0, at = 0; i < pieces; ++i, at += eager_piece()) {
+    const int len = static_cast<int>(std::min(eager_piece(), bytes - at));
+    for (int k = 1; k < n; ++k) {
+      const int p = (me + n - k) % n;
+      const int rc = MPI_Irecv(row(out, p) + at, len, MPI_BYTE, p, kRow, comm, slot(i, false, k));
+      if (rc != MPI_SUCCESS) return rc;
+    }
   }
-  for (int k = 1; k < n; ++k) {  // me + 1 first, so that members do not all send to member 0 first
-    const int p = (me + k) % n;
-    const std::byte* row = gather ? in : in + static_cast<std::size_t>(p) * bytes;
-    const int rc = post_pieces(true, row, bytes, p, kRow, comm, requests);
-    if (rc != MPI_SUCCESS) return rc;
+  for (std::size_t i = 0, at = 0; i < pieces; ++i, at += eager_piece()) {
+    const int len = static_cast<int>(std::min(eager_piece(), bytes - at));
+    for (int k = 1; k < n; ++k) {  // me + 1 first, so that members do not all send to member 0 first
+      const int p = (me + k) % n;
+      const int rc = MPI_Isend((gather ? in : row(in, p)) + at, len, MPI_BYTE, p, kRow, comm, slot(i, true, k));
+      if (rc != MPI_SUCCESS) return rc;
+    }
   }
-  const std::byte* own = gather ? in : in + static_cast<std::size_t>(me) * bytes;
-  if (bytes) std::memmove(out + static_cast<std::size_t>(me) * bytes, own, bytes);
+  if (bytes && copy_own) std::memmove(row(out, me), gather ? in : row(in, me), bytes);
   return MPI_SUCCESS;
 }
 
@@ -191,7 +204,7 @@ int MpiWindow::post_all_to_all_v_pieces(const void* input, void* target, std::si
 void MpiWindow::count_all_to_all_v(const MPI_Status* statuses, std::size_t block, std::size_t row_bytes,
                                    const std::int32_t* send_counts, std::int32_t* recv_counts) const {
   const int n = static_cast<int>(dirty_.size()), me = target_[static_cast<std::size_t>(engine_.rank_)];
-  const std::size_t pieces = std::max<std::size_t>(1, (block + eager_piece() - 1) / eager_piece());
+  const std::size_t pieces = piece_count(block);
   std::lock_guard lock(engine_.mutex_);
   for (int p = 0; p < n; ++p) {
     if (p == me) continue;

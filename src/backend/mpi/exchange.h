@@ -32,6 +32,11 @@ std::size_t exchange_max();
 /// of any member, read at start-up through the MPI tool interface (agree_eager_piece), and 32 KiB
 /// where the engine reports none (docs/design/mpi-transport.md §4.9).
 std::size_t eager_piece();
+/// How many eager pieces a row of `bytes` travels in (at least one: a zero-byte row is one
+/// zero-byte message).
+inline std::size_t piece_count(std::size_t bytes) {
+  return bytes ? (bytes + eager_piece() - 1) / eager_piece() : 1;
+}
 /// Sets eager_piece() from the engine's TCP eager limit, the same on every member of `world`
 /// (collective over it; exchange.cc).
 void agree_eager_piece(MPI_Comm world);

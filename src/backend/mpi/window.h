@@ -145,23 +145,32 @@ class MpiWindow final : public Backend, public NativeCollectives {
   void open_native_channels();
   void close_native_channels();
   MPI_Comm native_comm(const WaitSite& site) const;
+  /// A step whose requests complete in groups, in order: group g is the requests from the end of
+  /// group g - 1 to `ends[g]` (the last group: to the end), and `done(g)` runs (outside the MPI
+  /// mutex) as soon as groups 0..g have completed, while the later ones are still under way.
+  struct NativeGroups {
+    std::vector<std::size_t> ends;
+    std::function<void(std::size_t)> done;
+  };
   /// One step of an engine collective: posts its requests with `start(step, comm, requests)`
   /// (under the MPI mutex; returns the MPI error code).
   using NativeStep = std::function<int(std::size_t step, MPI_Comm comm, Requests& requests)>;
   /// Runs `steps` steps on the signal's communicator one after the other, each tested with
   /// yields until all its requests complete, the job aborts or the wait deadline passes (then the
   /// wait is recorded for the report, and the communicator is never used again); `after(step)`
-  /// runs (outside the MPI mutex) once a step has completed, with its requests' `statuses` if given.
+  /// runs (outside the MPI mutex) once a step has completed, with its requests' `statuses` if given;
+  /// a step's requests complete in `groups` if given.
   WaitStatus native_run(const WaitSite& site, std::size_t steps, const NativeStep& start,
-                        const std::function<void(std::size_t)>& after = {},
-                        std::vector<MPI_Status>* statuses = nullptr);
+                        const std::function<void(std::size_t)>& after = {}, std::vector<MPI_Status>* statuses = nullptr,
+                        const NativeGroups* groups = nullptr);
   // native_run's parts, for schedules of their own (hierarchy.cc): the deadline of a call; under
   // the MPI mutex before its first post, my earlier puts complete and my stores public; tests
-  // `requests` with yields until they complete (Ok), the job aborts or the deadline passes; a
+  // `requests` (in `groups` if given) with yields until they complete (Ok), the job aborts or the deadline passes; a
   // call that did not complete is recorded for the report and its communicator never reused.
   NativeDeadline native_deadline() const;
   void native_begin_locked();
-  WaitStatus native_complete(NativeDeadline deadline, Requests& requests, MPI_Status* statuses = MPI_STATUSES_IGNORE);
+  WaitStatus native_complete(NativeDeadline deadline, Requests& requests, MPI_Status* statuses = MPI_STATUSES_IGNORE,
+                             const NativeGroups* groups = nullptr);
   WaitStatus native_abandon(const WaitSite& site, WaitStatus status);
   /// A floating-point allreduce of at most kNativePiece bytes, in pld's order (collectives.cc).
   WaitStatus canonical_allreduce(std::byte* data, std::size_t count, DType dtype, ReduceOp op, const WaitSite& site);
@@ -170,9 +179,11 @@ class MpiWindow final : public Backend, public NativeCollectives {
   /// MPI_Iallgather / MPI_Ialltoall.
   WaitStatus block_exchange(bool gather, const void* input, void* target, std::size_t row_bytes, const WaitSite& site);
   /// Posts one exchange of rows of `bytes` in eager pieces on `comm` (exchange.cc); `gather`: the
-  /// same `input` row to every member, else row s to member s. My own row is copied at once.
-  int post_exchange(bool gather, const void* input, void* target, std::size_t bytes, MPI_Comm comm,
-                    Requests& requests) const;
+  /// same `input` row to every member, else row s to member s. My own row is copied at once
+  /// (`copy_own`). The requests go piece by piece, as piece_count(bytes) groups of 2 (P - 1): a
+  /// piece's receives from every other member, then its sends (NativeGroups).
+  int post_exchange(bool gather, const void* input, void* target, std::size_t bytes, MPI_Comm comm, Requests& requests,
+                    bool copy_own = true) const;
   /// How all_to_all_v counts a row: `per_row` elements of `type` (MPI_BYTE and the row's bytes,
   /// or a type of one row).
   struct RowUnit {
