@@ -364,7 +364,7 @@ WaitStatus MpiWindow::canonical_allreduce(std::byte* data, std::size_t count, DT
   return st;
 }
 
-// The root sends to every member while it sends at most kExchangeMax bytes in all (exchange.cc),
+// The root sends to every member while it sends at most exchange_max() bytes in all (exchange.cc),
 // above that MPI_Ibcast; a tiny or large one across nodes goes through one member per node
 // (hierarchy.cc).
 WaitStatus MpiWindow::broadcast(void* data, std::size_t bytes, int root, const WaitSite& site) {
@@ -372,7 +372,7 @@ WaitStatus MpiWindow::broadcast(void* data, std::size_t bytes, int root, const W
   return native_run(site, pieces(bytes, kPiece), [&](std::size_t i, MPI_Comm comm, Requests& rq) {
     const std::size_t n = std::min(kPiece, bytes - i * kPiece);
     std::byte* at = static_cast<std::byte*>(data) + i * kPiece;
-    if (n * (dirty_.size() - 1) <= kExchangeMax) return post_broadcast(at, n, root, comm, rq);
+    if (n * (dirty_.size() - 1) <= exchange_max()) return post_broadcast(at, n, root, comm, rq);
     return MPI_Ibcast(at, static_cast<int>(n), MPI_BYTE, root, comm, &rq.emplace_back());
   });
 }

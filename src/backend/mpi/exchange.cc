@@ -71,10 +71,10 @@ void agree_eager_piece(MPI_Comm world) {
 int post_pieces(bool send, const void* buf, std::size_t bytes, int peer, int tag, MPI_Comm comm, Requests& requests,
                 bool synchronous) {
   auto* at = static_cast<std::byte*>(const_cast<void*>(buf));
-  const auto isend = synchronous ? &MPI_Issend : &MPI_Isend;
   std::size_t done = 0;
   do {  // a zero-byte row is one zero-byte message: the peer still waits for it
     const int n = static_cast<int>(std::min(eager_piece(), bytes - done));
+    const auto isend = synchronous && done == 0 ? &MPI_Issend : &MPI_Isend;
     const int rc = send ? isend(at + done, n, MPI_BYTE, peer, tag, comm, &requests.emplace_back())
                         : MPI_Irecv(at + done, n, MPI_BYTE, peer, tag, comm, &requests.emplace_back());
     if (rc != MPI_SUCCESS) return rc;

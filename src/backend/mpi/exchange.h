@@ -16,14 +16,12 @@ namespace pld::detail {
 /// receives of an exchange (exchange.cc).
 using Requests = std::vector<MPI_Request>;
 
-/// A broadcast whose root sends at most this many bytes in all is an exchange of point-to-point
-/// messages (exchange.cc) rather than MPI_Ibcast.
-inline constexpr std::size_t kExchangeMax = 64u << 10;
 /// allgather, all_to_all, all_to_all_v and reduce_scatter exchange their rows as eager pieces
-/// (exchange.cc), and allreduce gathers the whole vector, while a member sends at most this many
-/// bytes in the step (allreduce: P x the vector), and run MPI_Iallgather / MPI_Ialltoall
-/// (all_to_all_v: one message per block; allreduce: TwoShot) above: PLD_MPI_EXCHANGE_MAX, 16 MiB
-/// by default (docs/design/mpi-transport.md §4.9).
+/// (exchange.cc), allreduce gathers the whole vector and a broadcast's root sends it to every
+/// member, while a member sends at most this many bytes in the step (allreduce: P x the vector;
+/// broadcast: P - 1 x it), and run MPI_Iallgather / MPI_Ialltoall / MPI_Ibcast (all_to_all_v: one
+/// message per block; allreduce: TwoShot) above: PLD_MPI_EXCHANGE_MAX, 16 MiB by default
+/// (docs/design/mpi-transport.md §4.9).
 std::size_t exchange_max();
 /// The largest message of an exchange and of an inline put (messages.cc): a row goes in pieces of
 /// at most this many bytes, so that each is sent eagerly. Open MPI's btl/tcp sends a message of up
@@ -45,16 +43,18 @@ void agree_eager_piece(MPI_Comm world);
 void reduce_rows(std::byte* dst, const std::byte* scratch, int n, std::size_t rows, std::size_t count, DType dtype,
                  ReduceOp op);
 /// Whether a broadcast's root sends its `bytes` synchronously (post_pieces): when they take more
-/// than one eager piece, as the engine's own broadcast sends a message above its eager limit after
-/// a rendezvous, so that the root does not run ahead of its receivers. Eager, a loop of 64 KiB
-/// broadcasts over TCP took 19-28 us or 130-270 us by the minute (the receiver flooded);
-/// synchronous, 68-74 us (Open MPI's MPI_Bcast 60-83 us).
+/// than one eager piece, so that the root does not run more than one call ahead of its receivers
+/// (the engine's own broadcast sends a message above its eager limit after a rendezvous). All
+/// eager, a loop of 64 KiB broadcasts over TCP took 19-28 us or 130-270 us by the minute (the
+/// receiver flooded); every piece synchronous 58-63 us, the first one only 32-41 us (Open MPI's
+/// MPI_Bcast 47-69 us).
 inline bool broadcast_synchronously(std::size_t bytes) {
   return bytes > eager_piece();
 }
 /// Posts `bytes` at `buf` to (`send`) or from `peer` as messages of at most eager_piece() bytes
-/// (at least one) with `tag` on `comm`; returns the MPI error code (exchange.cc). `synchronous`
-/// sends complete only once the peer has posted their receives (MPI_Issend).
+/// (at least one) with `tag` on `comm`; returns the MPI error code (exchange.cc). `synchronous`:
+/// the first piece is sent with MPI_Issend, which completes only once the peer has posted its
+/// receives, the others eagerly.
 int post_pieces(bool send, const void* buf, std::size_t bytes, int peer, int tag, MPI_Comm comm, Requests& requests,
                 bool synchronous = false);
 
