@@ -97,20 +97,16 @@ int MpiWindow::post_exchange(bool gather, const void* input, void* target, std::
     return &requests[first + (2 * piece + send) * peers + static_cast<std::size_t>(k - 1)];
   };
   auto row = [&](auto* base, int p) { return base + static_cast<std::size_t>(p) * bytes; };
-  for (std::size_t i = 0, at = 0; i < pieces; ++i, at += eager_piece()) {
-    const int len = static_cast<int>(std::min(eager_piece(), bytes - at));
-    for (int k = 1; k < n; ++k) {
-      const int p = (me + n - k) % n;
-      const int rc = MPI_Irecv(row(out, p) + at, len, MPI_BYTE, p, kRow, comm, slot(i, false, k));
-      if (rc != MPI_SUCCESS) return rc;
-    }
-  }
-  for (std::size_t i = 0, at = 0; i < pieces; ++i, at += eager_piece()) {
-    const int len = static_cast<int>(std::min(eager_piece(), bytes - at));
-    for (int k = 1; k < n; ++k) {  // me + 1 first, so that members do not all send to member 0 first
-      const int p = (me + k) % n;
-      const int rc = MPI_Isend((gather ? in : row(in, p)) + at, len, MPI_BYTE, p, kRow, comm, slot(i, true, k));
-      if (rc != MPI_SUCCESS) return rc;
+  for (const bool send : {false, true}) {
+    for (std::size_t i = 0, at = 0; i < pieces; ++i, at += eager_piece()) {
+      const int len = static_cast<int>(std::min(eager_piece(), bytes - at));
+      for (int k = 1; k < n; ++k) {  // sends to me + 1 first, so that members do not all send to member 0 first
+        const int to = (me + k) % n, from = (me + n - k) % n;
+        const int rc =
+            send ? MPI_Isend((gather ? in : row(in, to)) + at, len, MPI_BYTE, to, kRow, comm, slot(i, send, k))
+                 : MPI_Irecv(row(out, from) + at, len, MPI_BYTE, from, kRow, comm, slot(i, send, k));
+        if (rc != MPI_SUCCESS) return rc;
+      }
     }
   }
   if (bytes && copy_own) std::memmove(row(out, me), gather ? in : row(in, me), bytes);
