@@ -321,7 +321,7 @@ WaitStatus MpiWindow::canonical_allreduce(std::byte* data, std::size_t count, DT
     std::vector<const void*> srcs(ranks);
     std::size_t reduced = 0;  // elements
     NativeGroups groups;
-    for (std::size_t i = 1; i <= piece_count(bytes); ++i) groups.ends.push_back(i * 2 * (ranks - 1));
+    groups.ends = exchange_group_ends(bytes);
     groups.done = [&](std::size_t piece) {
       const std::size_t upto = piece + 1 == groups.ends.size() ? count : (piece + 1) * eager_piece() / esz;
       for (std::size_t r = 0; r < ranks; ++r)

@@ -113,6 +113,12 @@ int MpiWindow::post_exchange(bool gather, const void* input, void* target, std::
   return MPI_SUCCESS;
 }
 
+std::vector<std::size_t> MpiWindow::exchange_group_ends(std::size_t bytes) const {
+  std::vector<std::size_t> ends(piece_count(bytes));
+  for (std::size_t i = 0; i < ends.size(); ++i) ends[i] = (i + 1) * 2 * (dirty_.size() - 1);
+  return ends;
+}
+
 int MpiWindow::post_broadcast(void* data, std::size_t bytes, int root, MPI_Comm comm, Requests& requests) const {
   const int n = static_cast<int>(dirty_.size()), me = target_[static_cast<std::size_t>(engine_.rank_)];
   if (me != root) return post_pieces(false, data, bytes, root, kRow, comm, requests);

@@ -184,6 +184,8 @@ class MpiWindow final : public Backend, public NativeCollectives {
   /// piece's receives from every other member, then its sends (NativeGroups).
   int post_exchange(bool gather, const void* input, void* target, std::size_t bytes, MPI_Comm comm, Requests& requests,
                     bool copy_own = true) const;
+  /// The ends of post_exchange's groups for rows of `bytes`, one per piece (NativeGroups::ends).
+  std::vector<std::size_t> exchange_group_ends(std::size_t bytes) const;
   /// How all_to_all_v counts a row: `per_row` elements of `type` (MPI_BYTE and the row's bytes,
   /// or a type of one row).
   struct RowUnit {
