@@ -14,8 +14,10 @@
 # way (target 1.5); node — notify->wait and put 8 B under mpirun against the shm backend's own
 # (pld-bench -g 2 --op p2p, no mpirun; target 1.3). On node, the broadcast's rows up to 1 KiB
 # are also set against the floor of pld's entry rule (bench/mpi/entry_floor.cpp, pinned as mpirun
-# binds: case bcast/floor, for information). Prints per row the median over the rounds of each
-# side, the ratio, the target and PASS/FAIL.
+# binds: case bcast/floor). A loop of calls that each return only after every peer entered cannot
+# beat that floor, so a node broadcast row that misses Open MPI is also judged against 1.3x it (the
+# tolerance of the on-node point-to-point rows; verdict floor-PASS / floor-FAIL, tallied apart).
+# Prints per row the median over the rounds of each side, the ratio, the target and PASS/FAIL.
 #
 #   bench/mpi_compare.sh                        # 3 interleaved rounds
 #   bench/mpi_compare.sh --rounds 1             # a few minutes
@@ -214,7 +216,7 @@ awk '{k = $1" "$2" "$4; v[$3" "k] = v[$3" "k]" "$5; keys[k] = 1
      function target(c, what, size) {
        if (what == "put_8B") return c == "tcp" ? 1.5 : 1.3
        if (what == "notify_wait") return 1.3
-       if (what == "bcast/floor") return 0
+       if (what == "bcast/floor") return 1.3
        if (c == "node") return 1.0
        if (c == "tcp") return 1.2
        if ((what == "allreduce" || what == "all_to_all") && (size == lo[c" "what] || size == 65536 || size == 4194304)) return 1.2
@@ -222,6 +224,7 @@ awk '{k = $1" "$2" "$4; v[$3" "k] = v[$3" "k]" "$5; keys[k] = 1
      END { for (k in keys) { split(k, f, " "); p = med(v["pld " k]); m = med(v["ref " k]); t = target(f[1], f[2], f[3])
              ratio = ratio_of(v["pld " k], v["ref " k])
              verdict = t == 0 ? "-" : (ratio < 0 ? "n/a" : (ratio <= t ? "PASS" : "FAIL"))
+             if (f[2] == "bcast/floor") verdict = "floor-" verdict  # judged against the rule floor, tallied apart
              printf "%-6s %-15s %9s %12s %12s %8s %7s %s\n", f[1], f[2], f[3],
                     (p < 0 ? "n/a" : us(p)), (m < 0 ? "n/a" : us(m)),
                     (ratio < 0 ? "n/a" : sprintf("%.2f", ratio)), (t == 0 ? "-" : sprintf("%.1f", t)), verdict } }' \
@@ -229,6 +232,11 @@ awk '{k = $1" "$2" "$4; v[$3" "k] = v[$3" "k]" "$5; keys[k] = 1
   BEGIN { n = split(order, o, ","); for (i = 1; i <= n; i++) rank[o[i]] = i }
   { print rank[$1], $0 }' | sort -s -k1,1n | cut -d' ' -f2- | tee "$RUNS/table.txt"
 echo
-awk '$8 == "PASS" {p++} $8 == "FAIL" {f++} END {printf "# targets: %d PASS, %d FAIL\n", p, f}' "$RUNS/table.txt"
+awk '$8 == "PASS" {p++} $8 == "FAIL" {f++; failed[$1" "$2" "$3] = 1} $2 == "bcast/floor" {floor[$1" "$3] = $8}
+     END {printf "# targets: %d PASS, %d FAIL\n", p, f
+          for (k in failed) { split(k, a, " "); if (a[2] == "broadcast" && floor[a[1]" "a[3]] == "floor-PASS") e++ }
+          if (e) printf "# of the FAILs, %d broadcast row(s) take <= 1.3x the entry rule'"'"'s floor (bcast/floor: a loop that\n" \
+                        "# returns only after every peer entered cannot be faster; its nearest honest target)\n", e }' \
+  "$RUNS/table.txt"
 echo "# every run's output: $RUNS/; $SECONDS s in all"
 exit "$FAILED"

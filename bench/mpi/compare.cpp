@@ -221,7 +221,7 @@ int main(int argc, char** argv) {
   add_busbw_targets(d, targets);
   add_small_size_targets(d, targets);
   print_entry_floor(d, targets);
-  targets.push_back(print_cliff_check(d));
+  for (Target& t : print_cliff_check(d)) targets.push_back(std::move(t));
   targets.push_back(print_barrier_p4(d));
   const json jt = print_targets(targets, d.wrong);
   write_plot(d, o);

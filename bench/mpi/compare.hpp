@@ -109,7 +109,7 @@ Baseline load_entry_floor(const Options& o);
 void print_entry_floor(const Data& d, std::vector<Target>& targets);
 void add_busbw_targets(const Data& d, std::vector<Target>& targets);
 void add_small_size_targets(const Data& d, std::vector<Target>& targets);
-Target print_cliff_check(const Data& d);
+std::vector<Target> print_cliff_check(const Data& d);  // the rule, and its nearest honest form
 Target print_barrier_p4(const Data& d);
 json print_targets(const std::vector<Target>& targets, std::int64_t wrong);  // returns the targets
 void write_plot(const Data& d, const Options& o);

@@ -26,39 +26,56 @@ std::uint64_t bare_copy_bytes(const std::string& coll, std::uint64_t size) {
 // more than 3x too. A growth is the median of the per-round growths, as every ratio of the report:
 // a round measures both sizes back to back, so a move of the VM's vCPUs between rounds (which
 // moves the L3's edge by a size step) does not pair one round's fast size with another's slow one.
+// An unexcused step that lands within kOntoBare of the bare copy at the larger size is counted
+// apart (`onto_bare`): the side is as fast as the bare copy there and the step only says it was
+// faster than the bare copy below (the smaller size stayed cached), not that it fell off a curve.
 // Prints each jump; returns the number of unexcused ones and, in `worst`, the largest growth seen.
-int print_cliffs(const char* side, const Table& t, const Data& d, double& worst, std::string& worst_at) {
-  int cliffs = 0;
+constexpr double kOntoBare = 1.15;  // the all_to_all target's tolerance over its bare copy
+
+struct Cliffs {
+  int count = 0, onto_bare = 0;
+  double worst = 0;
+  std::string worst_at;
+};
+
+Cliffs print_cliffs(const char* side, const Table& t, const Data& d) {
+  Cliffs c;
   const Baseline& bare = d.bare;
+  auto rounds = [&](std::uint64_t size) {
+    const auto it = bare.rounds_us.find(size);
+    return it == bare.rounds_us.end() ? std::vector<double>{} : it->second;
+  };
   for (std::size_t i = 1; i < d.keys.size(); ++i) {
     const Key &a = d.keys[i - 1], &b = d.keys[i];
     if (a.first != b.first || a.first == "barrier" || b.second > 2 * a.second || !t.count(a) || !t.count(b)) continue;
     const double ta = t.at(a).s.time_us, tb = t.at(b).s.time_us;
     if (ta <= 0) continue;
     const double growth = d.time_ratio(t.at(b), t.at(a));
-    if (growth > worst) {
-      worst = growth;
-      worst_at = a.first + " " + human(a.second) + " -> " + human(b.second);
+    if (growth > c.worst) {
+      c.worst = growth;
+      c.worst_at = a.first + " " + human(a.second) + " -> " + human(b.second);
     }
     if (growth <= 3.0) continue;
     const std::uint64_t ba = bare_copy_bytes(a.first, a.second), bb = bare_copy_bytes(b.first, b.second);
-    const bool have_bare = bare.us.count(ba) && bare.us.count(bb) && bare.us.at(ba) > 0;
-    auto rounds = [&](std::uint64_t size) {
-      const auto it = bare.rounds_us.find(size);
-      return it == bare.rounds_us.end() ? std::vector<double>{} : it->second;
-    };
+    const bool have_bare = bare.us.count(ba) && bare.us.count(bb) && bare.us.at(ba) > 0 && bare.us.at(bb) > 0;
     const double bare_growth =
         have_bare ? paired_ratio(rounds(bb), rounds(ba), bare.us.at(bb), bare.us.at(ba), d.use_min) : 0;
+    const double over_bare = have_bare ? paired_ratio(t.at(b).times(), rounds(bb), tb, bare.us.at(bb), d.use_min) : 0;
     const bool excused = have_bare && bare_growth > 3.0;
-    cliffs += !excused;
-    char bare_text[64] = "not measured";
+    const bool onto_bare = !excused && have_bare && over_bare <= kOntoBare;
+    c.count += !excused;
+    c.onto_bare += onto_bare;
+    char bare_text[96] = "not measured";
     if (have_bare)
-      std::snprintf(bare_text, sizeof bare_text, "%.1fx (%s -> %s)", bare_growth, human(ba).c_str(), human(bb).c_str());
+      std::snprintf(bare_text, sizeof bare_text, "%.1fx (%s -> %s); %s at %.2fx the bare copy", bare_growth,
+                    human(ba).c_str(), human(bb).c_str(), human(b.second).c_str(), over_bare);
     std::printf("  %-9s %-15s %9s -> %-9s %9s -> %9s us  %5.1fx  bare copy %s%s\n", side, a.first.c_str(),
                 human(a.second).c_str(), human(b.second).c_str(), us(ta).c_str(), us(tb).c_str(), growth, bare_text,
-                excused ? " (excused)" : " CLIFF");
+                excused     ? " (excused)"
+                : onto_bare ? " CLIFF onto the bare copy"
+                            : " CLIFF");
   }
-  return cliffs;
+  return c;
 }
 
 // The largest `ratio(key)` (0: not measured) among the sizes [lo, hi] of collective `coll`, as a
@@ -279,25 +296,32 @@ void add_small_size_targets(const Data& d, std::vector<Target>& targets) {
       max_ratio_target("allreduce 4 B - 256 B <= 0.8x MPI_Allreduce", d.keys, "allreduce", 4, 256, 0.8, over_mpi));
 }
 
-Target print_cliff_check(const Data& d) {
+std::vector<Target> print_cliff_check(const Data& d) {
   std::printf(
       "\nno-cliff check: steps to 2x the bytes where the time grows more than 3x (the median of the per-round\n"
       "growths; excused when the bare copy with the same working set, bench/mpi/exchange_ceiling, grows more\n"
-      "than 3x too; broadcast, allreduce and reduce_scatter of S work in place on 2S: the bare copy of S/2):\n");
-  double worst = 0, mpi_worst = 0;
-  std::string worst_at, mpi_worst_at;
-  const int cliffs = print_cliffs("pld", d.pld, d, worst, worst_at);
-  const int mpi_cliffs = print_cliffs("Open MPI", d.mpi, d, mpi_worst, mpi_worst_at);
-  if (cliffs + mpi_cliffs == 0 && worst <= 3.0 && mpi_worst <= 3.0) std::printf("  none\n");
-  std::printf("  largest growth per step: pld %.2fx (%s), Open MPI %.2fx (%s)\n", worst, worst_at.c_str(), mpi_worst,
-              mpi_worst_at.c_str());
-  Target t{"no cliff: pld time <= 3x per 2x bytes unless the bare copy's is too"};
-  t.measured = worst > 0;
-  t.pass = cliffs == 0;
+      "than 3x too; broadcast, allreduce and reduce_scatter of S work in place on 2S: the bare copy of S/2;\n"
+      "'onto the bare copy': the larger size takes at most %.2fx the bare copy's time):\n",
+      kOntoBare);
+  const Cliffs pld = print_cliffs("pld", d.pld, d), mpi = print_cliffs("Open MPI", d.mpi, d);
+  if (pld.count + mpi.count == 0 && pld.worst <= 3.0 && mpi.worst <= 3.0) std::printf("  none\n");
+  std::printf("  largest growth per step: pld %.2fx (%s), Open MPI %.2fx (%s)\n", pld.worst, pld.worst_at.c_str(),
+              mpi.worst, mpi.worst_at.c_str());
+  Target literal{"no cliff: pld time <= 3x per 2x bytes unless the bare copy's is too"};
+  literal.measured = pld.worst > 0;
+  literal.pass = pld.count == 0;
   char buf[128];
-  std::snprintf(buf, sizeof buf, "%d cliff(s); largest growth %.2fx (%s)", cliffs, worst, worst_at.c_str());
-  t.value = buf;
-  return t;
+  std::snprintf(buf, sizeof buf, "%d cliff(s); largest growth %.2fx (%s)", pld.count, pld.worst, pld.worst_at.c_str());
+  literal.value = buf;
+  // Where a step only leaves a faster-than-bare size for the bare copy's own time, nothing is left
+  // to remove but the smaller size's cache luck: the nearest target a runtime can be held to.
+  Target onto{"no cliff, or the larger size within 1.15x of its bare copy"};
+  onto.measured = literal.measured;
+  onto.pass = pld.count == pld.onto_bare;
+  std::snprintf(buf, sizeof buf, "%d cliff(s) above the bare copy; %d onto it", pld.count - pld.onto_bare,
+                pld.onto_bare);
+  onto.value = buf;
+  return {literal, onto};
 }
 
 Target print_barrier_p4(const Data& d) {
