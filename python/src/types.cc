@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include <cstring>
+#include <iterator>
 
 namespace pld::python {
 
@@ -47,7 +48,8 @@ void throw_not_enum(const char* api, const char* what, py::handle value, py::han
   const std::string name = py::str(type.attr("__name__")).cast<std::string>();
   std::string members;
   for (auto item : py::reinterpret_borrow<py::dict>(type.attr("__members__")))
-    members += (members.empty() ? "" : ", ") + ("pld." + name + "." + py::str(item.first).cast<std::string>());
+    fmt::format_to(std::back_inserter(members), "{}pld.{}.{}", members.empty() ? "" : ", ", name,
+                   py::str(item.first).cast<std::string>());
   throw UsageError(fmt::format("{}: {} {} is not a pld.{}; pass one of {}", api, what,
                                py::repr(value).cast<std::string>(), name, members));
 }
