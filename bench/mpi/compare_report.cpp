@@ -29,7 +29,8 @@ std::uint64_t bare_copy_bytes(const std::string& coll, std::uint64_t size) {
 // An unexcused step that lands within kOntoBare of the bare copy at the larger size is counted
 // apart (`onto_bare`): the side is as fast as the bare copy there and the step only says it was
 // faster than the bare copy below (the smaller size stayed cached), not that it fell off a curve.
-// Prints each jump; returns the number of unexcused ones and, in `worst`, the largest growth seen.
+// Prints each jump; returns how many are unexcused, how many of those land on the bare copy, and
+// the largest growth seen.
 constexpr double kOntoBare = 1.15;  // the all_to_all target's tolerance over its bare copy
 
 struct Cliffs {
