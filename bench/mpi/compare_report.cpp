@@ -10,6 +10,17 @@ namespace compare {
 
 namespace {
 
+// How much slower than its bare copy all_to_all(_v) may be from 1 MiB up, and how close to it a
+// cliff's larger size must land to count as "onto the bare copy".
+constexpr double kOverBare = 1.15;
+
+// " within 1.15x" and the like: a tolerance as the target names print it.
+std::string times(double x) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%gx", x);
+  return buf;
+}
+
 // The size of the bare copy whose working set (the bytes both ranks touch, P = 2) is that of
 // `coll` at `size`: a cache level fills at the same step for both. exchange_ceiling at S touches
 // 4S (two inputs, two targets of S), as all_to_all(_v) of S does. broadcast, allreduce and
@@ -26,12 +37,11 @@ std::uint64_t bare_copy_bytes(const std::string& coll, std::uint64_t size) {
 // more than 3x too. A growth is the median of the per-round growths, as every ratio of the report:
 // a round measures both sizes back to back, so a move of the VM's vCPUs between rounds (which
 // moves the L3's edge by a size step) does not pair one round's fast size with another's slow one.
-// An unexcused step that lands within kOntoBare of the bare copy at the larger size is counted
+// An unexcused step that lands within kOverBare of the bare copy at the larger size is counted
 // apart (`onto_bare`): the side is as fast as the bare copy there and the step only says it was
 // faster than the bare copy below (the smaller size stayed cached), not that it fell off a curve.
 // Prints each jump; returns how many are unexcused, how many of those land on the bare copy, and
 // the largest growth seen.
-constexpr double kOntoBare = 1.15;  // the all_to_all target's tolerance over its bare copy
 
 struct Cliffs {
   int count = 0, onto_bare = 0;
@@ -63,7 +73,7 @@ Cliffs print_cliffs(const char* side, const Table& t, const Data& d) {
         have_bare ? paired_ratio(rounds(bb), rounds(ba), bare.us.at(bb), bare.us.at(ba), d.use_min) : 0;
     const double over_bare = have_bare ? paired_ratio(t.at(b).times(), rounds(bb), tb, bare.us.at(bb), d.use_min) : 0;
     const bool excused = have_bare && bare_growth > 3.0;
-    const bool onto_bare = !excused && have_bare && over_bare <= kOntoBare;
+    const bool onto_bare = !excused && have_bare && over_bare <= kOverBare;
     c.count += !excused;
     c.onto_bare += onto_bare;
     char bare_text[96] = "not measured";
@@ -279,15 +289,15 @@ void add_busbw_targets(const Data& d, std::vector<Target>& targets) {
     if (c != "barrier") targets.push_back(busbw_target(d, c));
 }
 
-// all_to_all(_v) within 1.15x of the bare copy from 1 MiB and at most Open MPI's time at every
+// all_to_all(_v) within kOverBare of the bare copy from 1 MiB and at most Open MPI's time at every
 // size; broadcast and allreduce at the small sizes against Open MPI.
 void add_small_size_targets(const Data& d, std::vector<Target>& targets) {
   auto over_mpi = [&](const Key& k) { return d.time_ratio(k); };
   auto over_bare = [&](const Key& k) { return d.over(d.bare, d.pld, k); };
   for (const char* c : {"all_to_all", "all_to_all_v"}) {
     if (!d.bare.us.empty())
-      targets.push_back(max_ratio_target(std::string(c) + " <= 1.15x its bare copy from 1 MiB", d.keys, c, 1ull << 20,
-                                         UINT64_MAX, 1.15, over_bare));
+      targets.push_back(max_ratio_target(std::string(c) + " <= " + times(kOverBare) + " its bare copy from 1 MiB",
+                                         d.keys, c, 1ull << 20, UINT64_MAX, kOverBare, over_bare));
     targets.push_back(
         max_ratio_target(std::string(c) + " <= 1.0x Open MPI at every size", d.keys, c, 0, UINT64_MAX, 1.0, over_mpi));
   }
@@ -303,7 +313,7 @@ std::vector<Target> print_cliff_check(const Data& d) {
       "growths; excused when the bare copy with the same working set, bench/mpi/exchange_ceiling, grows more\n"
       "than 3x too; broadcast, allreduce and reduce_scatter of S work in place on 2S: the bare copy of S/2;\n"
       "'onto the bare copy': the larger size takes at most %.2fx the bare copy's time):\n",
-      kOntoBare);
+      kOverBare);
   const Cliffs pld = print_cliffs("pld", d.pld, d), mpi = print_cliffs("Open MPI", d.mpi, d);
   if (pld.count + mpi.count == 0 && pld.worst <= 3.0 && mpi.worst <= 3.0) std::printf("  none\n");
   std::printf("  largest growth per step: pld %.2fx (%s), Open MPI %.2fx (%s)\n", pld.worst, pld.worst_at.c_str(),
@@ -316,7 +326,7 @@ std::vector<Target> print_cliff_check(const Data& d) {
   literal.value = buf;
   // Where a step only leaves a faster-than-bare size for the bare copy's own time, nothing is left
   // to remove but the smaller size's cache luck: the nearest target a runtime can be held to.
-  Target onto{"no cliff, or the larger size within 1.15x of its bare copy"};
+  Target onto{"no cliff, or the larger size within " + times(kOverBare) + " of its bare copy"};
   onto.measured = literal.measured;
   onto.pass = pld.count == pld.onto_bare;
   std::snprintf(buf, sizeof buf, "%d cliff(s) above the bare copy; %d onto it", pld.count - pld.onto_bare,
