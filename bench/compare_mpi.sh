@@ -16,7 +16,9 @@
 #      2 KiB .. 64 MiB); before broadcast, the floor of pld's entry rule (bench/mpi/entry_floor.cpp,
 #      4 B .. 1 KiB: the LL broadcast loop between two bare processes);
 #   4. the barrier at P=4 (4 ranks on 2 cores, oversubscribed) the same way;
-#   5. prints the ratio table (median over the rounds, both sides alike, ratios the median of the
+#   5. barrier, allreduce, broadcast and all_to_all at P=2 while two busy loops share the cores
+#      (contended; 4 B .. 1 MiB, x16), the same way;
+#   6. prints the ratio table (median over the rounds, both sides alike, ratios the median of the
 #      per-round ratios; --stat min for the lowest),
 #      the no-cliff check (no time may grow more than 3x for 2x the bytes unless the bare copy's
 #      does) and the speed targets, writes OUT/compare.txt, OUT/summary.json and the plot
@@ -46,7 +48,7 @@ while (($#)); do
     --stat) STAT="$2"; shift ;;
     --colls) SELECTED="$2"; shift ;;
     --max-bytes) MAX_BYTES="$2"; shift ;;
-    -h|--help) sed -n '2,28p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,30p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "compare_mpi.sh: unknown option '$1' (try --help)" >&2; exit 2 ;;
   esac
   shift
@@ -133,6 +135,9 @@ MPI_CONFIG_ARGS=("--mca btl self,vader --mca btl_vader_single_copy_mechanism cma
 MPI4_CONFIG_NAMES=(vader-np4 vader-np4-unbound)
 MPI4_CONFIG_ARGS=("--mca btl self,vader --mca mpi_yield_when_idle 1"
                   "--mca btl self,vader --mca mpi_yield_when_idle 1 --bind-to none")
+# Next to two busy loops (P=2, section 5): Open MPI's defaults, and yielding when idle.
+MPI_BUSY_CONFIG_NAMES=(vader-busy vader-busy-yield)
+MPI_BUSY_CONFIG_ARGS=("--mca btl self,vader" "--mca btl self,vader --mca mpi_yield_when_idle 1")
 
 # ----- header --------------------------------------------------------------------------------------
 say "# bench/compare_mpi.sh $( ((QUICK)) && echo --quick) — $(date -u '+%Y-%m-%d %H:%M UTC')"
@@ -145,6 +150,7 @@ say "# P=$NP, rounds $ROUNDS, collectives ${COLLS[*]}, sizes ${SIZES[*]}, iterat
   "(the first row of each process: iterations; tools/pld-bench/rules.hpp, the same for both sides), pld path $PLD_PATH$PIN_NOTE"
 for i in "${!MPI_CONFIG_NAMES[@]}"; do say "# Open MPI config ${MPI_CONFIG_NAMES[$i]}: ${MPIRUN[*]} -np $NP ${MPI_CONFIG_ARGS[$i]}"; done
 for i in "${!MPI4_CONFIG_NAMES[@]}"; do say "# Open MPI config ${MPI4_CONFIG_NAMES[$i]} (P=4): ${MPIRUN[*]} -np 4 ${MPI4_CONFIG_ARGS[$i]}"; done
+for i in "${!MPI_BUSY_CONFIG_NAMES[@]}"; do say "# Open MPI config ${MPI_BUSY_CONFIG_NAMES[$i]} (P=2, busy loops): ${MPIRUN[*]} -np 2 ${MPI_BUSY_CONFIG_ARGS[$i]}"; done
 thp() { local f=/sys/kernel/mm/transparent_hugepage/$1; [ -r "$f" ] && sed 's/.*\[\(.*\)\].*/\1/' "$f" || echo n/a; }
 say "# transparent huge pages: enabled=$(thp enabled) shmem_enabled=$(thp shmem_enabled), PLD_HUGE_PAGES=${PLD_HUGE_PAGES:-1}" \
   "(pld's heaps get 2 MiB pages only when shmem_enabled is advise, within_size, always or force)"
@@ -228,10 +234,47 @@ for ((r = 1; r <= ROUNDS; r++)); do
   done
 done
 
-# ----- 5. report -----------------------------------------------------------------------------------
+# ----- 5. P=2 next to two busy loops ----------------------------------------------------------------
+# Each round starts two shell loops that spin on the same cores for the length of the round (killed
+# on exit): every rank shares its core with a busy process. Sizes x16 up to 1 MiB.
+BUSY_COLLS=()
+for coll in barrier allreduce broadcast all_to_all; do if wants "$coll"; then BUSY_COLLS+=("$coll"); fi; done
+BUSY_MAX=$((MAX < 1 << 20 ? MAX : 1 << 20))
+BUSY_PIDS=()
+stop_busy() {
+  if ((${#BUSY_PIDS[@]})); then kill "${BUSY_PIDS[@]}" 2>/dev/null || true; wait "${BUSY_PIDS[@]}" 2>/dev/null || true; fi
+  BUSY_PIDS=()
+}
+trap stop_busy EXIT
+PLD_BUSY_JSON=(); MPI_BUSY_JSON=()
+for ((r = 1; r <= ROUNDS && NP == 2 && ${#BUSY_COLLS[@]}; r++)); do
+  echo "== round $r/$ROUNDS: P=2 next to two busy loops" >&2
+  for _ in 1 2; do (while :; do :; done) & BUSY_PIDS+=($!); done
+  for coll in "${BUSY_COLLS[@]}"; do
+    f="$OUT/runs/pld-busy.$coll.r$r.json"
+    rm -f "$f"
+    run "pld-bench $coll (busy)" "$PLD_BENCH" --op "$coll" -g 2 -b 4 -e "$BUSY_MAX" -f 16 "${ITERS[@]}" -d fp32 -o sum \
+      ${PIN[@]+"${PIN[@]}"} --progress never -J "$f"
+    [ -f "$f" ] && PLD_BUSY_JSON+=("$f")
+    for i in "${!MPI_BUSY_CONFIG_NAMES[@]}"; do
+      name=${MPI_BUSY_CONFIG_NAMES[$i]}
+      f="$OUT/runs/mpi-busy.$name.$coll.r$r.json"
+      rm -f "$f"
+      # shellcheck disable=SC2206
+      args=(${MPI_BUSY_CONFIG_ARGS[$i]})
+      run "mpi_bench $coll (busy, $name)" "${MPIRUN[@]}" -np 2 "${args[@]}" "$OUT/mpi_bench" --op "$coll" -b 4 \
+        -e "$BUSY_MAX" -f 16 "${ITERS[@]}" -d fp32 -o sum -J "$f"
+      [ -f "$f" ] && MPI_BUSY_JSON+=("$name=$f")
+    done
+  done
+  stop_busy
+done
+
+# ----- 6. report -----------------------------------------------------------------------------------
 say ""
 "$OUT/compare" --nranks "$NP" --stat "$STAT" --pld "${PLD_JSON[@]}" --mpi "${MPI_JSON[@]}" \
-  ${PLD4_JSON[@]+--pld4 "${PLD4_JSON[@]}"} ${MPI4_JSON[@]+--mpi4 "${MPI4_JSON[@]}"} ${STREAM_ARGS[@]+"${STREAM_ARGS[@]}"} \
+  ${PLD4_JSON[@]+--pld4 "${PLD4_JSON[@]}"} ${MPI4_JSON[@]+--mpi4 "${MPI4_JSON[@]}"} \
+  ${PLD_BUSY_JSON[@]+--pld-busy "${PLD_BUSY_JSON[@]}"} ${MPI_BUSY_JSON[@]+--mpi-busy "${MPI_BUSY_JSON[@]}"} ${STREAM_ARGS[@]+"${STREAM_ARGS[@]}"} \
   ${EXCHANGE_JSON[@]+--exchange "${EXCHANGE_JSON[@]}"} ${ENTRY_JSON[@]+--entry-floor "${ENTRY_JSON[@]}"} --plot "$OUT/busbw" --summary "$OUT/summary.json" | tee -a "$LOG" || FAILED=1
 if command -v gnuplot >/dev/null; then
   gnuplot "$OUT/busbw.gp" && say "# plot: $OUT/busbw.png and $OUT/busbw.svg"

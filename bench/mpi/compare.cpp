@@ -177,8 +177,14 @@ Data load_data(const Options& o) {
     collect(load(path), "mpi", cfg, d.mpi4, d.wrong);
   }
 
+  for (const auto& f : o.pld_busy_files) collect(load(f), "composite", "pld", d.pld_busy, d.wrong);
+  for (const auto& f : o.mpi_busy_files) {
+    const auto [cfg, path] = split_config(f);
+    collect(load(path), "mpi", cfg, d.mpi_busy, d.wrong);
+  }
+
   d.use_min = o.stat == "min";
-  for (auto* m : {&d.pld, &d.pld_builtin, &d.mpi, &d.pld4, &d.mpi4})
+  for (auto* m : {&d.pld, &d.pld_builtin, &d.mpi, &d.pld4, &d.mpi4, &d.pld_busy, &d.mpi_busy})
     for (auto& [k, v] : *m) v.finish(d.use_min);
 
   for (const auto& [k, v] : d.pld)
@@ -201,6 +207,8 @@ int main(int argc, char** argv) {
   app.add_option("--mpi", o.mpi_files, "mpi_bench JSON files as CONFIG=PATH (P=2)");
   app.add_option("--pld4", o.pld4_files, "pld-bench JSON files of the P=4 barrier");
   app.add_option("--mpi4", o.mpi4_files, "mpi_bench JSON files of the P=4 barrier as CONFIG=PATH");
+  app.add_option("--pld-busy", o.pld_busy_files, "pld-bench JSON files of P=2 next to two busy loops");
+  app.add_option("--mpi-busy", o.mpi_busy_files, "mpi_bench JSON files of P=2 next to two busy loops as CONFIG=PATH");
   app.add_option("--stream", o.stream_file, "stream JSON: DRAM ceiling (arrays far above the LLC)");
   app.add_option("--stream-cache", o.stream_cache_file, "stream JSON at the allreduce's own footprint");
   app.add_option("--exchange", o.exchange_files, "exchange_ceiling JSON files (one per round)");
@@ -223,6 +231,7 @@ int main(int argc, char** argv) {
   print_entry_floor(d, targets);
   for (Target& t : print_cliff_check(d)) targets.push_back(std::move(t));
   targets.push_back(print_barrier_p4(d));
+  targets.push_back(print_contended(d));
   const json jt = print_targets(targets, d.wrong);
   write_plot(d, o);
 

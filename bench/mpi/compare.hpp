@@ -65,7 +65,7 @@ struct Target {
 
 // The command line.
 struct Options {
-  std::vector<std::string> pld_files, mpi_files, pld4_files, mpi4_files;
+  std::vector<std::string> pld_files, mpi_files, pld4_files, mpi4_files, pld_busy_files, mpi_busy_files;
   std::vector<std::string> exchange_files, entry_floor_files;
   std::string stream_file, stream_cache_file, plot_prefix, summary, stat = "median";
   int nranks = 2;
@@ -74,6 +74,7 @@ struct Options {
 // Every measurement, aggregated per row.
 struct Data {
   Table pld, pld_builtin, mpi, pld4, mpi4;
+  Table pld_busy, mpi_busy;       // P=2 next to two busy loops (contended)
   std::set<std::string> configs;  // the Open MPI configurations (P=2)
   std::int64_t wrong = 0;         // wrong values over all runs
   std::vector<Key> keys;          // the rows both pld and Open MPI measured, in report order
@@ -111,6 +112,8 @@ void add_busbw_targets(const Data& d, std::vector<Target>& targets);
 void add_small_size_targets(const Data& d, std::vector<Target>& targets);
 std::vector<Target> print_cliff_check(const Data& d);  // the rule, and its nearest honest form
 Target print_barrier_p4(const Data& d);
+/// The contended rows (P=2, two busy loops on the same cores) and their target.
+Target print_contended(const Data& d);
 json print_targets(const std::vector<Target>& targets, std::int64_t wrong);  // returns the targets
 void write_plot(const Data& d, const Options& o);
 
