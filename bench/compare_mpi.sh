@@ -137,8 +137,7 @@ MPI4_CONFIG_ARGS=("--mca btl self,vader --mca mpi_yield_when_idle 1"
                   "--mca btl self,vader --mca mpi_yield_when_idle 1 --bind-to none")
 # Next to two busy loops (P=2, section 5): Open MPI's defaults. With mpi_yield_when_idle 1 each
 # yield hands the core to a busy loop for its time slice: one allreduce row took over 8 minutes.
-MPI_BUSY_CONFIG_NAMES=(vader-busy)
-MPI_BUSY_CONFIG_ARGS=("--mca btl self,vader")
+MPI_BUSY_ARGS=(--mca btl self,vader)
 
 # ----- header --------------------------------------------------------------------------------------
 say "# bench/compare_mpi.sh $( ((QUICK)) && echo --quick) — $(date -u '+%Y-%m-%d %H:%M UTC')"
@@ -151,7 +150,7 @@ say "# P=$NP, rounds $ROUNDS, collectives ${COLLS[*]}, sizes ${SIZES[*]}, iterat
   "(the first row of each process: iterations; tools/pld-bench/rules.hpp, the same for both sides), pld path $PLD_PATH$PIN_NOTE"
 for i in "${!MPI_CONFIG_NAMES[@]}"; do say "# Open MPI config ${MPI_CONFIG_NAMES[$i]}: ${MPIRUN[*]} -np $NP ${MPI_CONFIG_ARGS[$i]}"; done
 for i in "${!MPI4_CONFIG_NAMES[@]}"; do say "# Open MPI config ${MPI4_CONFIG_NAMES[$i]} (P=4): ${MPIRUN[*]} -np 4 ${MPI4_CONFIG_ARGS[$i]}"; done
-for i in "${!MPI_BUSY_CONFIG_NAMES[@]}"; do say "# Open MPI config ${MPI_BUSY_CONFIG_NAMES[$i]} (P=2, busy loops): ${MPIRUN[*]} -np 2 ${MPI_BUSY_CONFIG_ARGS[$i]}"; done
+say "# Open MPI config vader-busy (P=2, busy loops): ${MPIRUN[*]} -np 2 ${MPI_BUSY_ARGS[*]}"
 thp() { local f=/sys/kernel/mm/transparent_hugepage/$1; [ -r "$f" ] && sed 's/.*\[\(.*\)\].*/\1/' "$f" || echo n/a; }
 say "# transparent huge pages: enabled=$(thp enabled) shmem_enabled=$(thp shmem_enabled), PLD_HUGE_PAGES=${PLD_HUGE_PAGES:-1}" \
   "(pld's heaps get 2 MiB pages only when shmem_enabled is advise, within_size, always or force)"
@@ -257,16 +256,11 @@ for ((r = 1; r <= ROUNDS && NP == 2 && ${#BUSY_COLLS[@]}; r++)); do
     run "pld-bench $coll (busy)" "$PLD_BENCH" --op "$coll" -g 2 -b 4 -e "$BUSY_MAX" -f 16 "${ITERS[@]}" -d fp32 -o sum \
       ${PIN[@]+"${PIN[@]}"} --progress never -J "$f"
     [ -f "$f" ] && PLD_BUSY_JSON+=("$f")
-    for i in "${!MPI_BUSY_CONFIG_NAMES[@]}"; do
-      name=${MPI_BUSY_CONFIG_NAMES[$i]}
-      f="$OUT/runs/mpi-busy.$name.$coll.r$r.json"
-      rm -f "$f"
-      # shellcheck disable=SC2206
-      args=(${MPI_BUSY_CONFIG_ARGS[$i]})
-      run "mpi_bench $coll (busy, $name)" "${MPIRUN[@]}" -np 2 "${args[@]}" "$OUT/mpi_bench" --op "$coll" -b 4 \
-        -e "$BUSY_MAX" -f 16 "${ITERS[@]}" -d fp32 -o sum -J "$f"
-      [ -f "$f" ] && MPI_BUSY_JSON+=("$name=$f")
-    done
+    f="$OUT/runs/mpi-busy.$coll.r$r.json"
+    rm -f "$f"
+    run "mpi_bench $coll (busy)" "${MPIRUN[@]}" -np 2 "${MPI_BUSY_ARGS[@]}" "$OUT/mpi_bench" --op "$coll" -b 4 \
+      -e "$BUSY_MAX" -f 16 "${ITERS[@]}" -d fp32 -o sum -J "$f"
+    [ -f "$f" ] && MPI_BUSY_JSON+=("vader-busy=$f")
   done
   stop_busy
 done
