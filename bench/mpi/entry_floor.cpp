@@ -14,6 +14,9 @@
 //                doorbell does (notify Set on the epoch: it pairs with a sleeping waiter's count)
 //   entered-late the same with plain stores and, after the waits, one seq_cst fence (a doorbell
 //                checked after the waits: the stores drain while the rank waits)
+//   exchange     no root: each side writes its payload lines into the other's slot [e & 1] and
+//                waits for the other's (pld's LL allreduce, allgather and all_to_all at P=2,
+//                without the reduction): a symmetric exchange, one trip per call
 //   eager        the root never waits (Open MPI's fixed-root MPI_Bcast of a small message: an
 //                eager send into a ring of 64 slots; the peer returns its read count every 32)
 //
@@ -22,7 +25,7 @@
 //
 //   g++ -O2 -std=c++20 bench/mpi/entry_floor.cpp -o entry_floor
 //   ./entry_floor [--bytes 8,64,512] [--iters 200000] [--reps 5]
-//                 [--shapes entered,entered-rmw,entered-late,eager] [--pin] [-J FILE]
+//                 [--shapes entered,entered-rmw,entered-late,exchange,eager] [--pin] [-J FILE]
 #include <sched.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
@@ -61,20 +64,20 @@ std::size_t lines_of(std::size_t bytes) {
   return bytes == 0 ? 1 : (bytes + kLineData - 1) / kLineData;
 }
 
-enum class Shape { Entered, EnteredRmw, EnteredLate, Eager };
+enum class Shape { Entered, EnteredRmw, EnteredLate, Exchange, Eager };
 
-// The shared memory: page 0 the root's inbox (entry lines, 2 parities), then the peer's inbox
-// (data slots, 2 parities, or the eager ring), then the eager ring's read count; each on its own
-// pages, as each rank's LL slots live in its own heap.
+// The shared memory: the root's inbox (entry lines or, for exchange, data slots; 2 parities), then
+// the peer's inbox (data slots, 2 parities, or the eager ring), then the eager ring's read count;
+// each on its own pages, as each rank's LL slots live in its own heap.
 struct Region {
   std::byte* base;
-  std::size_t slot_bytes;
+  std::size_t slot_bytes;  // whole pages
   std::byte* root_inbox() const { return base; }
-  std::byte* peer_inbox() const { return base + kPage; }
+  std::byte* peer_inbox() const { return base + 2 * slot_bytes; }
   std::atomic_ref<std::uint64_t> credit() const {
     return std::atomic_ref<std::uint64_t>(*reinterpret_cast<std::uint64_t*>(peer_inbox() + kRing * slot_bytes + kPage));
   }
-  std::size_t bytes() const { return 3 * kPage + kRing * slot_bytes; }
+  std::size_t bytes() const { return 2 * slot_bytes + kRing * slot_bytes + 2 * kPage; }
 };
 
 // Writes `lines` lines of `src` tagged with epoch e into `dst`; the epoch word of each line last.
@@ -119,6 +122,13 @@ void call(const Region& r, Shape shape, int side, std::uint32_t e, std::byte* bu
       get_lines(r.peer_inbox() + slot * r.slot_bytes, buf, bytes, e);
       if (e % kCreditEvery == 0) r.credit().store(e, std::memory_order_release);
     }
+    return;
+  }
+  if (shape == Shape::Exchange) {
+    std::byte* root_slot = r.root_inbox() + parity * r.slot_bytes;
+    std::byte* peer_slot = r.peer_inbox() + parity * r.slot_bytes;
+    put_lines(side == 0 ? peer_slot : root_slot, buf, bytes, e, false);
+    get_lines(side == 0 ? root_slot : peer_slot, buf, bytes, e);
     return;
   }
   const bool rmw = shape == Shape::EnteredRmw;
@@ -231,7 +241,7 @@ int main(int argc, char** argv) {
     else {
       std::fprintf(stderr,
                    "usage: entry_floor [--bytes 4,8,64,256,512] [--iters N] [--reps N] "
-                   "[--shapes entered,entered-rmw,entered-late,eager] [--pin] [-J FILE]\n");
+                   "[--shapes entered,entered-rmw,entered-late,exchange,eager] [--pin] [-J FILE]\n");
       return a == "-h" || a == "--help" ? 0 : 2;
     }
   }
@@ -243,10 +253,13 @@ int main(int argc, char** argv) {
       shapes.emplace_back(s, Shape::EnteredRmw);
     else if (s == "entered-late")
       shapes.emplace_back(s, Shape::EnteredLate);
+    else if (s == "exchange")
+      shapes.emplace_back(s, Shape::Exchange);
     else if (s == "eager")
       shapes.emplace_back(s, Shape::Eager);
     else {
-      std::fprintf(stderr, "entry_floor: unknown shape '%s' (entered, entered-rmw, entered-late, eager)\n", s.c_str());
+      std::fprintf(stderr, "entry_floor: unknown shape '%s' (entered, entered-rmw, entered-late, exchange, eager)\n",
+                   s.c_str());
       return 2;
     }
   }
