@@ -158,6 +158,27 @@ std::pair<std::string, std::string> split_config(const std::string& s) {
                                  : std::make_pair(s.substr(0, eq), s.substr(eq + 1));
 }
 
+// pld-bench files (composite rows) into `pld`, mpi_bench files ("CONFIG=PATH") into `mpi`.
+void collect_pair(const std::vector<std::string>& pld_files, const std::vector<std::string>& mpi_files, Table& pld,
+                  Table& mpi, std::int64_t& wrong) {
+  for (const auto& f : pld_files) collect(load(f), "composite", "pld", pld, wrong);
+  for (const auto& f : mpi_files) {
+    const auto [cfg, path] = split_config(f);
+    collect(load(path), "mpi", cfg, mpi, wrong);
+  }
+}
+
+// The rows both tables measured, in report order (collective, then size).
+std::vector<Key> keys_of_both(const Table& a, const Table& b) {
+  std::vector<Key> keys;
+  for (const auto& [k, v] : a)
+    if (b.count(k)) keys.push_back(k);
+  std::sort(keys.begin(), keys.end(), [](const Key& x, const Key& y) {
+    return std::make_pair(order_of(x.first), x.second) < std::make_pair(order_of(y.first), y.second);
+  });
+  return keys;
+}
+
 // Loads every pld-bench and mpi_bench file, picks each row's statistic and the rows to report.
 Data load_data(const Options& o) {
   Data d;
@@ -171,27 +192,15 @@ Data load_data(const Options& o) {
     collect(load(path), "mpi", cfg, d.mpi, d.wrong);
     d.configs.insert(cfg);
   }
-  for (const auto& f : o.pld4_files) collect(load(f), "composite", "pld", d.pld4, d.wrong);
-  for (const auto& f : o.mpi4_files) {
-    const auto [cfg, path] = split_config(f);
-    collect(load(path), "mpi", cfg, d.mpi4, d.wrong);
-  }
-
-  for (const auto& f : o.pld_busy_files) collect(load(f), "composite", "pld", d.pld_busy, d.wrong);
-  for (const auto& f : o.mpi_busy_files) {
-    const auto [cfg, path] = split_config(f);
-    collect(load(path), "mpi", cfg, d.mpi_busy, d.wrong);
-  }
+  collect_pair(o.pld4_files, o.mpi4_files, d.pld4, d.mpi4, d.wrong);
+  collect_pair(o.pld_busy_files, o.mpi_busy_files, d.pld_busy, d.mpi_busy, d.wrong);
 
   d.use_min = o.stat == "min";
   for (auto* m : {&d.pld, &d.pld_builtin, &d.mpi, &d.pld4, &d.mpi4, &d.pld_busy, &d.mpi_busy})
     for (auto& [k, v] : *m) v.finish(d.use_min);
 
-  for (const auto& [k, v] : d.pld)
-    if (d.mpi.count(k)) d.keys.push_back(k);
-  std::sort(d.keys.begin(), d.keys.end(), [](const Key& a, const Key& b) {
-    return std::make_pair(order_of(a.first), a.second) < std::make_pair(order_of(b.first), b.second);
-  });
+  d.keys = keys_of_both(d.pld, d.mpi);
+  d.busy_keys = keys_of_both(d.pld_busy, d.mpi_busy);
   return d;
 }
 

@@ -78,6 +78,7 @@ struct Data {
   std::set<std::string> configs;  // the Open MPI configurations (P=2)
   std::int64_t wrong = 0;         // wrong values over all runs
   std::vector<Key> keys;          // the rows both pld and Open MPI measured, in report order
+  std::vector<Key> busy_keys;     // the same for the contended rows
   Baseline bare;                  // all_to_all's bare copy per size (empty when not measured)
   Baseline entry_floor;           // the broadcast loop under the entry rule (empty when not measured)
   bool use_min = false;           // --stat min
