@@ -99,7 +99,7 @@ void encode_one(detail::ArgWriter& w, py::handle v, std::size_t index) {
     w.value(win.dtype);
   } else if (py::isinstance<HostTensor>(v)) {
     const auto& t = v.cast<const HostTensor&>();
-    w.note_block(t.block.id);
+    w.note_block(t.block.id, t.offset, t.bytes());
     w.value(Tag::Tensor);
     w.value(t.block.id);
     w.value(t.offset);

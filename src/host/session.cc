@@ -207,7 +207,9 @@ void HostSession::record(int rank, Trampoline trampoline, void (*kernel)(), ArgW
   rec.trampoline = trampoline;
   rec.kernel = kernel;
   rec.args = std::move(writer.bytes());
-  for (std::uint32_t b : writer.blocks()) {
+  for (const BlockSpan& span : writer.blocks()) {
+    const std::uint32_t b = span.id;
+    if (b != 0 && span.bytes > 0) rec.spans.push_back(span);
     if (b == 0 || std::find(rec.blocks.begin(), rec.blocks.end(), b) != rec.blocks.end()) continue;
     BlockRecord br;
     if (!BlockRegistry::instance().find(b, &br))

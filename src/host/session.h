@@ -24,7 +24,8 @@ struct DispatchRecord {
   Trampoline trampoline = nullptr;
   void (*kernel)() = nullptr;
   std::vector<std::byte> args;
-  std::vector<std::uint32_t> blocks;
+  std::vector<std::uint32_t> blocks;  // the HostTensor blocks the arguments view, each once
+  std::vector<BlockSpan> spans;       // the bytes of them each argument views
   std::vector<std::uint32_t> domains;
 };
 

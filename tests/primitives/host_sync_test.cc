@@ -22,6 +22,15 @@ HostTensor<std::int32_t> run_writes(int p) {
   return out;
 }
 
+// Rows 2r and 2r + 1 of rank r: two views that touch, and row 2r once more in a later dispatch.
+void write_pair(DistributedTensor<std::int32_t> ident, Tensor<std::int32_t> first, Tensor<std::int32_t> second) {
+  const int me = rank(get_comm_ctx(ident));
+  for (Index i = 0; i < first.numel(); ++i) {
+    tile::write(first, {0, i}, static_cast<std::int32_t>(-me - 1));
+    tile::write(second, {0, i}, static_cast<std::int32_t>(me * 100 + 50 + i));
+  }
+}
+
 void expect_all(const HostTensor<std::int32_t>& out, int p) {
   for (int r = 0; r < p; ++r)
     for (Index i = 0; i < 5; ++i) ASSERT_EQ(out(r, 0, i), r * 100 + i) << "slice " << r;
@@ -32,6 +41,25 @@ class HostSync : public ::testing::TestWithParam<int> {};
 TEST_P(HostSync, EveryProcessEndsWithEveryRanksWrites) {
   const int p = GetParam();
   PLD_REQUIRE_RANKS(p);
+  expect_all(run_writes(p), p);
+}
+
+// Under mpi each process snapshots and compares only the bytes its dispatches view, joining views
+// that overlap or touch, and reuses its buffers in the next (smaller) call.
+TEST_P(HostSync, TouchingAndRepeatedViewsThenASmallerCall) {
+  const int p = GetParam();
+  PLD_REQUIRE_RANKS(p);
+  auto pairs = HostTensor<std::int32_t>::zeros({2 * p, 1, 5});
+  run(ranks(p), [&](Host& h) {
+    auto w = h.window<std::int32_t>(h.alloc_window_buffer({1}, DType::INT32, "ident"), {1});
+    for (int r = 0; r < p; ++r) h.dispatch(r, write_pair, w, pairs[2 * r], pairs[2 * r + 1]);
+    for (int r = 0; r < p; ++r) h.dispatch(r, write_rank, w, pairs[2 * r]);
+  });
+  for (int r = 0; r < p; ++r)
+    for (Index i = 0; i < 5; ++i) {
+      ASSERT_EQ(pairs(2 * r, 0, i), r * 100 + i) << "row " << 2 * r;
+      ASSERT_EQ(pairs(2 * r + 1, 0, i), r * 100 + 50 + i) << "row " << 2 * r + 1;
+    }
   expect_all(run_writes(p), p);
 }
 

@@ -28,6 +28,13 @@ struct WindowArg {
   DType dtype = DType::FP32;
 };
 
+/// The bytes of a HostTensor block one argument views: [offset, offset + bytes).
+struct BlockSpan {
+  std::uint32_t id = 0;
+  std::uint64_t offset = 0;
+  std::uint64_t bytes = 0;
+};
+
 class ArgWriter {
  public:
   template <class T>
@@ -37,17 +44,19 @@ class ArgWriter {
     bytes_.resize(at + sizeof(T));
     std::memcpy(bytes_.data() + at, &v, sizeof(T));
   }
-  void note_block(std::uint32_t id) { blocks_.push_back(id); }
+  void note_block(std::uint32_t id, std::uint64_t offset, std::uint64_t bytes) {
+    blocks_.push_back({id, offset, bytes});
+  }
   void note_window(const WindowRef& ref, const Dims& shape, DType dtype) { windows_.push_back({ref, shape, dtype}); }
   void note_device(const std::shared_ptr<DeviceAllocation>& a) { devices_.push_back(a); }
   std::vector<std::byte>& bytes() { return bytes_; }
-  const std::vector<std::uint32_t>& blocks() const { return blocks_; }
+  const std::vector<BlockSpan>& blocks() const { return blocks_; }
   const std::vector<WindowArg>& windows() const { return windows_; }
   const std::vector<std::shared_ptr<DeviceAllocation>>& devices() const { return devices_; }
 
  private:
   std::vector<std::byte> bytes_;
-  std::vector<std::uint32_t> blocks_;
+  std::vector<BlockSpan> blocks_;
   std::vector<WindowArg> windows_;
   std::vector<std::shared_ptr<DeviceAllocation>> devices_;
 };
@@ -95,7 +104,7 @@ template <class T>
 struct ArgCodec<Tensor<T>> {
   static void encode(ArgWriter& w, const Tensor<T>& t, int arg_index) {
     if (t.block() == 0 && t.numel() > 0) throw_unshared_tensor(arg_index);
-    w.note_block(t.block());
+    w.note_block(t.block(), t.block_offset(), static_cast<std::uint64_t>(t.numel()) * sizeof(T));
     w.value(t.block());
     w.value(t.block_offset());
     w.value(t.shape());

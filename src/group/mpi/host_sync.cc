@@ -15,62 +15,140 @@
 #include <algorithm>
 #include <climits>
 #include <cstring>
+#include <memory>
+#include <mutex>
+#include <tuple>
 #include <unordered_map>
 
 namespace pld::detail {
 
 namespace {
 
+/// Bytes whose pages stay mapped between calls (new[] leaves them uninitialised: every byte used
+/// is written first).
+class Bytes {
+ public:
+  std::byte* reserve(std::uint64_t n) {
+    if (n > capacity_) {
+      data_.reset();  // the old pages go before the new ones come
+      data_.reset(new std::byte[n]);
+      capacity_ = n;
+    }
+    return data_.get();
+  }
+
+ private:
+  std::unique_ptr<std::byte[]> data_;
+  std::uint64_t capacity_ = 0;
+};
+
+}  // namespace
+
+struct HostSync::Buffers {
+  Bytes snapshot;                  // the regions' bytes before this process's dispatches ran
+  std::vector<std::byte> changes;  // this process's changed runs, as sent
+  Bytes all;                       // every process's runs, as received
+};
+
+namespace {
+
 constexpr std::uint64_t kLine = 64;
+
+// Buffers of finished calls. A process runs one call at a time, but nothing breaks if two threads
+// each take a set.
+std::mutex pool_mutex;
+std::vector<std::unique_ptr<HostSync::Buffers>> pool;
 
 }  // namespace
 
 HostSync::HostSync(const HostSession& session, int me) {
-  std::unordered_map<std::uint32_t, std::size_t> index;
+  {
+    std::lock_guard lock(pool_mutex);
+    if (!pool.empty()) {
+      buffers_ = std::move(pool.back());
+      pool.pop_back();
+    }
+  }
+  if (!buffers_) buffers_ = std::make_unique<Buffers>();
+  std::unordered_map<std::uint32_t, std::uint32_t> index;
   for (const DispatchRecord& d : session.dispatches())
     for (std::uint32_t id : d.blocks) {
       if (id & kDeviceBlockBit) continue;
-      auto [it, fresh] = index.emplace(id, blocks_.size());
-      if (fresh) {
-        BlockRecord rec;
-        Block b;
-        if (BlockRegistry::instance().find(id, &rec)) {
-          b.base = rec.base;
-          b.bytes = rec.bytes;
-        }
-        blocks_.push_back(std::move(b));
+      if (!index.emplace(id, static_cast<std::uint32_t>(blocks_.size())).second) continue;
+      BlockRecord rec;
+      Block b;
+      if (BlockRegistry::instance().find(id, &rec)) {
+        b.base = rec.base;
+        b.bytes = rec.bytes;
       }
-      if (d.rank == me) blocks_[it->second].mine = true;
+      blocks_.push_back(b);
     }
+  // The views of my dispatches, by block and offset, overlapping or touching ones joined.
+  for (const DispatchRecord& d : session.dispatches()) {
+    if (d.rank != me) continue;
+    for (const BlockSpan& s : d.spans) {
+      const auto it = index.find(s.id);
+      if (it == index.end()) continue;
+      const std::uint64_t size = blocks_[it->second].bytes;
+      const std::uint64_t offset = std::min(s.offset, size);
+      mine_.push_back({it->second, offset, std::min(s.bytes, size - offset), 0});
+    }
+  }
+  std::sort(mine_.begin(), mine_.end(),
+            [](const Region& a, const Region& b) { return std::tie(a.block, a.offset) < std::tie(b.block, b.offset); });
+  std::vector<Region> joined;
+  std::uint64_t at = 0;
+  for (const Region& r : mine_) {
+    if (r.bytes == 0) continue;
+    if (!joined.empty()) {
+      Region& last = joined.back();
+      const std::uint64_t last_end = last.offset + last.bytes;
+      if (last.block == r.block && r.offset <= last_end) {
+        const std::uint64_t end = std::max(last_end, r.offset + r.bytes);
+        at += end - last_end;
+        last.bytes = end - last.offset;
+        continue;
+      }
+    }
+    joined.push_back({r.block, r.offset, r.bytes, at});
+    at += r.bytes;
+  }
+  mine_ = std::move(joined);
+  buffers_->snapshot.reserve(at);
   take_snapshots();
 }
 
+HostSync::~HostSync() {
+  std::lock_guard lock(pool_mutex);
+  pool.push_back(std::move(buffers_));
+}
+
 void HostSync::take_snapshots() {
-  for (Block& b : blocks_)
-    if (b.mine) b.snapshot.assign(b.base, b.base + b.bytes);
+  std::byte* snapshot = buffers_->snapshot.reserve(0);
+  for (const Region& r : mine_) std::memcpy(snapshot + r.at, blocks_[r.block].base + r.offset, r.bytes);
 }
 
 void HostSync::merge(MpiBackend& be) {
   // My changes: runs of changed bytes, as (block, offset, length, bytes). Exact to the byte:
   // ranks' slices may share a cache line (a [P, 3] int32 tensor), so a whole changed line would
   // carry stale copies of a neighbour's bytes. Unchanged lines are skipped with memcmp.
-  std::vector<std::byte> out;
-  for (std::size_t i = 0; i < blocks_.size(); ++i) {
-    const Block& b = blocks_[i];
-    if (!b.mine) continue;
-    const std::byte* now = b.base;
-    const std::byte* was = b.snapshot.data();
+  std::vector<std::byte>& out = buffers_->changes;
+  out.clear();
+  const std::byte* snapshot = buffers_->snapshot.reserve(0);
+  for (const Region& region : mine_) {
+    const std::byte* now = blocks_[region.block].base + region.offset;
+    const std::byte* was = snapshot + region.at;
     std::uint64_t run = 0, run_end = 0;  // the open run [run, run_end), empty when equal
     auto close_run = [&] {
       if (run_end == run) return;
-      put_value(out, static_cast<std::uint32_t>(i));
-      put_value(out, run);
+      put_value(out, region.block);
+      put_value(out, region.offset + run);
       put_value(out, run_end - run);
       out.insert(out.end(), now + run, now + run_end);
       run = run_end = 0;
     };
-    for (std::uint64_t line = 0; line < b.bytes; line += kLine) {
-      const std::uint64_t end = std::min(line + kLine, b.bytes);
+    for (std::uint64_t line = 0; line < region.bytes; line += kLine) {
+      const std::uint64_t end = std::min(line + kLine, region.bytes);
       if (std::memcmp(now + line, was + line, end - line) == 0) continue;
       for (std::uint64_t k = line; k < end; ++k) {
         if (now[k] == was[k]) continue;
@@ -101,14 +179,14 @@ void HostSync::merge(MpiBackend& be) {
         fmt::format("pld: the ranks changed {} bytes of host tensors in one call, more than the 2 GiB the "
                     "mpi backend merges at once; return results through fewer or smaller host tensors",
                     total));
-  std::vector<std::byte> all(static_cast<std::size_t>(total));
+  std::byte* all = buffers_->all.reserve(static_cast<std::uint64_t>(total));
   be.collective([&](MPI_Comm comm, MPI_Request* req) {
-    MPI_Iallgatherv(out.data(), static_cast<int>(mine), MPI_BYTE, all.data(), counts.data(), displs.data(), MPI_BYTE,
-                    comm, req);
+    MPI_Iallgatherv(out.data(), static_cast<int>(mine), MPI_BYTE, all, counts.data(), displs.data(), MPI_BYTE, comm,
+                    req);
   });
   for (int q = 0; q < size; ++q) {
     if (q == me) continue;
-    const std::byte* p = all.data() + displs[static_cast<std::size_t>(q)];
+    const std::byte* p = all + displs[static_cast<std::size_t>(q)];
     const std::byte* end = p + counts[static_cast<std::size_t>(q)];
     while (p < end) {
       const auto i = take_value<std::uint32_t>(p);
