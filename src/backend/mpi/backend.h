@@ -11,6 +11,7 @@
 #include <mpi.h>
 
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -23,6 +24,9 @@
 #include <vector>
 
 namespace pld::detail {
+
+/// MPI counts are int: one call or message moves at most 1 GiB (or 1 Gi elements).
+inline constexpr std::size_t kMpiPiece = std::size_t{1} << 30;
 
 class MpiBackend final : public BackendProcess {
  public:

@@ -38,7 +38,6 @@ void free_type(MPI_Datatype type, std::mutex& mutex) {
   MPI_Type_free(&type);
 }
 
-constexpr std::size_t kPiece = 1u << 30;  // MPI counts are int: at most 1 GiB (or 1 Gi elements) per call
 // Floating-point reductions move at most this many bytes of the vector per step (their scratch
 // holds as much).
 constexpr std::size_t kNativePiece = 8u << 20;
@@ -56,11 +55,11 @@ constexpr std::size_t kGatherExtra = 64u << 10;
 // MPI mutex): 1 GiB pieces, then the rest.
 MPI_Datatype bytes_type(std::size_t bytes) {
   MPI_Datatype piece, pieces, rest, out;
-  MPI_Type_contiguous(static_cast<int>(kPiece), MPI_BYTE, &piece);
-  MPI_Type_contiguous(static_cast<int>(bytes / kPiece), piece, &pieces);
-  MPI_Type_contiguous(static_cast<int>(bytes % kPiece), MPI_BYTE, &rest);
+  MPI_Type_contiguous(static_cast<int>(kMpiPiece), MPI_BYTE, &piece);
+  MPI_Type_contiguous(static_cast<int>(bytes / kMpiPiece), piece, &pieces);
+  MPI_Type_contiguous(static_cast<int>(bytes % kMpiPiece), MPI_BYTE, &rest);
   int lengths[2] = {1, 1};
-  MPI_Aint displs[2] = {0, static_cast<MPI_Aint>(bytes / kPiece * kPiece)};
+  MPI_Aint displs[2] = {0, static_cast<MPI_Aint>(bytes / kMpiPiece * kMpiPiece)};
   MPI_Datatype types[2] = {pieces, rest};
   MPI_Type_create_struct(2, lengths, displs, types, &out);
   MPI_Type_commit(&out);
@@ -369,9 +368,9 @@ WaitStatus MpiWindow::canonical_allreduce(std::byte* data, std::size_t count, DT
 // (hierarchy.cc).
 WaitStatus MpiWindow::broadcast(void* data, std::size_t bytes, int root, const WaitSite& site) {
   if (runs_.tree(bytes)) return node_broadcast(static_cast<std::byte*>(data), bytes, root, site);
-  return native_run(site, pieces(bytes, kPiece), [&](std::size_t i, MPI_Comm comm, Requests& rq) {
-    const std::size_t n = std::min(kPiece, bytes - i * kPiece);
-    std::byte* at = static_cast<std::byte*>(data) + i * kPiece;
+  return native_run(site, pieces(bytes, kMpiPiece), [&](std::size_t i, MPI_Comm comm, Requests& rq) {
+    const std::size_t n = std::min(kMpiPiece, bytes - i * kMpiPiece);
+    std::byte* at = static_cast<std::byte*>(data) + i * kMpiPiece;
     if (n * (dirty_.size() - 1) <= exchange_max()) return post_broadcast(at, n, root, comm, rq);
     return MPI_Ibcast(at, static_cast<int>(n), MPI_BYTE, root, comm, &rq.emplace_back());
   });

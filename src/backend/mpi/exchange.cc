@@ -17,7 +17,7 @@
 namespace pld::detail {
 
 namespace {
-enum Tag : int { kRow = 0, kCount = 1, kBarrier = 2 };
+enum ExchangeTag : int { kRow = 0, kCount = 1, kBarrier = 2 };
 
 constexpr std::size_t kHeaderRoom = 1u << 10;  // an eager limit counts the engine's headers too
 constexpr std::size_t kDefaultPiece = 32u << 10;

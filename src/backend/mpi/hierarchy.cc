@@ -27,7 +27,7 @@ namespace pld::detail {
 namespace {
 
 // Apart from exchange.cc's.
-enum Tag : int { kEnter = 11, kDone = 12, kRows = 13, kChain = 14, kResult = 15, kColumn = 16, kTree = 17 };
+enum HierarchyTag : int { kEnter = 11, kDone = 12, kRows = 13, kChain = 14, kResult = 15, kColumn = 16, kTree = 17 };
 
 // Pieces the chain streams (its pipeline: while one crosses, the next is reduced).
 constexpr std::size_t kChainPiece = 512u << 10;

@@ -34,9 +34,8 @@ namespace {
 constexpr int kEndTag = 0;      // drain_messages(): a sender's last message of a failed call
 constexpr int kMessageTag = 1;  // every message; replies to gets use their own tags
 static_assert(kMessageTag == 1, "post()'s default tag (backend.h)");
-constexpr int kFirstReplyTag = 2;         // reply tags cycle through [2, 32767] (MPI_TAG_UB >= 32767)
-constexpr std::size_t kPiece = 1u << 30;  // MPI counts are int: at most 1 GiB per message
-constexpr std::size_t kMaxSends = 4096;   // outstanding sends before a sender drives progress
+constexpr int kFirstReplyTag = 2;        // reply tags cycle through [2, 32767] (MPI_TAG_UB >= 32767)
+constexpr std::size_t kMaxSends = 4096;  // outstanding sends before a sender drives progress
 // The control words (abort word first) once the control window is freed (open_messages).
 alignas(64) std::int32_t g_control[kControlBytes / sizeof(std::int32_t)] = {};
 
@@ -182,10 +181,10 @@ void MpiBackend::send_data(int rank, std::uint64_t window, MessageKind kind, std
   if (inlined) return post(rank, &head, head_bytes, src, bytes);
   post(rank, &head, head_bytes, nullptr, 0);
   std::vector<MPI_Request> pieces;
-  for (std::size_t at = 0; at < bytes; at += kPiece) {
+  for (std::size_t at = 0; at < bytes; at += kMpiPiece) {
     MPI_Request& r = pieces.emplace_back();
-    check(MPI_Isend(static_cast<const std::byte*>(src) + at, static_cast<int>(std::min(kPiece, bytes - at)), MPI_BYTE,
-                    rank, kMessageTag, message_comm_, &r),
+    check(MPI_Isend(static_cast<const std::byte*>(src) + at, static_cast<int>(std::min(kMpiPiece, bytes - at)),
+                    MPI_BYTE, rank, kMessageTag, message_comm_, &r),
           "MPI_Isend (message payload)");
   }
   if (nbi) {
@@ -275,10 +274,10 @@ void MpiBackend::message_get(void* dst, int rank, std::uint64_t window, std::uin
   std::lock_guard lock(mutex_);
   std::vector<MPI_Request> pieces;
   const int tag = next_reply_tag();
-  for (std::size_t at = 0; at < bytes; at += kPiece) {
+  for (std::size_t at = 0; at < bytes; at += kMpiPiece) {
     MPI_Request& r = pieces.emplace_back();
-    check(MPI_Irecv(static_cast<std::byte*>(dst) + at, static_cast<int>(std::min(kPiece, bytes - at)), MPI_BYTE, rank,
-                    tag, message_comm_, &r),
+    check(MPI_Irecv(static_cast<std::byte*>(dst) + at, static_cast<int>(std::min(kMpiPiece, bytes - at)), MPI_BYTE,
+                    rank, tag, message_comm_, &r),
           "MPI_Irecv (get reply)");
   }
   const Header h{Kind::Get, tag, window, offset, bytes, 0, 0};
@@ -422,8 +421,8 @@ void MpiBackend::apply(int source, const Header& h, const std::byte* payload) {
           staged.resize(h.bytes);
           into = staged.data();
         }
-        for (std::size_t off = 0; off < h.bytes; off += kPiece)
-          MPI_Recv(into + off, static_cast<int>(std::min<std::size_t>(kPiece, h.bytes - off)), MPI_BYTE, source,
+        for (std::size_t off = 0; off < h.bytes; off += kMpiPiece)
+          MPI_Recv(into + off, static_cast<int>(std::min<std::size_t>(kMpiPiece, h.bytes - off)), MPI_BYTE, source,
                    kMessageTag, message_comm_, MPI_STATUS_IGNORE);
         payload = staged.empty() ? nullptr : staged.data();
       }
@@ -445,9 +444,9 @@ void MpiBackend::apply(int source, const Header& h, const std::byte* payload) {
     }
     case Kind::Get: {
       const std::byte* at = message_target(h, source);
-      for (std::size_t off = 0; off < h.bytes; off += kPiece) {
+      for (std::size_t off = 0; off < h.bytes; off += kMpiPiece) {
         Send& s = sends_.emplace_back();
-        check(MPI_Isend(at + off, static_cast<int>(std::min<std::size_t>(kPiece, h.bytes - off)), MPI_BYTE, source,
+        check(MPI_Isend(at + off, static_cast<int>(std::min<std::size_t>(kMpiPiece, h.bytes - off)), MPI_BYTE, source,
                         h.value, message_comm_, &s.request),
               "MPI_Isend (get reply)");
       }
