@@ -36,6 +36,7 @@ class Bytes {
     }
     return data_.get();
   }
+  std::byte* data() const { return data_.get(); }
 
  private:
   std::unique_ptr<std::byte[]> data_;
@@ -124,7 +125,7 @@ HostSync::~HostSync() {
 }
 
 void HostSync::take_snapshots() {
-  std::byte* snapshot = buffers_->snapshot.reserve(0);
+  std::byte* snapshot = buffers_->snapshot.data();
   for (const Region& r : mine_) std::memcpy(snapshot + r.at, blocks_[r.block].base + r.offset, r.bytes);
 }
 
@@ -134,7 +135,7 @@ void HostSync::merge(MpiBackend& be) {
   // carry stale copies of a neighbour's bytes. Unchanged lines are skipped with memcmp.
   std::vector<std::byte>& out = buffers_->changes;
   out.clear();
-  const std::byte* snapshot = buffers_->snapshot.reserve(0);
+  const std::byte* snapshot = buffers_->snapshot.data();
   for (const Region& region : mine_) {
     const std::byte* now = blocks_[region.block].base + region.offset;
     const std::byte* was = snapshot + region.at;
