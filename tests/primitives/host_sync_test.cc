@@ -63,6 +63,37 @@ TEST_P(HostSync, TouchingAndRepeatedViewsThenASmallerCall) {
   expect_all(run_writes(p), p);
 }
 
+// Every rank views the whole tensor: rank r sets every P-th byte from r (words where some bytes
+// changed and others did not) and a 21-byte run from 24 r + 3 (whole changed words, then a tail).
+constexpr Index kInterleaved = 24 * 8 + 5;
+int run_owner(int p, Index i) {  // the rank whose run holds byte i, or -1
+  if (i < 3 || (i - 3) % 24 >= 21 || (i - 3) / 24 >= p) return -1;
+  return static_cast<int>((i - 3) / 24);
+}
+std::int8_t interleaved_value(int p, Index i) {
+  const int owner = run_owner(p, i);
+  return static_cast<std::int8_t>(owner >= 0 ? -1 - owner : 1 + i % p);
+}
+void write_interleaved(DistributedTensor<std::int32_t> ident, Tensor<std::int8_t> all) {
+  const auto ctx = get_comm_ctx(ident);
+  const int me = rank(ctx), p = nranks(ctx);
+  for (Index i = 0; i < kInterleaved; ++i) {
+    const int owner = run_owner(p, i);
+    if (owner >= 0 ? owner == me : i % p == me) tile::write(all, {i}, interleaved_value(p, i));
+  }
+}
+
+TEST_P(HostSync, RanksSharingOneViewKeepEachOthersBytes) {
+  const int p = GetParam();
+  PLD_REQUIRE_RANKS(p);
+  auto all = HostTensor<std::int8_t>::zeros({kInterleaved});
+  run(ranks(p), [&](Host& h) {
+    auto w = h.window<std::int32_t>(h.alloc_window_buffer({1}, DType::INT32, "ident"), {1});
+    for (int r = 0; r < p; ++r) h.dispatch(r, write_interleaved, w, all);
+  });
+  for (Index i = 0; i < kInterleaved; ++i) ASSERT_EQ(all(i), interleaved_value(p, i)) << "byte " << i;
+}
+
 TEST_P(HostSync, NoneKeepsOwnSliceAndGatherCollects) {
   const int p = GetParam();
   PLD_REQUIRE_RANKS(p);
