@@ -9,8 +9,8 @@
 # Open MPI refuses to run as root without the two ALLOW variables (CI containers run as root);
 # --oversubscribe lets 3 and 4 ranks share the 2 cores.
 # An entry takes one CTest slot: its ranks spend much of their time waiting for each other
-# (yielding, polling sockets), so two entries at once keep both cores busier than one. EXCLUSIVE
-# takes both slots, for entries whose tests wait for deadlines on purpose.
+# (yielding, polling sockets), so two entries at once keep both cores busier than one (three at
+# once are no faster). EXCLUSIVE runs the entry alone, for tests that wait for deadlines on purpose.
 set(PLD_MPI_CONFIG_shm "")
 set(PLD_MPI_CONFIG_tcp --mca btl tcp,self --mca osc ucx -x UCX_TLS=tcp,self -x PLD_MPI_SHARED=0)
 function(pld_mpi_test)
@@ -25,11 +25,7 @@ function(pld_mpi_test)
   set(name mpi.${T_CONFIG}.p${T_RANKS}.${T_NAME})
   add_test(NAME ${name} COMMAND ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} ${T_RANKS} --oversubscribe
                                 ${PLD_MPI_CONFIG_${T_CONFIG}} ${T_COMMAND})
-  set(processors 1)
-  if(T_EXCLUSIVE)
-    set(processors 2)
-  endif()
-  set_tests_properties(${name} PROPERTIES TIMEOUT ${T_TIMEOUT} LABELS mpi PROCESSORS ${processors}
+  set_tests_properties(${name} PROPERTIES TIMEOUT ${T_TIMEOUT} LABELS mpi RUN_SERIAL ${T_EXCLUSIVE}
     ENVIRONMENT "PLD_BACKEND=mpi;PLD_WAIT_TIMEOUT=60;OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;${T_ENVIRONMENT}")
   # (PASS_REGULAR_EXPRESSION ignores the exit code: a test with one needs a FAIL one too.)
   if(T_PASS_REGULAR_EXPRESSION)
