@@ -54,7 +54,8 @@ struct HostSync::Buffers {
 namespace {
 
 constexpr std::uint64_t kLine = 64;
-constexpr std::uint64_t kOnes = 0x0101010101010101ull;  // a byte of x is zero: (x - kOnes) & ~x & kHighBits
+// (x - kOnes) & ~x & kHighBits is non-zero exactly when some byte of x is zero.
+constexpr std::uint64_t kOnes = 0x0101010101010101ull;
 constexpr std::uint64_t kHighBits = 0x8080808080808080ull;
 
 // Buffers of finished calls. A process runs one call at a time, but nothing breaks if two threads
