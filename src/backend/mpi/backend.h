@@ -10,6 +10,7 @@
 
 #include <mpi.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -27,6 +28,12 @@ namespace pld::detail {
 
 /// MPI counts are int: one call or message moves at most 1 GiB (or 1 Gi elements).
 inline constexpr std::size_t kMpiPiece = std::size_t{1} << 30;
+
+/// Calls f(at, n) for the pieces [at, at + n) of `bytes`, each at most kMpiPiece (none for 0).
+template <class F>
+void for_each_mpi_piece(std::size_t bytes, F&& f) {
+  for (std::size_t at = 0; at < bytes; at += kMpiPiece) f(at, static_cast<int>(std::min(kMpiPiece, bytes - at)));
+}
 
 class MpiBackend final : public BackendProcess {
  public:

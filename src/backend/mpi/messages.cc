@@ -181,12 +181,11 @@ void MpiBackend::send_data(int rank, std::uint64_t window, MessageKind kind, std
   if (inlined) return post(rank, &head, head_bytes, src, bytes);
   post(rank, &head, head_bytes, nullptr, 0);
   std::vector<MPI_Request> pieces;
-  for (std::size_t at = 0; at < bytes; at += kMpiPiece) {
-    MPI_Request& r = pieces.emplace_back();
-    check(MPI_Isend(static_cast<const std::byte*>(src) + at, static_cast<int>(std::min(kMpiPiece, bytes - at)),
-                    MPI_BYTE, rank, kMessageTag, message_comm_, &r),
+  for_each_mpi_piece(bytes, [&](std::size_t at, int n) {
+    check(MPI_Isend(static_cast<const std::byte*>(src) + at, n, MPI_BYTE, rank, kMessageTag, message_comm_,
+                    &pieces.emplace_back()),
           "MPI_Isend (message payload)");
-  }
+  });
   if (nbi) {
     nbi_requests_.insert(nbi_requests_.end(), pieces.begin(), pieces.end());
     return;
@@ -274,12 +273,10 @@ void MpiBackend::message_get(void* dst, int rank, std::uint64_t window, std::uin
   std::lock_guard lock(mutex_);
   std::vector<MPI_Request> pieces;
   const int tag = next_reply_tag();
-  for (std::size_t at = 0; at < bytes; at += kMpiPiece) {
-    MPI_Request& r = pieces.emplace_back();
-    check(MPI_Irecv(static_cast<std::byte*>(dst) + at, static_cast<int>(std::min(kMpiPiece, bytes - at)), MPI_BYTE,
-                    rank, tag, message_comm_, &r),
+  for_each_mpi_piece(bytes, [&](std::size_t at, int n) {
+    check(MPI_Irecv(static_cast<std::byte*>(dst) + at, n, MPI_BYTE, rank, tag, message_comm_, &pieces.emplace_back()),
           "MPI_Irecv (get reply)");
-  }
+  });
   const Header h{Kind::Get, tag, window, offset, bytes, 0, 0};
   post(rank, &h, sizeof h, nullptr, 0);
   if (nbi) {  // the reply lands while this rank drives progress; quiet waits for it
@@ -421,9 +418,9 @@ void MpiBackend::apply(int source, const Header& h, const std::byte* payload) {
           staged.resize(h.bytes);
           into = staged.data();
         }
-        for (std::size_t off = 0; off < h.bytes; off += kMpiPiece)
-          MPI_Recv(into + off, static_cast<int>(std::min<std::size_t>(kMpiPiece, h.bytes - off)), MPI_BYTE, source,
-                   kMessageTag, message_comm_, MPI_STATUS_IGNORE);
+        for_each_mpi_piece(h.bytes, [&](std::size_t off, int n) {
+          MPI_Recv(into + off, n, MPI_BYTE, source, kMessageTag, message_comm_, MPI_STATUS_IGNORE);
+        });
         payload = staged.empty() ? nullptr : staged.data();
       }
       if (h.kind == Kind::Put) {
@@ -444,12 +441,10 @@ void MpiBackend::apply(int source, const Header& h, const std::byte* payload) {
     }
     case Kind::Get: {
       const std::byte* at = message_target(h, source);
-      for (std::size_t off = 0; off < h.bytes; off += kMpiPiece) {
-        Send& s = sends_.emplace_back();
-        check(MPI_Isend(at + off, static_cast<int>(std::min<std::size_t>(kMpiPiece, h.bytes - off)), MPI_BYTE, source,
-                        h.value, message_comm_, &s.request),
+      for_each_mpi_piece(h.bytes, [&](std::size_t off, int n) {
+        check(MPI_Isend(at + off, n, MPI_BYTE, source, h.value, message_comm_, &sends_.emplace_back().request),
               "MPI_Isend (get reply)");
-      }
+      });
       return;
     }
     case Kind::Atomic: {

@@ -158,6 +158,10 @@ void HostSync::merge(MpiBackend& be) {
       }
       run_end = to;
     };
+    auto by_byte = [&](std::uint64_t from, std::uint64_t to) {
+      for (std::uint64_t j = from; j < to; ++j)
+        if (now[j] != was[j]) changed(j, j + 1);
+    };
     for (std::uint64_t line = 0; line < region.bytes; line += kLine) {
       const std::uint64_t end = std::min(line + kLine, region.bytes);
       if (std::memcmp(now + line, was + line, end - line) == 0) continue;
@@ -172,11 +176,9 @@ void HostSync::merge(MpiBackend& be) {
           changed(k, k + 8);
           continue;
         }
-        for (std::uint64_t j = k; j < k + 8; ++j)
-          if (now[j] != was[j]) changed(j, j + 1);
+        by_byte(k, k + 8);
       }
-      for (; k < end; ++k)
-        if (now[k] != was[k]) changed(k, k + 1);
+      by_byte(k, end);
     }
     close_run();
   }
