@@ -29,8 +29,6 @@ namespace pld::detail {
 
 namespace {
 
-constexpr std::size_t kPiece = 1u << 30;  // MPI counts are int: move at most 1 GiB per call
-
 MPI_Datatype mpi_type(DType dtype) {
   switch (dtype) {
     case DType::FP32: return MPI_FLOAT;
@@ -54,22 +52,20 @@ void MpiWindow::mark_dirty(int t) {
 
 void MpiWindow::rma_put(int t, std::uint64_t offset, const void* src, std::size_t bytes) {
   const MPI_Aint disp = static_cast<MPI_Aint>(offset - lo_);
-  for (std::size_t at = 0; at < bytes; at += kPiece) {
-    const int n = static_cast<int>(std::min(kPiece, bytes - at));
+  for_each_mpi_piece(bytes, [&](std::size_t at, int n) {
     engine_.check(MPI_Put(static_cast<const std::byte*>(src) + at, n, MPI_BYTE, t, disp + static_cast<MPI_Aint>(at), n,
                           MPI_BYTE, win_),
                   "MPI_Put");
-  }
+  });
 }
 
 void MpiWindow::rma_get(void* dst, int t, std::uint64_t offset, std::size_t bytes) {
   const MPI_Aint disp = static_cast<MPI_Aint>(offset - lo_);
-  for (std::size_t at = 0; at < bytes; at += kPiece) {
-    const int n = static_cast<int>(std::min(kPiece, bytes - at));
+  for_each_mpi_piece(bytes, [&](std::size_t at, int n) {
     engine_.check(
         MPI_Get(static_cast<std::byte*>(dst) + at, n, MPI_BYTE, t, disp + static_cast<MPI_Aint>(at), n, MPI_BYTE, win_),
         "MPI_Get");
-  }
+  });
 }
 
 void MpiWindow::put(int rank, std::uint64_t offset, const void* src, std::size_t bytes) {
@@ -139,7 +135,7 @@ void MpiWindow::atomic_add(int rank, std::uint64_t offset, const void* src, std:
   }
   const MPI_Datatype type = mpi_type(dtype);
   if (type == MPI_DATATYPE_NULL) return fp16_add(rank, offset, src, count, dtype);
-  const std::size_t esz = dtype_size(dtype), per = kPiece / esz;
+  const std::size_t esz = dtype_size(dtype), per = kMpiPiece / esz;
   const int t = target(rank, offset, count * esz);
   const MPI_Aint disp = static_cast<MPI_Aint>(offset - lo_);
   std::lock_guard lock(engine_.mutex_);

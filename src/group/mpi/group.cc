@@ -63,9 +63,8 @@ void MpiGroup::device_op(int r, const DeviceOp& op) {
   if (op.kind != DeviceOp::Kind::Read || op.bytes == 0) return;
   void* m = mmap(nullptr, op.bytes, PROT_READ | PROT_WRITE, MAP_SHARED, op.staging_fd, 0);
   if (m == MAP_FAILED) throw Error(fmt::format("pld: cannot map the staging buffer: {}", std::strerror(errno)));
-  for (std::uint64_t at = 0; at < op.bytes; at += 1u << 30)
-    be.broadcast(static_cast<std::byte*>(m) + at, static_cast<int>(std::min<std::uint64_t>(1u << 30, op.bytes - at)),
-                 MPI_BYTE, r);
+  for_each_mpi_piece(op.bytes,
+                     [&](std::size_t at, int n) { be.broadcast(static_cast<std::byte*>(m) + at, n, MPI_BYTE, r); });
   munmap(m, op.bytes);
 }
 
