@@ -107,13 +107,16 @@ inline bool runs_here(int p) {
 #define PLD_REQUIRE_SHM() \
   if (::pld::launcher_world_size() > 0) GTEST_SKIP() << "forked rank processes only (shm backend)"
 
-/// Sets an environment variable for the ranks of the runs in its scope (each pld::run forks them,
-/// and they read pld's settings afresh); restores the previous value.
+/// Sets (or, with a null value, unsets) an environment variable for the runs in its scope (each
+/// pld::run forks the ranks, and they read pld's settings afresh); restores the previous value.
 class ScopedEnv {
  public:
   ScopedEnv(const char* name, const char* value) : name_(name) {
     if (const char* old = std::getenv(name)) old_ = old;
-    setenv(name, value, 1);
+    if (value)
+      setenv(name, value, 1);
+    else
+      unsetenv(name);
   }
   ~ScopedEnv() {
     if (old_)

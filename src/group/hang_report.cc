@@ -235,9 +235,15 @@ std::string describe_ranks(const std::vector<RankSnapshot>& ranks, const HostSes
 }
 
 // A cycle in the graph (a deadlock, or notifies that went elsewhere) and every misdirected notify.
+// Only the edges to writers that have not notified the cell yet can be a deadlock: a rank whose
+// writers all did is waiting for a value they have not produced (value_verdict), not for them.
 std::string cycle_verdict(WaitGraph& g) {
   std::string verdict;
-  g.cycle = find_cycle(g.edges);
+  std::vector<std::vector<int>> blocking(g.edges.size());
+  for (std::size_t a = 0; a < g.edges.size(); ++a)
+    for (const Writer& w : g.writers[a])
+      if (!w.wrote && w.rank != static_cast<int>(a)) blocking[a].push_back(w.rank);
+  g.cycle = find_cycle(blocking);
   auto misdirected = [&](int a, int b) {
     for (const Writer& w : g.writers[static_cast<std::size_t>(a)])
       if (w.rank == b && w.elsewhere >= 0) return true;
@@ -312,6 +318,31 @@ std::string sink_verdict(const std::vector<RankSnapshot>& ranks, WaitGraph& g) {
   return verdict;
 }
 
+// Waiting ranks whose every expected writer already notified their cell, and is waiting itself
+// (or done): the value the wait needs is not coming from them.
+std::string value_verdict(const std::vector<RankSnapshot>& ranks, const WaitGraph& g) {
+  std::string verdict;
+  for (std::size_t a = 0; a < ranks.size(); ++a) {
+    const auto& s = ranks[a];
+    const auto& ws = g.writers[a];
+    if (s.state != RankSnapshot::State::Waiting || ws.empty() || in_engine_collective(s)) continue;
+    if (!std::all_of(ws.begin(), ws.end(), [](const Writer& w) { return w.wrote && w.elsewhere < 0; })) continue;
+    if (!std::all_of(ws.begin(), ws.end(), [&](const Writer& w) {
+          return ranks[static_cast<std::size_t>(w.rank)].state == RankSnapshot::State::Waiting;
+        }))
+      continue;  // a writer still running or done: sink_verdict says "notified, but not enough"
+    std::vector<int> who;
+    for (const Writer& w : ws) who.push_back(w.rank);
+    verdict += fmt::format(
+        "\nValue never reached on rank {}: cell {} holds {}, waits {} {}; every writer has notified it (rank{} {}) "
+        "and waits itself now, so no further notify is coming. Check the expected value and the number of "
+        "notifies (a writer that notifies again only after its own wait would be a deadlock: notify before you "
+        "wait).",
+        a, g.cell[a], s.value, wait_cmp_symbol(s.cmp), s.expected, who.size() > 1 ? "s" : "", join_ranks(who));
+  }
+  return verdict;
+}
+
 // Lost updates, overshoots and cells without a known writer, per waiting rank.
 std::string cell_verdict(const std::vector<RankSnapshot>& ranks, const WaitGraph& g) {
   std::string verdict;
@@ -380,6 +411,7 @@ HangReport hang_analyse(const std::vector<RankSnapshot>& ranks, const HostSessio
   HangReport rep;
   rep.text = describe_ranks(ranks, session, g);
   std::string verdict = cycle_verdict(g);
+  verdict += value_verdict(ranks, g);
   verdict += sink_verdict(ranks, g);
   verdict += cell_verdict(ranks, g);
   std::string graph;
@@ -392,12 +424,12 @@ HangReport hang_analyse(const std::vector<RankSnapshot>& ranks, const HostSessio
   return rep;
 }
 
-std::string hang_write_dot(const std::string& dot) {
+std::string hang_write_dot(const std::string& dot, const std::string& trace_dir) {
   static std::atomic<int> counter{0};
-  std::error_code ec;
   std::filesystem::path dir = setting_string(Setting::DebugDir);
-  if (dir.empty()) dir = std::filesystem::temp_directory_path(ec);
-  if (ec) return "(no temporary directory: " + ec.message() + ")";
+  if (dir.empty()) dir = trace_dir;
+  if (dir.empty()) return "not written (set PLD_DEBUG_DIR to a directory, or turn swimlanes on, to get it as a file)";
+  std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   const auto path = dir / fmt::format("pld-hang-{}-{}.dot", static_cast<int>(getpid()), ++counter);
   std::ofstream f(path);

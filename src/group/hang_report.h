@@ -75,9 +75,11 @@ struct HangReport {
 
 HangReport hang_analyse(const std::vector<RankSnapshot>& ranks, const HostSession& session);
 
-/// Writes `dot` to a new file in PLD_DEBUG_DIR (default: the temporary directory) and returns its
-/// path, or an explanation starting with "(" when it cannot be written.
-std::string hang_write_dot(const std::string& dot);
+/// Writes `dot` to a new file where the user asked for debugging outputs — PLD_DEBUG_DIR, else
+/// `trace_dir` (the swimlane directory when swimlanes are on; empty otherwise) — and returns its
+/// path; without either, writes nothing and says how to get the file. "(...)" when it cannot be
+/// written.
+std::string hang_write_dot(const std::string& dot, const std::string& trace_dir);
 
 /// A waiting rank's wait: "waiting on signal 'sig' of domain world offsets [0, 0] for value >= 1;
 /// the cell holds 0 (inside allreduce)".

@@ -388,5 +388,96 @@ TEST(HangReport, Sigusr1PrintsTheReportAndTheJobContinues) {
   EXPECT_EQ(now.sa_handler, SIG_DFL);
 }
 
+// Every rank notifies every peer once, then waits for a value nobody writes (== 5): every writer
+// already notified, so the verdict is the value, not a cycle.
+void notify_then_wait_for_five(DistributedTensor<std::int32_t> sig) {
+  auto ctx = get_comm_ctx(sig);
+  const int me = rank(ctx), n = nranks(ctx);
+  for (int p = 0; p < n; ++p)
+    if (p != me) system::notify(sig, p, {me, 0}, 1, NotifyOp::AtomicAdd);
+  system::wait(sig, {(me + 1) % n, 0}, 5, WaitCmp::Eq);
+}
+
+TEST(HangReport, ValueNeverReachedIsNotCalledADeadlock) {
+  PLD_REQUIRE_RANKS(3);
+  DotDir dir;
+  const std::string msg = hang_message(ranks(3, deadline()), [](Host& h) {
+    auto b = h.alloc_window_buffer({3, 1}, DType::INT32, "five");
+    for (int r = 0; r < 3; ++r) h.dispatch(r, notify_then_wait_for_five, h.window<std::int32_t>(b, {3, 1}));
+  });
+  EXPECT_HAS(msg, "expected writer: rank 1 — notified it: AtomicAdd 1");
+  EXPECT_HAS(msg,
+             "Value never reached on rank 0: cell 'five' [1, 0] holds 1, waits == 5; every writer has notified it "
+             "(rank 1)");
+  EXPECT_EQ(msg.find("Deadlock"), std::string::npos) << msg;
+}
+
+// Rank 1 adds 2 where rank 0 waits for == 1: the cell went past the value.
+void overshoot(DistributedTensor<std::int32_t> sig) {
+  if (rank(get_comm_ctx(sig)) == 0)
+    system::wait(sig, {1, 0}, 1, WaitCmp::Eq);
+  else
+    system::notify(sig, 0, {1, 0}, 2, NotifyOp::AtomicAdd);
+}
+
+TEST(HangReport, EqWaitPastItsValueNamesTheOvershoot) {
+  PLD_REQUIRE_RANKS(2);
+  DotDir dir;
+  const std::string msg = hang_message(ranks(2, deadline()), [](Host& h) {
+    auto b = h.alloc_window_buffer({2, 1}, DType::INT32, "eq");
+    for (int r = 0; r < 2; ++r) h.dispatch(r, overshoot, h.window<std::int32_t>(b, {2, 1}));
+  });
+  EXPECT_HAS(msg, "Rank 0 waits for == 1 on 'eq' [1, 0] but the cell already holds 2");
+  EXPECT_HAS(msg, "Rank 1 notified, but not enough");
+}
+
+// Rank 0 waits on a cell of a row no rank owns and nobody notifies.
+void wait_on_nobodys_cell(DistributedTensor<std::int32_t> sig) {
+  if (rank(get_comm_ctx(sig)) == 0) system::wait(sig, {3, 0}, 1, WaitCmp::Ge);
+}
+
+TEST(HangReport, CellWithoutWriterSaysSo) {
+  PLD_REQUIRE_RANKS(2);
+  DotDir dir;
+  const std::string msg = hang_message(ranks(2, deadline()), [](Host& h) {
+    auto b = h.alloc_window_buffer({4, 1}, DType::INT32, "orphan");
+    for (int r = 0; r < 2; ++r) h.dispatch(r, wait_on_nobodys_cell, h.window<std::int32_t>(b, {4, 1}));
+  });
+  EXPECT_HAS(msg, "expected writer: unknown — no rank notified this cell");
+  EXPECT_HAS(msg, "No rank is known to write 'orphan' [3, 0] that rank 0 waits on");
+}
+
+// Without PLD_DEBUG_DIR and swimlanes the DOT graph stays in the report's text only; with
+// swimlanes on it goes to their directory.
+TEST(HangReport, DotFileOnlyWhereTheUserAskedForOutputs) {
+  PLD_REQUIRE_RANKS(2);
+  if (launcher_world_size() > 0) GTEST_SKIP() << "one-process check of the shm group's files";
+  const ScopedEnv no_debug_dir("PLD_DEBUG_DIR", nullptr);
+  const auto tmp = std::filesystem::temp_directory_path();
+  auto dots = [&] {
+    int n = 0;
+    for (const auto& e : std::filesystem::directory_iterator(tmp))
+      n += e.path().filename().string().rfind("pld-hang-" + std::to_string(getpid()) + "-", 0) == 0;
+    return n;
+  };
+  auto planted = [](Host& h) {
+    auto b = h.alloc_window_buffer({4, 1}, DType::INT32, "orphan");
+    for (int r = 0; r < 2; ++r) h.dispatch(r, wait_on_nobodys_cell, h.window<std::int32_t>(b, {4, 1}));
+  };
+  const int before = dots();
+  const std::string msg = hang_message(ranks(2, deadline()), planted);
+  EXPECT_HAS(msg, "Wait-for graph in DOT: not written (set PLD_DEBUG_DIR");
+  EXPECT_EQ(dots(), before);
+  const auto dfx = tmp / ("pld-hang-dfx-" + std::to_string(getpid()));
+  DistributedConfig cfg = ranks(2, deadline());
+  cfg.swimlane = true;
+  cfg.dfx_dir = dfx.string();
+  const std::string traced = hang_message(cfg, planted);
+  EXPECT_HAS(traced, "Wait-for graph in DOT: " + dfx.string());
+  EXPECT_HAS(dot_of(traced), "digraph pld_wait_for {");
+  std::error_code ec;
+  std::filesystem::remove_all(dfx, ec);
+}
+
 }  // namespace
 }  // namespace pld::test

@@ -64,7 +64,8 @@ std::string MpiGroup::wait_report(const HostSession& session) const {
   }
   const HangReport rep = hang_analyse(ranks, session);
   // Process 0 writes the DOT file; every process names it.
-  std::string path = be.rank() == 0 ? hang_write_dot(rep.dot) : std::string();
+  std::string path =
+      be.rank() == 0 ? hang_write_dot(rep.dot, options_.swimlane ? options_.dfx_dir : std::string()) : std::string();
   be.broadcast(path, 0);
   return fmt::format(
              "Waits at the deadline ({} s; PLD_WAIT_TIMEOUT or DistributedConfig::wait_timeout changes it; "
