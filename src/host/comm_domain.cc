@@ -51,7 +51,7 @@ WindowBuffer CommDomain::alloc_window_buffer(const Dims& shape, DType dtype, con
                                    dtype_name(dtype)));
   const std::string op = fmt::format("alloc_window_buffer({}, {})", shape.str(), dtype_name(dtype));
   const Index bytes = detail::checked_bytes(op.c_str(), shape, dtype_size(dtype));
-  return session_->alloc(id_, static_cast<std::uint64_t>(bytes), user_name(name));
+  return session_->alloc(id_, static_cast<std::uint64_t>(bytes), user_name(name), dtype);
 }
 
 detail::WindowRef CommDomain::window_ref(const WindowBuffer& buffer, const Dims& shape, DType dtype) const {

@@ -6,6 +6,7 @@
 #include "rank/domain.h"
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -13,9 +14,10 @@ namespace pld::detail {
 
 struct DomainRecord {
   std::uint32_t id = 0;
-  std::vector<int> members;         // world ranks, ascending
-  std::vector<int> local_of;        // world rank -> domain-local rank, or -1
-  std::vector<BufferInfo> buffers;  // by buffer id
+  std::vector<int> members;                 // world ranks, ascending
+  std::vector<int> local_of;                // world rank -> domain-local rank, or -1
+  std::vector<BufferInfo> buffers;          // by buffer id
+  std::vector<std::optional<DType>> typed;  // by buffer id: alloc_window_buffer(shape, dtype)'s dtype
   std::string label;
   std::vector<bool> dispatched;  // by domain-local rank: got a dispatch using this domain
   bool used = false;

@@ -34,7 +34,8 @@ HostSession::HostSession(int world_size, std::uint64_t heap_bytes)
   domain_create(all);
 }
 
-WindowBuffer HostSession::alloc(std::uint32_t domain, std::uint64_t bytes, const std::string& name) {
+WindowBuffer HostSession::alloc(std::uint32_t domain, std::uint64_t bytes, const std::string& name,
+                                std::optional<DType> dtype) {
   DomainRecord& d = domains_.at(domain);
   if (name.rfind("pld.", 0) == 0 && name != kBuiltinSignalName && name != kCollStagingName)
     throw UsageError(
@@ -68,6 +69,7 @@ WindowBuffer HostSession::alloc(std::uint32_t domain, std::uint64_t bytes, const
   }
   const auto id = static_cast<std::uint32_t>(d.buffers.size());
   d.buffers.push_back(BufferInfo{offset, bytes, real_name});
+  d.typed.push_back(dtype);
   return WindowBuffer{WindowRef{call_, domain, id, offset, bytes}, real_name};
 }
 
@@ -126,6 +128,12 @@ std::vector<std::pair<std::uint64_t, std::uint64_t>> HostSession::zero_regions(i
 }
 
 void HostSession::check_call(const char* what, const WindowRef& ref) const {
+  if (ref.call == 0)  // no orchestrator call made it: a default-constructed view or buffer
+    throw UsageError(
+        fmt::format("{}: the window view is not bound to a comm domain (a default-constructed DistributedTensor "
+                    "or WindowBuffer, never allocated); make it with alloc_window_buffer and Host::window<T>() "
+                    "(or CommDomain::window<T>()) in this call",
+                    what));
   if (ref.call != call_)
     throw UsageError(
         fmt::format("{}: a window buffer or view from another orchestrator call; windows live for one "
@@ -173,6 +181,12 @@ WindowRef HostSession::view(std::uint32_t domain, const WindowBuffer& buffer, co
     if (e < 0)
       throw UsageError(
           fmt::format("window('{}', {}): shape has a negative extent; extents must be >= 0", buffer.name, shape.str()));
+  const std::optional<DType> typed = d.typed[ref.buffer];
+  if (typed && *typed != dtype)
+    throw UsageError(
+        fmt::format("window('{}', {}, {}): the buffer was allocated as {} elements; view it as {}, or allocate it by "
+                    "bytes (alloc_window_buffer(bytes)) to view its memory as another type",
+                    buffer.name, shape.str(), dtype_name(dtype), dtype_name(*typed), dtype_name(*typed)));
   check_view_size(fmt::format("window('{}', {}, {})", buffer.name, shape.str(), dtype_name(dtype)), shape, dtype,
                   ref.bytes);
   return ref;

@@ -13,6 +13,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -92,7 +93,9 @@ class HostSession {
   /// How many domains with the same members this call created before `d`.
   int ordinal_of(const DomainRecord& d) const;
 
-  WindowBuffer alloc(std::uint32_t domain, std::uint64_t bytes, const std::string& name);
+  /// `dtype`: the element type of alloc_window_buffer(shape, dtype); views must keep it.
+  WindowBuffer alloc(std::uint32_t domain, std::uint64_t bytes, const std::string& name,
+                     std::optional<DType> dtype = std::nullopt);
   WindowRef view(std::uint32_t domain, const WindowBuffer& buffer, const Dims& shape, DType dtype) const;
   /// Throws unless `ref` is a buffer of an existing domain of this call, exactly as allocated, and
   /// a view of `shape` x `dtype` fits it. Every window view reaching a dispatch or a host builtin

@@ -346,7 +346,7 @@ bool put_signal_inline(const PutSignalCall& c) {
   std::uint64_t cell = 0;
   if (c.peer < 0 || c.peer >= d->nranks() || c.src.view.dtype != c.dst.dtype || !same_dims(*c.src.view.shape, shape) ||
       !plain_copy(o.atomic, o.chunk_rows, o.chunk_cols, o.pipeline) || !notify_op_valid(c.op) ||
-      !cell_fast(*c.signal.shape, c.signal.ref->offset, *c.signal_offsets, &cell))
+      c.signal.dtype != DType::INT32 || !cell_fast(*c.signal.shape, c.signal.ref->offset, *c.signal_offsets, &cell))
     return false;
   std::byte* src = c.src.data;
   if (c.src.window) {

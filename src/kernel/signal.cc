@@ -25,6 +25,11 @@ std::string signal_site(const char* api, const WindowDesc& s, const Dims& offset
 
 // Byte offset of the cell `offsets` of a signal window, after checking it exists.
 std::uint64_t cell_offset(const std::string& op, const WindowDesc& s, const Dims& offsets) {
+  if (s.dtype != DType::INT32)
+    throw UsageError(
+        fmt::format("{}: the signal is a {} view; signal cells are INT32 — allocate the signal with "
+                    "alloc_window_buffer(shape, DType::INT32) (numpy: np.int32) and view it as int32",
+                    op, dtype_name(s.dtype)));
   Dims one = offsets;
   for (int d = 0; d < one.size(); ++d) one[d] = 1;
   check_box(op, "signal", "cell", s.shape, offsets, one, "pick a cell inside the signal window");

@@ -19,7 +19,8 @@ namespace pld::detail {
 
 /// "wait(signal 'sig', offsets [0, 1])".
 std::string signal_site(const char* api, const WindowDesc& s, const Dims& offsets);
-/// Byte offset of the cell `offsets` of a signal window, after checking it exists (UsageError).
+/// Byte offset of the cell `offsets` of a signal window, after checking that the view is INT32
+/// and that the cell exists (UsageError).
 std::uint64_t cell_offset(const std::string& op, const WindowDesc& s, const Dims& offsets);
 /// Fast check of a signal cell: false when it is not a cell of `s` (cell_offset then explains).
 /// Inline: every notify, wait and put_signal runs it.
@@ -35,7 +36,7 @@ inline bool cell_fast(const Dims& shape, std::uint64_t base, const Dims& offsets
   return true;
 }
 inline bool cell_fast(const WindowDesc& s, const Dims& offsets, std::uint64_t* off) {
-  return cell_fast(s.shape, s.ref.offset, offsets, off);
+  return s.dtype == DType::INT32 && cell_fast(s.shape, s.ref.offset, offsets, off);
 }
 /// Whether `op` is a NotifyOp enumerator.
 inline bool notify_op_valid(NotifyOp op) {

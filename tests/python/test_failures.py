@@ -116,3 +116,30 @@ def test_lambda_kernel_runs_in_forked_ranks(config2):
     k = lambda o: o.__setitem__(0, 9)  # noqa: E731
     pld.run(config2, lambda h, o: [h.dispatch(r, k, o[r]) for r in range(2)], out)
     assert (out == 9).all()
+
+
+def byte_signal_kernel(sig, next_buffer):
+    pld.system.notify(sig, 0, (63,), 1, pld.NotifyOp.Set)
+
+
+def test_a_signal_that_is_not_int32_is_refused_before_it_writes(config2):
+    # A 64-element uint8 window passes the bounds check at (63,), but a cell is 4 bytes: the notify
+    # must fail instead of writing into the next buffer.
+    def orch(h):
+        sig = h.window(h.alloc_window_buffer((64,), pld.DType.UINT8, "bytes"), (64,), pld.DType.UINT8)
+        nxt = h.window(h.alloc_window_buffer((16,), pld.DType.UINT8, "next"), (16,), pld.DType.UINT8)
+        for r in range(2):
+            h.dispatch(r, byte_signal_kernel, sig, nxt)
+
+    with pytest.raises(pld.RankError) as info:
+        pld.run(config2, orch)
+    assert "pld.UsageError: notify(signal 'bytes', offsets [63]): the signal is a uint8 view; signal cells " \
+           "are INT32" in str(info.value)
+
+
+def test_a_float_view_of_an_int32_buffer_is_refused(config2):
+    def orch(h):
+        h.window(h.alloc_window_buffer((4,), pld.DType.INT32, "sig"), (4,), pld.DType.FP32)
+
+    with pytest.raises(pld.UsageError, match=r"window\('sig', \[4\], fp32\): the buffer was allocated as int32"):
+        pld.run(config2, orch)

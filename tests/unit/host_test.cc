@@ -197,6 +197,31 @@ TEST(HostValidation, WindowsFromAnotherCallAreRejected) {
   expect_usage_error([&] { run(ranks(2), [&](Host& h) { h.allreduce(kept); }); }, "from another orchestrator call");
 }
 
+TEST(HostValidation, NeverAllocatedViewIsNotBound) {
+  DistributedTensor<float> never;  // default-constructed: no alloc_window_buffer made it
+  expect_usage_error([&] { run(ranks(2), [&](Host& h) { h.dispatch(0, touch, never); }); },
+                     "Host::dispatch: the window view is not bound to a comm domain");
+  expect_usage_error([&] { run(ranks(2), [&](Host& h) { h.window<float>(WindowBuffer{}, {16}); }); },
+                     "window: the window view is not bound to a comm domain");
+}
+
+TEST(HostValidation, ViewOfATypedBufferKeepsItsDtype) {
+  expect_usage_error(
+      [&] {
+        run(ranks(1), [&](Host& h) {
+          auto b = h.alloc_window_buffer({4}, DType::INT32, "sig");
+          h.window<float>(b, {4});
+        });
+      },
+      "window('sig', [4], fp32): the buffer was allocated as int32 elements; view it as int32, or allocate it by "
+      "bytes");
+  run(ranks(1), [&](Host& h) {  // a buffer allocated by bytes takes any view
+    auto b = h.alloc_window_buffer(16, "raw");
+    h.window<float>(b, {4});
+    h.window<std::int32_t>(b, {4});
+  });
+}
+
 TEST(HostValidation, ReservedWindowNames) {
   expect_usage_error([] { run(ranks(1), [](Host& h) { h.alloc_window_buffer(64, "pld.mine"); }); },
                      "names starting with 'pld.' are reserved");
