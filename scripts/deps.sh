@@ -14,6 +14,7 @@ packages=(
   gnuplot-nox                           # busbw plot of bench/compare_mpi.sh
   clang-format                          # the format check (scripts/format.sh)
   python3-dev pybind11-dev python3-numpy python3-pytest  # the Python package (python/) and its tests
+  python3-mpi4py                        # the mpi4py baseline of bench/python/moe.py
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -49,7 +49,7 @@ def _from_numpy(array, dtype=None):
     """A copy of array (any numpy array or array-like) in shared memory; dtype converts it."""
     a = np.asarray(array)
     d = _dtype(a.dtype if dtype is None else dtype)
-    t = HostTensor(a.shape, d)
+    t = HostTensor._uninitialized(a.shape, d)
     t.numpy()[...] = a if dtype is None else _cast(a, d)
     return t
 

@@ -29,14 +29,18 @@ const char* buffer_format(DType dtype) {
   return "B";
 }
 
-HostTensor make(py::handle shape_arg, py::handle dtype_arg) {
+HostTensor make_filled(py::handle shape_arg, py::handle dtype_arg, bool zero) {
   HostTensor t;
   t.shape = dims_of(shape_arg, "HostTensor", "shape");
   t.dtype = dtype_of(dtype_arg, "HostTensor");
   detail::check_shape("HostTensor", t.shape, dtype_size(t.dtype));
   const auto bytes = detail::checked_bytes("HostTensor", t.shape, dtype_size(t.dtype));
-  t.block = detail::shared_alloc(static_cast<std::size_t>(bytes));
+  t.block = detail::shared_alloc(static_cast<std::size_t>(bytes), zero);
   return t;
+}
+
+HostTensor make(py::handle shape_arg, py::handle dtype_arg) {
+  return make_filled(shape_arg, dtype_arg, true);
 }
 
 HostTensor slice(const HostTensor& t, Index i) {
@@ -64,6 +68,10 @@ void bind_host_tensor(py::module_& m) {
       .def(py::init(&make), py::arg("shape"), py::arg("dtype") = DType::FP32,
            "A zero-filled tensor of `shape` (tuple of ints) and `dtype` (pld.DType or numpy dtype).")
       .def_static("zeros", &make, py::arg("shape"), py::arg("dtype") = DType::FP32, "A zero-filled tensor.")
+      .def_static(
+          "_uninitialized", [](py::handle shape, py::handle dtype) { return make_filled(shape, dtype, false); },
+          py::arg("shape"), py::arg("dtype") = DType::FP32,
+          "A tensor whose contents are undefined (the caller writes every element; from_numpy).")
       .def_property_readonly("shape", [](const HostTensor& t) { return to_tuple(t.shape); })
       .def_property_readonly("dtype", [](const HostTensor& t) { return t.dtype; })
       .def_property_readonly("ndim", [](const HostTensor& t) { return t.shape.size(); })

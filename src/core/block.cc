@@ -1,5 +1,7 @@
 #include "core/block.h"
 
+#include "core/settings.h"
+
 #include <pld/error.hpp>
 #include <pld/tensor.hpp>
 
@@ -43,13 +45,76 @@ void BlockRegistry::set_owner(std::uint32_t id, const std::shared_ptr<void>& own
   if (it != blocks_.end()) it->second.owner = owner;
 }
 
-void BlockRegistry::remove(std::uint32_t id) {
+std::uint32_t BlockRegistry::reuse(std::uint64_t bytes, BlockRecord* out) {
   std::lock_guard lock(mutex_);
-  blocks_.erase(id);
+  for (auto it = pool_.begin(); it != pool_.end(); ++it) {
+    const BlockRecord& r = blocks_.at(*it);
+    if (r.bytes != bytes) continue;
+    const std::uint32_t id = *it;
+    pool_.erase(it);
+    pooled_bytes_ -= bytes;
+    *out = r;
+    return id;
+  }
+  return 0;
 }
 
-SharedBlock shared_alloc(std::size_t bytes) {
+void BlockRegistry::release(std::uint32_t id) {
+  std::lock_guard lock(mutex_);
+  if (pool_limit_ == ~0ull) {
+    try {
+      pool_limit_ = setting_bytes(Setting::TensorPool);
+    } catch (const Error&) {
+      pool_limit_ = 0;  // a malformed value fails where a user reads it (pld-info), never in a destructor
+    }
+  }
+  const std::uint64_t bytes = blocks_.at(id).bytes;
+  if (bytes > pool_limit_) return free_locked(id);
+  pool_.push_back(id);
+  pooled_bytes_ += bytes;
+  while (pooled_bytes_ > pool_limit_) {
+    const std::uint32_t old = pool_.front();
+    pool_.pop_front();
+    pooled_bytes_ -= blocks_.at(old).bytes;
+    free_locked(old);
+  }
+}
+
+std::uint64_t BlockRegistry::pooled_bytes() {
+  std::lock_guard lock(mutex_);
+  return pooled_bytes_;
+}
+
+void BlockRegistry::free_locked(std::uint32_t id) {
+  const BlockRecord r = blocks_.at(id);
+  blocks_.erase(id);
+  munmap(r.base, r.bytes);
+  close(r.fd);
+}
+
+namespace {
+
+// A SharedBlock over registered block `id` whose last reference returns it to the registry.
+SharedBlock own_block(std::uint32_t id, const BlockRecord& record) {
+  SharedBlock block;
+  block.base = record.base;
+  block.id = id;
+  block.owner = std::shared_ptr<void>(record.base, [id](void*) { BlockRegistry::instance().release(id); });
+  BlockRegistry::instance().set_owner(id, block.owner);
+  return block;
+}
+
+}  // namespace
+
+SharedBlock shared_alloc(std::size_t bytes, bool zero) {
   if (bytes == 0) return {};
+  const std::size_t page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+  bytes = (bytes + page - 1) / page * page;
+  BlockRecord pooled;
+  if (const std::uint32_t id = BlockRegistry::instance().reuse(bytes, &pooled)) {
+    if (zero) std::memset(pooled.base, 0, bytes);
+    return own_block(id, pooled);
+  }
   const int fd = memfd_create("pld-tensor", MFD_CLOEXEC);
   if (fd < 0) throw Error(fmt::format("HostTensor: memfd_create failed: {}", std::strerror(errno)));
   if (ftruncate(fd, static_cast<off_t>(bytes)) != 0) {
@@ -65,17 +130,7 @@ SharedBlock shared_alloc(std::size_t bytes) {
   }
   BlockRecord record{{}, fd, static_cast<std::byte*>(p), bytes};
   const std::uint32_t id = BlockRegistry::instance().add(record);
-  SharedBlock block;
-  block.base = record.base;
-  block.id = id;
-  const int owned_fd = fd;
-  block.owner = std::shared_ptr<void>(p, [id, bytes, owned_fd](void* base) {
-    BlockRegistry::instance().remove(id);
-    munmap(base, bytes);
-    close(owned_fd);
-  });
-  BlockRegistry::instance().set_owner(id, block.owner);
-  return block;
+  return own_block(id, record);
 }
 
 }  // namespace pld::detail

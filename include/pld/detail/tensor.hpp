@@ -20,8 +20,9 @@ struct SharedBlock {
   std::uint32_t id = 0;  // 0 = not pld shared memory
 };
 
-/// Allocates a zero-filled shared block of `bytes` (rounded up to a page; 0 is allowed).
-PLD_API SharedBlock shared_alloc(std::size_t bytes);
+/// Allocates a shared block of `bytes` (rounded up to a page; 0 is allowed), zero-filled unless
+/// `zero` is false (the caller overwrites every byte): a released block of the same size is reused.
+PLD_API SharedBlock shared_alloc(std::size_t bytes, bool zero = true);
 
 [[noreturn]] PLD_API void throw_usage(const std::string& message);
 [[noreturn]] PLD_API void throw_index(const char* api, const Dims& index, const Dims& shape);
