@@ -6,8 +6,9 @@
   all_to_all  the same for pld.tensor.all_to_all, [P, SIZE] = 1 MiB per rank  target: >= 0.9x
   latency     notify -> wait ping-pong written in Python, one-way, vs the one pld-bench --op p2p
               prints                                                         target: <= 5x
-  dispatch    DistributedWorker.run of an empty Python kernel vs pld-bench-worker's empty
-              dispatch (both: benchmark() medians)                           target: <= 2x
+  dispatch    rt() of a DistributedWorker dispatching an empty Python kernel to every rank vs
+              pld-bench-worker's rt.run(empty kernel), at P = 2, 4 and 8: the median of calls
+              timed one by one on both sides                                 target: <= 1.5x
 
 Both sides time the same way: collectives as the max over ranks of the loop time / iterations
 after warm-up calls and a barrier; the ping-pong as half a round trip (Set i / wait >= i, values
@@ -118,7 +119,15 @@ def py_latency(iters, warmup):
 
 
 def py_dispatch(worker, rounds, warmup):
-    return worker.benchmark(empty_program, rounds=rounds, warmup=warmup).total.median  # us
+    for _ in range(warmup):
+        worker()
+    calls = []
+    clock = time.perf_counter
+    for _ in range(rounds):
+        t0 = clock()
+        worker()
+        calls.append(clock() - t0)
+    return statistics.median(calls) * 1e6  # us
 
 
 # ----- C++ side: the project's own tools -------------------------------------------------------
@@ -145,11 +154,11 @@ def cpp_latency(tools, tmp):
     return j["p2p_latency"]["notify_wait_us"]
 
 
-def cpp_dispatch(tools, rounds, warmup, tmp):
+def cpp_dispatch(tools, ranks, rounds, warmup, tmp):
     path = os.path.join(tmp, "worker.json")
-    j = run_tool([tools["pld-bench-worker"], "-g", str(P), "--rounds", str(rounds), "--warmup", str(warmup),
+    j = run_tool([tools["pld-bench-worker"], "-g", str(ranks), "--rounds", str(rounds), "--warmup", str(warmup),
                   "--oneshot", "1", "--calls", "2", "--work-us", "1", "--repeats", "1", "--json", path], path)
-    return statistics.median(j["dispatch_us"])
+    return j["run_p50_us"]
 
 
 # ----- driver -------------------------------------------------------------------------------
@@ -181,24 +190,27 @@ def main():
     tools = find_tools(o.build)
     warmup, lat_warmup, rounds_warmup = max(5, o.iters // 10), max(10, o.lat_iters // 10), max(5, o.rounds // 10)
 
-    samples = {k: ([], []) for k in ("allreduce", "all_to_all", "latency", "dispatch")}  # (C++, Python)
-    with tempfile.TemporaryDirectory() as tmp, pld.DistributedWorker(config(), empty_program) as worker:
+    dispatch_ranks = (2, 4, 8)
+    keys = ["allreduce", "all_to_all", "latency"] + [f"dispatch{n}" for n in dispatch_ranks]
+    samples = {k: ([], []) for k in keys}  # (C++, Python)
+    with tempfile.TemporaryDirectory() as tmp:
         for _ in range(o.repeats):
             for name in ("allreduce", "all_to_all"):
                 samples[name][0].append(cpp_collective(tools, name, o.iters, warmup, tmp))
                 samples[name][1].append(py_collective(name, o.iters, warmup))
             samples["latency"][0].append(cpp_latency(tools, tmp))
             samples["latency"][1].append(py_latency(o.lat_iters, lat_warmup))
-            samples["dispatch"][0].append(cpp_dispatch(tools, o.rounds, rounds_warmup, tmp))
-            samples["dispatch"][1].append(py_dispatch(worker, o.rounds, rounds_warmup))
+            for n in dispatch_ranks:
+                samples[f"dispatch{n}"][0].append(cpp_dispatch(tools, n, o.rounds, rounds_warmup, tmp))
+                with pld.DistributedWorker(pld.DistributedConfig(device_ids=list(range(n))), empty_program) as w:
+                    samples[f"dispatch{n}"][1].append(py_dispatch(w, o.rounds, rounds_warmup))
 
     rows = [  # name, unit, ratio = python / C++, target, higher is better
         ("allreduce 1 MiB fp32 busbw", "GB/s", "allreduce", 0.9, True),
         ("all_to_all 1 MiB fp32 busbw", "GB/s", "all_to_all", 0.9, True),
         ("notify->wait one-way latency", "us", "latency", 5.0, False),
-        ("DistributedWorker.run, empty kernel", "us", "dispatch", 2.0, False),
-    ]
-    print(f"pld Python vs C++ at P={P}, {o.repeats} repeat(s), medians\n")
+    ] + [(f"DistributedWorker rt(), empty, P={n}", "us", f"dispatch{n}", 1.5, False) for n in dispatch_ranks]
+    print(f"pld Python vs C++ at P={P} (dispatch: P as given), {o.repeats} repeat(s), medians\n")
     print(f"{'measurement':<38} {'unit':>5} {'C++':>10} {'Python':>10} {'ratio':>7}  target")
     results = []
     for label, unit, key, target, higher in rows:

@@ -188,6 +188,9 @@ class DistributedWorker:
         reach the program unchanged, except numpy arrays: they are copied into shared memory for
         the call and the results copied back, as pld.run does (pld.HostTensor avoids the copies).
         Raises the call's error, e.g. pld.RankError when a rank failed (the worker recovers)."""
+        if not args:  # the per-iteration call of a loop: nothing to share
+            self._core.run(program, args)
+            return
         args, copies = _share_arrays("DistributedWorker.run", args)
         self._core.run(program, args)
         _copy_back(copies)

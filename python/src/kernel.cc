@@ -39,6 +39,13 @@ std::unordered_multimap<std::string, std::uint64_t>& kernel_ids() {
   return *ids;
 }
 
+// Ids by identity: the table holds a reference to every registered function, so its address stays
+// its own; a dispatch of a known function skips building the name.
+std::unordered_map<const PyObject*, std::uint64_t>& kernel_ids_by_object() {
+  static auto* ids = new std::unordered_map<const PyObject*, std::uint64_t>();
+  return *ids;
+}
+
 std::string attr_or(py::handle fn, const char* attr, const char* fallback) {
   py::object v = py::getattr(fn, attr, py::none());
   return v.is_none() ? fallback : py::str(v).cast<std::string>();
@@ -58,9 +65,26 @@ std::string display_name(const std::string& name) {
                   display_name(name), why));
 }
 
+// Kernels a rank process found by name (registered in the host after it forked), by id: the
+// import path runs once per kernel, not once per dispatch.
+std::unordered_map<std::uint64_t, KernelEntry>& resolved_kernels() {
+  static auto* cache = new std::unordered_map<std::uint64_t, KernelEntry>();
+  return *cache;
+}
+
+py::object import_kernel(const std::string& name);
+
 py::object resolve_kernel(std::uint64_t id, const std::string& name) {
   auto& table = kernel_table();
   if (id < table.size() && table[id].name == name) return table[id].fn;
+  auto& cache = resolved_kernels();
+  if (auto it = cache.find(id); it != cache.end() && it->second.name == name) return it->second.fn;
+  py::object fn = import_kernel(name);
+  cache[id] = KernelEntry{fn, name};
+  return fn;
+}
+
+py::object import_kernel(const std::string& name) {
   const auto colon = name.find(':');
   const std::string module = name.substr(0, colon);
   const std::string qualname = name.substr(colon + 1);
@@ -79,8 +103,9 @@ py::object resolve_kernel(std::uint64_t id, const std::string& name) {
 }  // namespace
 
 void flush_stdio() {
+  static PyObject* const sys = py::module_::import("sys").release().ptr();  // kept for the process's life
   for (const char* stream : {"stdout", "stderr"}) {
-    py::object s = py::module_::import("sys").attr(stream);
+    py::object s = py::handle(sys).attr(stream);
     if (!s.is_none()) {
       try {
         s.attr("flush")();
@@ -138,6 +163,8 @@ void python_kernel(void (*)(), detail::ArgReader& reader) {
 }  // namespace
 
 std::uint64_t register_kernel(py::handle fn) {
+  auto& by_object = kernel_ids_by_object();
+  if (const auto known = by_object.find(fn.ptr()); known != by_object.end()) return known->second;
   if (!PyCallable_Check(fn.ptr()))
     throw UsageError(fmt::format("Host.dispatch: kernel {} is not callable; pass a Python function",
                                  py::repr(fn).cast<std::string>()));
@@ -148,6 +175,7 @@ std::uint64_t register_kernel(py::handle fn) {
     if (table[it->second].fn.is(fn) || table[it->second].fn.equal(fn)) return it->second;
   table.push_back({py::reinterpret_borrow<py::object>(fn), name});
   ids.emplace(name, table.size() - 1);
+  by_object.emplace(fn.ptr(), table.size() - 1);
   return table.size() - 1;
 }
 

@@ -39,6 +39,12 @@ Usr1Handler::~Usr1Handler() {
   if (--g_usr1_users == 0) sigaction(SIGUSR1, &g_usr1_previous, nullptr);
 }
 
+void Usr1Handler::restore_in_child() {
+  std::lock_guard lock(g_usr1_mutex);
+  if (g_usr1_users > 0) sigaction(SIGUSR1, &g_usr1_previous, nullptr);
+  g_usr1_users = 0;
+}
+
 unsigned Usr1Handler::count() {
   return g_usr1_count.load(std::memory_order_relaxed);
 }

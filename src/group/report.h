@@ -35,6 +35,8 @@ class Usr1Handler {
   ~Usr1Handler();
   Usr1Handler(const Usr1Handler&) = delete;
   Usr1Handler& operator=(const Usr1Handler&) = delete;
+  /// In a process forked while a handler is installed: the disposition from before it.
+  static void restore_in_child();
   /// SIGUSR1s received so far.
   static unsigned count();
   static const std::atomic<unsigned>& counter();

@@ -219,6 +219,7 @@ std::shared_ptr<CallState> WorkerCore::Impl::run_now(void (*program)(), const st
   const std::exception_ptr error = run_item(*group, item);
   const bool lost = !group->all_alive();
   auto recovery = std::make_shared<CallState>();
+  bool wake = false;
   {
     std::lock_guard lock(mutex);
     executing = false;
@@ -230,8 +231,11 @@ std::shared_ptr<CallState> WorkerCore::Impl::run_now(void (*program)(), const st
                               if (error) std::rethrow_exception(error);
                             },
                             recovery});
+    // Wake the executor or a recording thread only when one has something to do: an idle
+    // executor woken for nothing costs a futex wake-up and a thread switch per call.
+    wake = !queue.empty() || stop || recorders_waiting > 0;
   }
-  cv.notify_all();
+  if (wake) cv.notify_all();
   if (lost) call_wait(*recovery, std::numeric_limits<double>::infinity());
   state->finish(error);
   return state;
@@ -259,7 +263,9 @@ WorkerCore::Impl::Item WorkerCore::Impl::record_call(void (*program)(), const st
     if (m.closing) throw UsageError("DistributedWorker::submit() called after close()");
     if (!m.broken.empty())
       throw Error(fmt::format("DistributedWorker: the worker is broken: {}; create a new worker", m.broken));
+    ++m.recorders_waiting;
     m.cv.wait(lock, [&] { return m.in_flight < kMaxInFlight || m.closing; });
+    --m.recorders_waiting;
     if (m.closing) throw UsageError("DistributedWorker::submit() called after close()");
     ++m.in_flight;  // reserved while this thread records the call
   }

@@ -65,7 +65,8 @@ struct WorkerCore::Impl {
   std::mutex mutex;
   std::condition_variable cv;
   std::deque<Item> queue;
-  int in_flight = 0;  // accepted calls not finished (recorded, queued or executing)
+  int in_flight = 0;          // accepted calls not finished (recorded, queued or executing)
+  int recorders_waiting = 0;  // threads in record_call waiting for in_flight to drop
   bool closing = false;
   bool stop = false;
   std::string broken;  // why the worker cannot run calls any more ("" = fine)

@@ -59,20 +59,12 @@ struct alignas(64) RankSlot {
   }
 };
 
-/// Message counters of one host <-> rank socket, in shared memory, so that either side can spin
-/// on plain memory for a short while instead of sleeping in the kernel (group/shm/doorbell.h).
-struct Doorbell {
-  alignas(64) std::atomic<std::uint64_t> posted{0};   // messages the host has sent to the rank
-  alignas(64) std::atomic<std::uint64_t> replied{0};  // replies the rank has sent to the host
-};
-
 struct ControlBlock {
   std::atomic<std::uint32_t> abort{0};  // non-zero: every wait fails with AbortedError
   // Non-zero while the host's dispatch loop runs outside poll(): the host is then one more
   // runnable thread beside the ranks, and spinning waits yield now and then (signal.cc).
   alignas(64) std::atomic<std::uint32_t> host_busy{0};
   RankSlot slots[kMaxRanks];
-  Doorbell bells[kMaxRanks];
   OpRing history[kMaxRanks];  // each rank's last operations (backend/op_history.h)
 };
 

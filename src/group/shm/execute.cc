@@ -8,7 +8,7 @@
 #include "debug/checks.h"
 #include "group/report.h"
 #include "group/shm/channel.h"
-#include "group/shm/doorbell.h"
+#include "group/shm/mailbox.h"
 #include "group/shm/protocol.h"
 #include "host/session.h"
 #include "trace/trace.h"
@@ -18,7 +18,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <cerrno>
 #include <cstring>
 
 namespace pld::detail {
@@ -105,6 +104,16 @@ void ShmGroup::build_queues(const HostSession& session) {
       }
 }
 
+bool ShmGroup::send_to(int r, Outgoing& out) {
+  Rank& rank = ranks_[static_cast<std::size_t>(r)];
+  if (out.fd >= 0 && !out.fd_sent) {
+    const char tag = 'F';
+    if (!channel_send(rank.fd, &tag, 1, out.fd, true)) return false;
+    out.fd_sent = true;
+  }
+  return mailbox_->post(r, out.bytes.data(), out.bytes.size(), out.fd >= 0 ? kCarriesFd : 0);
+}
+
 void ShmGroup::pump_sends(int r) {
   Rank& rank = ranks_[static_cast<std::size_t>(r)];
   while (rank.alive && !rank.queue.empty()) {
@@ -112,13 +121,12 @@ void ShmGroup::pump_sends(int r) {
     if (gate_ >= 0 && out.dispatch >= gate_) return;  // waits for a host callback
     bool ok = false;
     try {
-      ok = channel_send(rank.fd, out.bytes.data(), out.bytes.size(), out.fd, true);
+      ok = send_to(r, out);
     } catch (const Error&) {
       on_death(r);
       return;
     }
     if (!ok) return;
-    backend_->control().bells[r].posted.fetch_add(1, std::memory_order_release);
     if (out.dispatch >= 0) {
       ++rank.sent;
       rank.in_flight.push_back(out.dispatch);
@@ -127,25 +135,21 @@ void ShmGroup::pump_sends(int r) {
   }
 }
 
-void ShmGroup::read_replies(int r, const HostSession& session, bool counted) {
+int ShmGroup::read_replies(int r, const HostSession& session) {
   Rank& rank = ranks_[static_cast<std::size_t>(r)];
-  const Doorbell& bell = backend_->control().bells[r];
-  while (rank.alive) {
-    // Counted: read exactly the replies the rank has published (no final EAGAIN recv).
-    if (counted && bell.replied.load(std::memory_order_acquire) <= rank.packets) return;
-    std::vector<std::byte>& buf = recv_buf_;
-    const long n = channel_receive(rank.fd, buf);
-    if (n < 0) return;
-    if (n == 0) {
-      on_death(r);
-      return;
+  int got = 0;
+  Message m;
+  while (rank.alive && mailbox_->peek_reply(r, &m)) {
+    ++rank.replies;
+    ++got;
+    if (m.size < sizeof(ReplyHeader)) {
+      mailbox_->release_reply(r, m);
+      continue;
     }
-    ++rank.packets;
-    if (static_cast<std::size_t>(n) < sizeof(ReplyHeader)) continue;
     ReplyHeader h;
-    std::memcpy(&h, buf.data(), sizeof h);
-    const std::string text(reinterpret_cast<const char*>(buf.data()) + sizeof h,
-                           static_cast<std::size_t>(n) - sizeof h);
+    std::memcpy(&h, m.data, sizeof h);
+    std::string text(reinterpret_cast<const char*>(m.data) + sizeof h, m.size - sizeof h);
+    mailbox_->release_reply(r, m);
     ++rank.done;
     kernel_ns_[static_cast<std::size_t>(r)] += h.kernel_ns;
     const auto index = static_cast<std::int64_t>(h.seq - call_base_);
@@ -155,10 +159,11 @@ void ShmGroup::read_replies(int r, const HostSession& session, bool counted) {
     f.rank = r;
     f.dispatch = index;
     f.cause = h.status == DispatchStatus::WaitTimeout ? RankFailure::WaitTimeout : RankFailure::KernelError;
-    f.text = text;
+    f.text = std::move(text);
     if (f.cause == RankFailure::WaitTimeout && failure_.rank < 0) f.report = wait_report(session);
     fail(std::move(f));
   }
+  return got;
 }
 
 void ShmGroup::on_death(int r) {
@@ -227,7 +232,9 @@ bool ShmGroup::fill_poll_set(Call& call) const {
     const bool sendable = !rank.queue.empty() && !(gate_ >= 0 && rank.queue.front().dispatch >= gate_);
     pollfd& p = call.pfds[r];
     p.fd = rank.alive ? rank.fd : -1;
-    p.events = static_cast<short>(POLLIN | (sendable ? POLLOUT : 0));
+    // Only a hang-up (the rank died) or room for a descriptor the socket could not take.
+    const bool fd_waits = sendable && rank.queue.front().fd >= 0 && !rank.queue.front().fd_sent;
+    p.events = static_cast<short>(fd_waits ? POLLOUT : 0);
     p.revents = 0;
     if (rank.alive && (rank.sent > rank.done || sendable)) busy = true;
   }
@@ -264,31 +271,23 @@ void ShmGroup::enforce_abort_deadline(Call& call) {
 }
 
 void ShmGroup::await_replies(const HostSession& session, Call& call) {
-  // Spin briefly on the replies counters first: a quick kernel answers before a sleep would end.
-  // Then read what the counters announce, without poll.
-  bool ready = false;
-  if (backend_->may_spin() && !aborting_)
-    ready = spin_until(kHostReplySpin, [&] {
-      for (int r = 0; r < world_size(); ++r) {
-        const Rank& k = ranks_[static_cast<std::size_t>(r)];
-        if (k.alive && k.sent > k.done &&
-            backend_->control().bells[r].replied.load(std::memory_order_acquire) > k.packets)
-          return true;
-      }
-      return false;
-    });
-  if (ready) {
-    for (int r = 0; r < world_size(); ++r) read_replies(r, session, true);
-    return;
+  // Wait until every busy rank has answered everything it was sent — or, with a message waiting
+  // for room in a full mailbox, until that rank's next reply — or a rank failed or died.
+  std::vector<std::uint64_t>& want = call.want;
+  want.assign(ranks_.size(), 0);
+  for (std::size_t r = 0; r < ranks_.size(); ++r) {
+    const Rank& k = ranks_[r];
+    if (!k.alive || k.sent == k.done) continue;
+    const bool blocked = !k.queue.empty() && !(gate_ >= 0 && k.queue.front().dispatch >= gate_);
+    want[r] = k.replies + (blocked ? 1 : k.sent - k.done);
   }
   std::atomic<std::uint32_t>& host_busy = backend_->control().host_busy;
   host_busy.store(0, std::memory_order_relaxed);
-  const int n = poll(call.pfds.data(), call.pfds.size(), 200);
+  mailbox_->host_wait(call.pfds, want, aborting_ ? std::chrono::microseconds{0} : kHostReplySpin, 200);
   host_busy.store(1, std::memory_order_relaxed);
-  if (n < 0 && errno != EINTR) throw Error(fmt::format("pld: poll failed: {}", std::strerror(errno)));
   for (int r = 0; r < world_size(); ++r) {
-    const short ev = call.pfds[static_cast<std::size_t>(r)].revents;
-    if (ev & (POLLIN | POLLHUP | POLLERR)) read_replies(r, session);
+    read_replies(r, session);
+    if (call.pfds[static_cast<std::size_t>(r)].revents & (POLLHUP | POLLERR)) on_death(r);
   }
 }
 
@@ -318,7 +317,6 @@ void ShmGroup::finish_call(const HostSession& session, Call& call) {
 }
 
 void ShmGroup::execute(const HostSession& session) {
-  const Usr1Handler usr1;  // SIGUSR1 asks for a hang report while the call runs (report_if_asked)
   Call call;
   call.usr1_seen = Usr1Handler::count();
   prepare_call(session, call);
@@ -331,6 +329,7 @@ void ShmGroup::execute(const HostSession& session) {
   for (;;) {
     report_if_asked(session, call);
     for (int r = 0; r < world_size(); ++r) pump_sends(r);
+    mailbox_->ring_bell();
     const bool busy = fill_poll_set(call);
     if (!busy && gate_ >= 0) {  // every dispatch before the gate has finished
       run_callbacks(session, call);

@@ -21,6 +21,7 @@ ShmGroup::ShmGroup(const GroupOptions& options) : options_(options) {
     debug_ = std::make_unique<DebugBlock>(options.wait_timeout, &backend_->control().abort);
     backend_->debug_shared = debug_->get();
   }
+  mailbox_ = std::make_unique<Mailbox>(world);
   dirty_.assign(static_cast<std::size_t>(world), 0);
   ranks_.resize(static_cast<std::size_t>(world));
   // Swimlanes: the ranks inherit the configuration at fork; stale outputs go first.
@@ -47,36 +48,40 @@ void ShmGroup::device_op(int r, const DeviceOp& op) {
     const auto cause = how.rfind("was killed", 0) == 0 ? RankFailure::Crashed : RankFailure::Exited;
     return RankError(r, cause, fmt::format("pld: {} {} {} a resident-tensor operation", who(r), how, when));
   };
-  const std::vector<std::byte> m = device_message(op);
+  Outgoing out{device_message(op), op.staging_fd};
   for (;;) {
     bool sent = false;
     try {
-      sent = channel_send(rank.fd, m.data(), m.size(), op.staging_fd, true);
+      sent = send_to(r, out);
     } catch (const Error&) {
       throw lost("before");
     }
-    if (sent) {
-      backend_->control().bells[r].posted.fetch_add(1, std::memory_order_release);
-      break;
-    }
-    pollfd p{rank.fd, POLLOUT, 0};
-    poll(&p, 1, 200);
+    if (sent) break;
+    mailbox_->ring_bell();
+    std::vector<pollfd> fds{pollfd{rank.fd, POLLOUT, 0}};
+    poll(fds.data(), 1, 1);
   }
-  std::vector<std::byte>& buf = recv_buf_;
+  mailbox_->ring_bell();
+  std::vector<pollfd> fds{pollfd{rank.fd, 0, 0}};
+  std::vector<std::uint64_t> want(ranks_.size(), 0);
   for (;;) {
-    pollfd p{rank.fd, POLLIN, 0};
-    poll(&p, 1, 200);
-    const long n = channel_receive(rank.fd, buf);
-    if (n < 0) continue;
-    if (n == 0) throw lost("during");
-    ++rank.packets;
-    if (static_cast<std::size_t>(n) < sizeof(ReplyHeader)) continue;
-    ReplyHeader h;
-    std::memcpy(&h, buf.data(), sizeof h);
-    if (h.seq != kControlSeq) continue;
-    if (h.status == DispatchStatus::Ok) return;
-    throw Error(
-        std::string(reinterpret_cast<const char*>(buf.data()) + sizeof h, static_cast<std::size_t>(n) - sizeof h));
+    Message m;
+    if (mailbox_->peek_reply(r, &m)) {
+      ++rank.replies;
+      ReplyHeader h{};
+      if (m.size >= sizeof h) std::memcpy(&h, m.data, sizeof h);
+      const std::string text = m.size >= sizeof h
+                                   ? std::string(reinterpret_cast<const char*>(m.data) + sizeof h, m.size - sizeof h)
+                                   : std::string();
+      mailbox_->release_reply(r, m);
+      if (m.size < sizeof h || h.seq != kControlSeq) continue;
+      if (h.status == DispatchStatus::Ok) return;
+      throw Error(text);
+    }
+    want[static_cast<std::size_t>(r)] = rank.replies + 1;
+    fds[0].revents = 0;
+    mailbox_->host_wait(fds, want, kHostReplySpin, 200);
+    if ((fds[0].revents & (POLLHUP | POLLERR)) && !mailbox_->has_reply(r)) throw lost("during");
   }
 }
 

@@ -7,12 +7,15 @@
 //   execute.cc    one call: queues, sends, replies, host callbacks, failures
 //   report.cc     hang reports from the shared control block
 //   rank_loop.cc  the rank process's message loop
+//   mailbox.cc    the message rings between the host and each rank
 #pragma once
 
 #include "backend/shm/backend.h"
 #include "core/block.h"
 #include "debug/checks.h"
 #include "group/group.h"
+#include "group/report.h"
+#include "group/shm/mailbox.h"
 
 #include <pld/error.hpp>
 
@@ -55,9 +58,10 @@ class ShmGroup final : public ProcessGroup {
  private:
   struct Outgoing {
     std::vector<std::byte> bytes;
-    int fd = -1;                 // descriptor to pass (Attach)
+    int fd = -1;                 // descriptor to pass (Attach, resident-tensor staging)
     std::uint32_t block = 0;     // Attach: the block id
     std::int64_t dispatch = -1;  // index into the call's dispatch list
+    bool fd_sent = false;        // the descriptor is on the socket already (the ring was full)
   };
   struct Rank {
     pid_t pid = -1;
@@ -66,7 +70,7 @@ class ShmGroup final : public ProcessGroup {
     std::unordered_set<std::uint32_t> blocks;  // shared blocks this process has mapped
     std::deque<Outgoing> queue;
     std::uint64_t sent = 0, done = 0;
-    std::uint64_t packets = 0;           // replies received (compared with Doorbell::replied)
+    std::uint64_t replies = 0;           // replies read from its mailbox (Mailbox::host_sleep's count)
     std::deque<std::int64_t> in_flight;  // dispatch indices sent and not yet answered, oldest first
   };
   struct Failure {
@@ -83,7 +87,8 @@ class ShmGroup final : public ProcessGroup {
     std::chrono::steady_clock::time_point abort_deadline{};
     unsigned usr1_seen = 0;
     std::vector<std::uint64_t> first_dispatch;  // swimlanes: each rank's first dispatch of this call
-    std::vector<pollfd> pfds;
+    std::vector<pollfd> pfds;                   // the ranks' sockets (hang-ups)
+    std::vector<std::uint64_t> want;            // per rank: the reply count the sleeping host waits for
   };
 
   // lifecycle.cc
@@ -109,10 +114,14 @@ class ShmGroup final : public ProcessGroup {
   void run_callbacks(const HostSession& session, Call& call);
   /// After a failure: SIGKILLs the ranks still busy once the abort grace has passed.
   void enforce_abort_deadline(Call& call);
-  /// Spins briefly on the doorbells, then sleeps in poll(); reads the replies that arrived.
+  /// Reads the replies that arrived; with none, spins briefly on the mailboxes, then sleeps until
+  /// every busy rank has answered everything it was sent (or one failed, died, or the slice ends).
   void await_replies(const HostSession& session, Call& call);
-  /// Reads rank r's replies: until the socket is empty, or (counted) as many as its doorbell says.
-  void read_replies(int r, const HostSession& session, bool counted = false);
+  /// Reads rank r's replies in its mailbox; returns how many.
+  int read_replies(int r, const HostSession& session);
+  /// Sends `out` to rank r: its descriptor on the socket, its bytes into the mailbox. False when
+  /// either has no room (retry later). Throws Error when the socket is gone.
+  bool send_to(int r, Outgoing& out);
   /// Ends the call: swimlane merge, kernel time; throws the call's failure.
   void finish_call(const HostSession& session, Call& call);
   void on_death(int r);
@@ -128,8 +137,12 @@ class ShmGroup final : public ProcessGroup {
   std::string hang_report(const HostSession& session, const std::string& title) const;
 
   GroupOptions options_;
+  // SIGUSR1 asks for a hang report while a call runs (report_if_asked); installed for the group's
+  // lifetime, not per call (two system calls per dispatch), and undone in the rank processes.
+  Usr1Handler usr1_;
   std::unique_ptr<DebugBlock> debug_;  // debug mode's shared block (PLD_DEBUG), else null; outlives backend_
   std::unique_ptr<ShmBackend> backend_;
+  std::unique_ptr<Mailbox> mailbox_;
   std::vector<Rank> ranks_;
   /// Index of the first dispatch that must wait for the next host callback (or none).
   std::int64_t gate_ = -1;
@@ -142,12 +155,11 @@ class ShmGroup final : public ProcessGroup {
   bool aborting_ = false;
   Failure failure_;
   bool shut_down_ = false;
-  std::vector<std::byte> recv_buf_;  // reused: a message buffer is kMaxMessage bytes
 };
 
-/// The rank process (rank_loop.cc): serves the host's messages on socket `fd` until shutdown;
-/// never returns.
-[[noreturn]] void rank_main(int rank, int fd, ShmBackend* backend, pid_t host_pid,
+/// The rank process (rank_loop.cc): serves the host's messages from its mailbox (descriptors on
+/// socket `fd`) until shutdown; never returns.
+[[noreturn]] void rank_main(int rank, int fd, ShmBackend* backend, Mailbox* mailbox, pid_t host_pid,
                             const std::vector<std::pair<std::uint32_t, BlockRecord>>& inherited,
                             const std::vector<int>& close_fds);
 

@@ -5,7 +5,6 @@
 #include "core/log.h"
 #include "group/report.h"
 #include "group/shm/channel.h"
-#include "group/shm/doorbell.h"
 #include "group/shm/protocol.h"
 
 #include <fmt/format.h>
@@ -43,9 +42,7 @@ void ShmGroup::fork_rank(int r) {
     throw RankError(r, RankFailure::Startup,
                     fmt::format("pld: cannot create the socket for {}: {}", who(r), std::strerror(errno)));
   const pid_t host_pid = getpid();
-  Doorbell& bell = backend_->control().bells[r];
-  bell.posted.store(0);
-  bell.replied.store(0);
+  mailbox_->reset(r);
   if (g_fork_hooks.prepare) g_fork_hooks.prepare();
   const pid_t pid = fork();
   if (pid != 0 && g_fork_hooks.parent) g_fork_hooks.parent();
@@ -62,7 +59,7 @@ void ShmGroup::fork_rank(int r) {
     for (const Rank& other : ranks_)
       if (other.fd >= 0) close_fds.push_back(other.fd);
     for (const auto& [id, rec] : inherited) close_fds.push_back(rec.fd);
-    rank_main(r, sv[1], backend_.get(), host_pid, inherited, close_fds);
+    rank_main(r, sv[1], backend_.get(), mailbox_.get(), host_pid, inherited, close_fds);
   }
   close(sv[1]);
   Rank& rank = ranks_[static_cast<std::size_t>(r)];
@@ -80,10 +77,18 @@ void ShmGroup::await_ready(const std::vector<int>& starting) {
   using Clock = std::chrono::steady_clock;
   const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
                                            std::chrono::duration<double>(options_.startup_timeout));
-  std::vector<std::byte>& buf = recv_buf_;
   for (int r : starting) {
     Rank& rank = ranks_[static_cast<std::size_t>(r)];
+    std::vector<pollfd> fds{pollfd{rank.fd, 0, 0}};
+    std::vector<std::uint64_t> want(ranks_.size(), 0);
+    want[static_cast<std::size_t>(r)] = 1;
     for (;;) {
+      Message m;
+      if (mailbox_->peek_reply(r, &m)) {  // the Ready message
+        mailbox_->release_reply(r, m);
+        ++rank.replies;
+        break;
+      }
       const double left = std::chrono::duration<double>(deadline - Clock::now()).count();
       if (left <= 0) {
         kill(rank.pid, SIGKILL);
@@ -91,17 +96,13 @@ void ShmGroup::await_ready(const std::vector<int>& starting) {
             r, RankFailure::Startup,
             fmt::format("pld: {} did not start within {} s (startup_timeout)", who(r), options_.startup_timeout));
       }
-      pollfd p{rank.fd, POLLIN, 0};
-      poll(&p, 1, static_cast<int>(std::min(left, 0.2) * 1000) + 1);
-      const long n = channel_receive(rank.fd, buf);
-      if (n < 0) continue;
-      if (n == 0) {
+      fds[0].revents = 0;
+      mailbox_->host_wait(fds, want, std::chrono::microseconds{0}, static_cast<int>(std::min(left, 0.2) * 1000) + 1);
+      if ((fds[0].revents & (POLLHUP | POLLERR)) && !mailbox_->has_reply(r)) {
         const std::string how = reap_status(r);
         rank.alive = false;
         throw RankError(r, RankFailure::Startup, fmt::format("pld: {} {} while starting", who(r), how));
       }
-      ++rank.packets;
-      break;  // the Ready message
     }
   }
 }
@@ -176,11 +177,8 @@ void ShmGroup::shutdown() noexcept {
   const auto stop = message(MessageType::Shutdown);
   for (Rank& rank : ranks_) {
     if (!rank.alive) continue;
-    try {
-      channel_send(rank.fd, stop.data(), stop.size(), -1, true);
-      backend_->control().bells[&rank - ranks_.data()].posted.fetch_add(1, std::memory_order_release);
-    } catch (...) {
-    }
+    mailbox_->post(static_cast<int>(&rank - ranks_.data()), stop.data(), stop.size());
+    mailbox_->ring_bell();
     close(rank.fd);
     rank.fd = -1;
     rank.alive = false;

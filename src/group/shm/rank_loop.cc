@@ -1,13 +1,14 @@
-// The shm group's rank process: receives messages from the host over its socket
-// (group/shm/protocol.h) and runs its dispatches in program order. It never returns: it _exit()s when told to shut down
-// or when the host goes away (the socket closes, and PR_SET_PDEATHSIG kills it if the host dies first).
+// The shm group's rank process: takes the host's messages from its mailbox (group/shm/mailbox.h,
+// protocol.h) and runs its dispatches in program order. It never returns: it _exit()s when told to
+// shut down or when the host goes away (its socket hangs up, and PR_SET_PDEATHSIG kills it if the
+// host dies first).
 #include "backend/shm/backend.h"
 #include "core/block.h"
 #include "core/log.h"
 #include "group/report.h"
 #include "group/shm/channel.h"
-#include "group/shm/doorbell.h"
 #include "group/shm/group.h"
+#include "group/shm/mailbox.h"
 #include "group/shm/protocol.h"
 #include "rank/dispatch.h"
 #include "rank/runtime.h"
@@ -35,7 +36,8 @@ namespace pld::detail {
 
 namespace {
 
-Doorbell* g_bell = nullptr;      // this rank's message counters (set once the rank starts)
+Mailbox* g_mailbox = nullptr;    // this rank's mailbox (set once the rank starts)
+int g_rank = -1;                 // this process's world rank
 std::uint64_t g_dispatches = 0;  // dispatches received (swimlane directories d{k})
 
 [[noreturn]] void leave(int code) {
@@ -45,19 +47,14 @@ std::uint64_t g_dispatches = 0;  // dispatches received (swimlane directories d{
   _exit(code);
 }
 
-void reply(int fd, DispatchStatus status, std::uint64_t seq, const std::string& text, std::uint64_t kernel_ns = 0) {
-  std::vector<std::byte> out(sizeof(ReplyHeader));
+void reply(DispatchStatus status, std::uint64_t seq, const std::string& text, std::uint64_t kernel_ns = 0) {
+  thread_local std::vector<std::byte> out;
+  const std::size_t n = std::min(text.size(), kMaxMessage - sizeof(ReplyHeader));
+  out.resize(sizeof(ReplyHeader) + n);
   ReplyHeader h{status, 0, seq, kernel_ns};
   std::memcpy(out.data(), &h, sizeof h);
-  const std::size_t n = std::min(text.size(), kMaxMessage - sizeof h);
-  const auto* t = reinterpret_cast<const std::byte*>(text.data());
-  out.insert(out.end(), t, t + n);
-  try {
-    channel_send(fd, out.data(), out.size(), -1, false);
-  } catch (const Error&) {
-    leave(0);  // the host is gone
-  }
-  if (g_bell) g_bell->replied.fetch_add(1, std::memory_order_release);
+  if (n) std::memcpy(out.data() + sizeof h, text.data(), n);
+  g_mailbox->reply(g_rank, out.data(), out.size(), status != DispatchStatus::Ok && status != DispatchStatus::Aborted);
 }
 
 void define_domain(RankRuntime& rt, ShmBackend* backend, const std::byte* p) {
@@ -79,7 +76,7 @@ void define_domain(RankRuntime& rt, ShmBackend* backend, const std::byte* p) {
   rt.domain_define(make_domain_state(id, std::move(members), std::move(buffers), rt.world_rank(), backend));
 }
 
-void run_dispatch(int fd, ShmBackend* backend, const std::byte* p, const std::byte* end) {
+void run_dispatch(ShmBackend* backend, const std::byte* p, const std::byte* end) {
   const auto seq = take_value<std::uint64_t>(p);
   const auto trampoline = reinterpret_cast<Trampoline>(take_value<std::uintptr_t>(p));
   const auto kernel = reinterpret_cast<void (*)()>(take_value<std::uintptr_t>(p));
@@ -89,7 +86,7 @@ void run_dispatch(int fd, ShmBackend* backend, const std::byte* p, const std::by
   slot.state.store(static_cast<std::uint32_t>(RankState::Running), std::memory_order_release);
   if (backend->control().abort.load(std::memory_order_acquire)) {
     slot.state.store(static_cast<std::uint32_t>(RankState::Idle), std::memory_order_release);
-    reply(fd, DispatchStatus::Aborted, seq, "skipped: the job is aborting");
+    reply(DispatchStatus::Aborted, seq, "skipped: the job is aborting");
     return;
   }
   log(LogLevel::Debug, LogSys::Rank, "dispatch seq {} starts", seq);
@@ -101,26 +98,27 @@ void run_dispatch(int fd, ShmBackend* backend, const std::byte* p, const std::by
   if (status != DispatchStatus::WaitTimeout)  // a timed-out wait stays published for the host's report
     slot.state.store(static_cast<std::uint32_t>(RankState::Idle), std::memory_order_release);
   if (status != DispatchStatus::Ok) log(LogLevel::Debug, LogSys::Rank, "dispatch seq {} ended: {}", seq, text);
-  reply(fd, status, seq, text, out.kernel_ns);
+  reply(status, seq, text, out.kernel_ns);
 }
 
 /// DeviceAlloc / DeviceFree / DeviceWrite / DeviceRead: one reply each, Ok or the error text.
-void run_device_op(int fd, RankRuntime& rt, MessageType type, const std::byte* p, int got_fd) {
+void run_device_op(RankRuntime& rt, MessageType type, const std::byte* p, int got_fd) {
   const std::string error = apply_device_op(rt, device_op_of(type, p, got_fd));
   if (got_fd >= 0) close(got_fd);
-  reply(fd, error.empty() ? DispatchStatus::Ok : DispatchStatus::KernelError, kControlSeq, error);
+  reply(error.empty() ? DispatchStatus::Ok : DispatchStatus::KernelError, kControlSeq, error);
 }
 
 }  // namespace
 
-void serve(int fd, int rank, ShmBackend* backend, RankRuntime& rt, std::vector<std::byte>& buf);
+void serve(int fd, int rank, ShmBackend* backend, Mailbox& mailbox, RankRuntime& rt);
 
-[[noreturn]] void rank_main(int rank, int fd, ShmBackend* backend, pid_t host_pid,
+[[noreturn]] void rank_main(int rank, int fd, ShmBackend* backend, Mailbox* mailbox, pid_t host_pid,
                             const std::vector<std::pair<std::uint32_t, BlockRecord>>& inherited,
                             const std::vector<int>& close_fds) {
   prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (getppid() != host_pid) leave(1);  // the host died before we armed the death signal
   for (int f : close_fds) close(f);
+  Usr1Handler::restore_in_child();
   log_set_rank(rank);
   backend->become_rank(rank);
   auto runtime = std::make_unique<RankRuntime>(rank, backend);
@@ -128,12 +126,12 @@ void serve(int fd, int rank, ShmBackend* backend, RankRuntime& rt, std::vector<s
   for (const auto& [id, rec] : inherited) runtime->block_inherit(id, rec.base, rec.bytes);
   RankRuntime& rt = *runtime;
   RankRuntime::install(std::move(runtime));
-  g_bell = &backend->control().bells[rank];
-  reply(fd, DispatchStatus::Ok, kReadySeq, "ready");
+  g_mailbox = mailbox;
+  g_rank = rank;
+  reply(DispatchStatus::Ok, kReadySeq, "ready");
 
-  std::vector<std::byte> buf;
   try {
-    serve(fd, rank, backend, rt, buf);
+    serve(fd, rank, backend, *mailbox, rt);
   } catch (const std::exception& e) {
     log(LogLevel::Error, LogSys::Rank, "rank runtime failed: {}", e.what());
   } catch (...) {
@@ -141,23 +139,37 @@ void serve(int fd, int rank, ShmBackend* backend, RankRuntime& rt, std::vector<s
   leave(2);  // never unwind into the host's code that forked us
 }
 
-void serve(int fd, int rank, ShmBackend* backend, RankRuntime& rt, std::vector<std::byte>& buf) {
-  Doorbell& bell = backend->control().bells[rank];
-  std::uint64_t received = 0;  // the host zeroes both counters before it forks this process
+namespace {
+
+// The descriptor that travels on the socket beside a message flagged kCarriesFd.
+int receive_fd(int fd) {
+  thread_local std::vector<std::byte> buf;
+  int got = -1;
+  long n = 0;
+  try {
+    n = channel_recv(fd, buf, &got, false);
+  } catch (const Error&) {
+    n = 0;
+  }
+  if (n <= 0) leave(0);  // the host closed the socket or died
+  return got;
+}
+
+}  // namespace
+
+void serve(int fd, int rank, ShmBackend* backend, Mailbox& mailbox, RankRuntime& rt) {
+  const std::chrono::microseconds spin = kRankIdleSpin;
+  std::vector<std::byte> buf(kMaxMessage);
   for (;;) {
-    if (backend->may_spin() && bell.posted.load(std::memory_order_acquire) == received)
-      spin_until(kRankIdleSpin, [&] { return bell.posted.load(std::memory_order_acquire) != received; });
-    ++received;
-    int got_fd = -1;
-    long n = 0;
-    try {
-      n = channel_recv(fd, buf, &got_fd, false);
-    } catch (const Error&) {
-      n = 0;
-    }
-    if (n <= 0) leave(0);  // the host closed the socket or died
+    Message m;
+    if (!mailbox.receive(rank, fd, spin, &m)) leave(0);  // the host closed the socket or died
+    // Copied out and released at once: the host may refill the ring while the kernel runs, and a
+    // host waiting for room wakes on the reply, which must find the room there.
+    std::memcpy(buf.data(), m.data, m.size);
+    mailbox.release_message(rank, m);
+    const int got_fd = m.flags & kCarriesFd ? receive_fd(fd) : -1;
     const std::byte* p = buf.data();
-    const std::byte* end = p + n;
+    const std::byte* end = p + m.size;
     const auto type = take_value<MessageType>(p);
     switch (type) {
       case MessageType::Attach: {
@@ -168,16 +180,16 @@ void serve(int fd, int rank, ShmBackend* backend, RankRuntime& rt, std::vector<s
       }
       case MessageType::Retire: rt.block_retire(take_value<std::uint32_t>(p)); break;
       case MessageType::Domain: define_domain(rt, backend, p); break;
-      case MessageType::Dispatch: run_dispatch(fd, backend, p, end); break;
+      case MessageType::Dispatch: run_dispatch(backend, p, end); break;
       case MessageType::DispatchLast:
-        run_dispatch(fd, backend, p, end);
+        run_dispatch(backend, p, end);
         rt.domains_clear();
         break;
       case MessageType::EndCall: rt.domains_clear(); break;
       case MessageType::DeviceAlloc:
       case MessageType::DeviceFree:
       case MessageType::DeviceWrite:
-      case MessageType::DeviceRead: run_device_op(fd, rt, type, p, got_fd); break;
+      case MessageType::DeviceRead: run_device_op(rt, type, p, got_fd); break;
       case MessageType::Shutdown:
         backend->control().slots[rank].state.store(static_cast<std::uint32_t>(RankState::Exited));
         leave(0);

@@ -66,8 +66,8 @@ std::string ShmGroup::hang_report(const HostSession& session, const std::string&
     alive.push_back(ranks_[static_cast<std::size_t>(r)].alive);
   }
   const HangReport rep = hang_analyse(hang_snapshot(*backend_, who_all, alive), session);
-  return title + rep.text + "\nWait-for graph in DOT: " +
-         hang_write_dot(rep.dot, options_.swimlane ? options_.dfx_dir : std::string());
+  return title + rep.text +
+         "\nWait-for graph in DOT: " + hang_write_dot(rep.dot, options_.swimlane ? options_.dfx_dir : std::string());
 }
 
 std::string ShmGroup::wait_report(const HostSession& session) const {
