@@ -21,31 +21,17 @@
 #include "backend/shm/backend.h"
 #include "backend/wait_cmp.h"
 #include "core/cpu_relax.h"
+#include "core/futex.h"
 
-#include <linux/futex.h>
 #include <sched.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
-#include <climits>
-#include <ctime>
 
 namespace pld::detail {
 
 namespace {
-
-void futex_wake_all(std::int32_t* addr) {
-  syscall(SYS_futex, addr, FUTEX_WAKE, INT_MAX, nullptr, nullptr, 0);
-}
-
-void futex_sleep(std::int32_t* addr, std::int32_t seen, double seconds) {
-  timespec ts;
-  ts.tv_sec = static_cast<time_t>(seconds);
-  ts.tv_nsec = static_cast<long>((seconds - static_cast<double>(ts.tv_sec)) * 1e9);
-  syscall(SYS_futex, addr, FUTEX_WAIT, seen, &ts, nullptr, 0);
-}
 
 bool satisfied(std::int32_t value, std::int32_t expected, WaitCmp cmp) {
   return wait_cmp_holds(value, expected, cmp);
@@ -81,7 +67,7 @@ void ShmBackend::wake_sleepers(RankSlot& slot, std::uint32_t sleeping, std::int3
   if (sleeping & (kBellSleeper - 1)) futex_wake_all(cell);
   if (sleeping >= kBellSleeper) {
     slot.bell.fetch_add(1, std::memory_order_seq_cst);
-    futex_wake_all(reinterpret_cast<std::int32_t*>(&slot.bell));
+    futex_wake_all(&slot.bell);
   }
 }
 
@@ -178,7 +164,7 @@ WaitStatus ShmBackend::wait(std::uint64_t offset, std::int32_t expected, WaitCmp
   const WaitStatus status = sleep_until(ready, count, [&](double seconds) {
     const std::int32_t now = a.load(std::memory_order_seq_cst);
     if (!satisfied(now, expected, cmp) && !control_->abort.load(std::memory_order_seq_cst))
-      futex_sleep(cell, now, seconds);
+      futex_sleep(cell, static_cast<std::uint32_t>(now), seconds);
   });
   *seen = v;
   return status;
@@ -208,8 +194,7 @@ WaitStatus ShmBackend::wait_cells(WaitCell* cells, std::size_t n, WaitCmp cmp, W
   };
   return sleep_until(ready, count, [&](double seconds) {
     const std::uint32_t bell = slot.bell.load(std::memory_order_seq_cst);
-    if (!ready() && !control_->abort.load(std::memory_order_seq_cst))
-      futex_sleep(reinterpret_cast<std::int32_t*>(&slot.bell), static_cast<std::int32_t>(bell), seconds);
+    if (!ready() && !control_->abort.load(std::memory_order_seq_cst)) futex_sleep(&slot.bell, bell, seconds);
   });
 }
 
@@ -220,7 +205,7 @@ void ShmBackend::abort_waits() {
     if (slot.state.load(std::memory_order_acquire) == static_cast<std::uint32_t>(RankState::Waiting))
       futex_wake_all(reinterpret_cast<std::int32_t*>(bases_[static_cast<std::size_t>(r)] + slot.wait_offset));
     slot.bell.fetch_add(1, std::memory_order_seq_cst);
-    futex_wake_all(reinterpret_cast<std::int32_t*>(&slot.bell));
+    futex_wake_all(&slot.bell);
   }
 }
 

@@ -142,14 +142,11 @@ int ShmGroup::read_replies(int r, const HostSession& session) {
   while (rank.alive && mailbox_->peek_reply(r, &m)) {
     ++rank.replies;
     ++got;
-    if (m.size < sizeof(ReplyHeader)) {
-      mailbox_->release_reply(r, m);
-      continue;
-    }
     ReplyHeader h;
-    std::memcpy(&h, m.data, sizeof h);
-    std::string text(reinterpret_cast<const char*>(m.data) + sizeof h, m.size - sizeof h);
+    std::string text;
+    const bool parsed = parse_reply(m.data, m.size, &h, &text);
     mailbox_->release_reply(r, m);
+    if (!parsed) continue;
     ++rank.done;
     kernel_ns_[static_cast<std::size_t>(r)] += h.kernel_ns;
     const auto index = static_cast<std::int64_t>(h.seq - call_base_);

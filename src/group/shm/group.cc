@@ -69,12 +69,10 @@ void ShmGroup::device_op(int r, const DeviceOp& op) {
     if (mailbox_->peek_reply(r, &m)) {
       ++rank.replies;
       ReplyHeader h{};
-      if (m.size >= sizeof h) std::memcpy(&h, m.data, sizeof h);
-      const std::string text = m.size >= sizeof h
-                                   ? std::string(reinterpret_cast<const char*>(m.data) + sizeof h, m.size - sizeof h)
-                                   : std::string();
+      std::string text;
+      const bool parsed = parse_reply(m.data, m.size, &h, &text);
       mailbox_->release_reply(r, m);
-      if (m.size < sizeof h || h.seq != kControlSeq) continue;
+      if (!parsed || h.seq != kControlSeq) continue;
       if (h.status == DispatchStatus::Ok) return;
       throw Error(text);
     }

@@ -1,22 +1,19 @@
 // The shm group's mailboxes (mailbox.h): the rings, the rank's futex sleep and the host's poll().
 #include "group/shm/mailbox.h"
 
+#include "core/futex.h"
 #include "group/shm/protocol.h"
 
 #include <pld/error.hpp>
 
 #include <fmt/format.h>
-#include <linux/futex.h>
 #include <poll.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cerrno>
-#include <climits>
 #include <cstring>
-#include <ctime>
 
 namespace pld::detail {
 
@@ -77,17 +74,6 @@ bool ring_peek(const MessageRing& r, const std::byte* data, std::size_t capacity
   out->size = len;
   out->next = tail + kRecordHeader + align8(len);
   return true;
-}
-
-void futex_wake_all(std::atomic<std::uint32_t>* word) {
-  syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(word), FUTEX_WAKE, INT_MAX, nullptr, nullptr, 0);
-}
-
-void futex_sleep(std::atomic<std::uint32_t>* word, std::uint32_t seen, double seconds) {
-  timespec ts;
-  ts.tv_sec = static_cast<time_t>(seconds);
-  ts.tv_nsec = static_cast<long>((seconds - static_cast<double>(ts.tv_sec)) * 1e9);
-  syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(word), FUTEX_WAIT, seen, &ts, nullptr, 0);
 }
 
 }  // namespace

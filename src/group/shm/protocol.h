@@ -8,6 +8,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
+#include <string>
 #include <vector>
 
 namespace pld::detail {
@@ -34,6 +36,14 @@ struct ReplyHeader {
   std::uint64_t seq;
   std::uint64_t kernel_ns;  // Dispatch: time spent in the kernel (DistributedWorker::benchmark)
 };
+
+/// Splits a reply of `size` bytes into its header and text; false when it is too short for one.
+inline bool parse_reply(const std::byte* data, std::size_t size, ReplyHeader* header, std::string* text) {
+  if (size < sizeof(ReplyHeader)) return false;
+  std::memcpy(header, data, sizeof(ReplyHeader));
+  text->assign(reinterpret_cast<const char*>(data) + sizeof(ReplyHeader), size - sizeof(ReplyHeader));
+  return true;
+}
 
 /// Sequence number of the Ready message a rank sends once it has started.
 inline constexpr std::uint64_t kReadySeq = ~0ull;

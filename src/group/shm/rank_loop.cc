@@ -158,11 +158,10 @@ int receive_fd(int fd) {
 }  // namespace
 
 void serve(int fd, int rank, ShmBackend* backend, Mailbox& mailbox, RankRuntime& rt) {
-  const std::chrono::microseconds spin = kRankIdleSpin;
   std::vector<std::byte> buf(kMaxMessage);
   for (;;) {
     Message m;
-    if (!mailbox.receive(rank, fd, spin, &m)) leave(0);  // the host closed the socket or died
+    if (!mailbox.receive(rank, fd, kRankIdleSpin, &m)) leave(0);  // the host closed the socket or died
     // Copied out and released at once: the host may refill the ring while the kernel runs, and a
     // host waiting for room wakes on the reply, which must find the room there.
     std::memcpy(buf.data(), m.data, m.size);
