@@ -21,6 +21,15 @@
 
 namespace pld::detail {
 
+/// A check a collective's wait runs while it sleeps (every slice, from the first sleep on): true
+/// ends the wait with WaitStatus::Mismatch. The collectives' match check (coll/match.h) uses it
+/// to see a peer that is in another collective.
+struct WaitProbe {
+  bool (*check)(void* context) = nullptr;
+  void* context = nullptr;
+  bool operator()() const { return check(context); }
+};
+
 /// What a wait is waiting on, for the deadline report (published while the wait sleeps).
 struct WaitSite {
   std::uint32_t domain = 0;
@@ -31,6 +40,7 @@ struct WaitSite {
   // A multi-cell wait: the signal view's shape and the heap offset of its element 0.
   const Dims* shape = nullptr;
   std::uint64_t base = 0;
+  const WaitProbe* probe = nullptr;  // checked while the wait sleeps, or nullptr
 };
 
 // ---- signals: waits on several cells (wait_until_any / all / some) ----
@@ -81,7 +91,8 @@ inline void fill_cells_record(WaitCellsRecord& r, const WaitSite& site, const Wa
 
 struct DebugShared;  // debug/checks.h: shared state of the debug-mode checks
 
-enum class WaitStatus { Ok, Timeout, Aborted };
+/// How a wait ended: satisfied, at the deadline, released by the abort flag, or by its probe.
+enum class WaitStatus { Ok, Timeout, Aborted, Mismatch };
 
 /// The process-wide part of a backend: what a poll loop outside Backend::wait needs.
 class BackendProcess {

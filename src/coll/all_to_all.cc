@@ -5,6 +5,7 @@
 // into recv_counts[me] of rank p; the closing barrier publishes counts and rows together.
 #include "coll/checks.h"
 #include "coll/ll.h"
+#include "coll/match.h"
 #include "coll/native.h"
 #include "coll/peer.h"
 #include "coll/push.h"
@@ -19,8 +20,8 @@ void coll_all_to_all(const LocalDesc& input, const WindowDesc* input_window, con
   const trace::CollSpan span(api, target);
   const int stride = check_all_to_all(input, input_window, target, signal, core_num);
   const DomainState& d = *signal.state;
-  collective_enter(d, signal, CollKind::AllToAll, target.shape.numel(),
-                   [&] { return coll_call(CollKind::AllToAll, target, signal, core_num); });
+  coll_enter(d, signal, CollKind::AllToAll, target.shape.numel(),
+             [&] { return coll_call(CollKind::AllToAll, target, signal, core_num); });
   const std::size_t row_bytes = static_cast<std::size_t>(target.shape[1]) * dtype_size(target.dtype);
   if (NativeCollectives* native = native_for(d, signal))
     return native_done(native->all_to_all(input.data, own_at(d, target, 0), row_bytes, native_site(api, signal)), api,
@@ -36,7 +37,7 @@ void coll_all_to_all_v(const LocalDesc& input, const WindowDesc* input_window, c
   const trace::CollSpan span(api, target);
   check_all_to_all_v(input, input_window, target, signal, send_counts, recv_counts);
   const DomainState& d = *signal.state;
-  collective_enter(d, signal, CollKind::AllToAllV, target.shape.numel(), [&] {
+  coll_enter(d, signal, CollKind::AllToAllV, target.shape.numel(), [&] {
     CollCall call = coll_call(CollKind::AllToAllV, target, signal, 1);
     call.extra = recv_counts.ref.buffer;
     return call;

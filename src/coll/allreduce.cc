@@ -19,6 +19,7 @@
 #include "coll/credit.h"
 #include "coll/lanes.h"
 #include "coll/ll.h"
+#include "coll/match.h"
 #include "coll/native.h"
 #include "coll/peer.h"
 #include "coll/tuning.h"
@@ -133,7 +134,7 @@ void coll_allreduce(const WindowDesc& target, const WindowDesc& signal, const Al
   const int stride = check_allreduce(target, signal, options);
   const DomainState& d = *signal.state;
   const Index count = target.shape.numel();
-  collective_enter(d, signal, CollKind::Allreduce, count, [&] {
+  coll_enter(d, signal, CollKind::Allreduce, count, [&] {
     return coll_call(CollKind::Allreduce, target, signal, options.core_num, options.op, options.mode);
   });
   if (d.nranks() == 1 || count == 0) return;

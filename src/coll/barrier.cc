@@ -4,6 +4,7 @@
 #include "coll/checks.h"
 #include "coll/credit.h"
 #include "coll/ll.h"
+#include "coll/match.h"
 #include "coll/native.h"
 #include "debug/checks.h"
 #include "trace/trace.h"
@@ -15,7 +16,7 @@ void coll_barrier(const WindowDesc& signal) {
   const trace::CollSpan span(api, signal);
   check_barrier(signal);
   const DomainState& d = *signal.state;
-  collective_enter(d, signal, CollKind::Barrier, 0, [&] {
+  coll_enter(d, signal, CollKind::Barrier, 0, [&] {
     CollCall call;
     call.kind = CollKind::Barrier;
     call.signal = signal.ref.buffer;

@@ -12,6 +12,7 @@
 #include "coll/checks.h"
 #include "coll/credit.h"
 #include "coll/ll.h"
+#include "coll/match.h"
 #include "coll/native.h"
 #include "coll/peer.h"
 #include "coll/push.h"
@@ -27,7 +28,7 @@ void coll_broadcast(const WindowDesc& target, const WindowDesc& signal, int root
   const int stride = check_broadcast(target, signal, root, core_num);
   const DomainState& d = *signal.state;
   const Index count = target.shape.numel();
-  collective_enter(d, signal, CollKind::Broadcast, count, [&] {
+  coll_enter(d, signal, CollKind::Broadcast, count, [&] {
     CollCall call = coll_call(CollKind::Broadcast, target, signal, core_num);
     call.root = root;
     return call;

@@ -1,6 +1,7 @@
 #include "coll/credit.h"
 
 #include "backend/backend.h"
+#include "coll/match.h"
 
 #include <pld/error.hpp>
 
@@ -25,13 +26,16 @@ void CreditBarrier::sync() {
     const int p = (me_ + k) % n_;
     be.notify(d_.members[static_cast<std::size_t>(p)], cell(me_), 1, NotifyOp::AtomicAdd);
   }
+  const MatchProbe probe(d_, signal_);
   for (int k = 1; k < n_; ++k) {
     const int s = (me_ + k) % n_;
     const Dims at = cols_ == 1 && signal_.shape.size() == 1 ? Dims{s} : Dims{s, column_};
-    const WaitSite site{signal_.ref.domain, signal_.ref.buffer, &at, d_.members[static_cast<std::size_t>(s)], api_};
+    WaitSite site{signal_.ref.domain, signal_.ref.buffer, &at, d_.members[static_cast<std::size_t>(s)], api_};
+    site.probe = probe.get();
     std::int32_t seen = 0;
     const WaitStatus st = be.wait(cell(s), g_, WaitCmp::Ge, site, &seen);
     if (st == WaitStatus::Ok) continue;
+    if (st == WaitStatus::Mismatch) call_mismatch_failed(api_, d_, signal_, probe.peer());
     const std::string what =
         fmt::format("{}: waiting for rank {}'s credit {} on signal '{}' cell {} (the cell holds {})", api_, s, g_,
                     d_.buffer_name(signal_.ref.buffer), at.str(), seen);
@@ -41,6 +45,8 @@ void CreditBarrier::sync() {
                              "the same order");
     throw AbortedError(what + ": released because another rank failed");
   }
+  // After the first barrier every peer is in this call: lane 0 compares the next rank's call.
+  if (g_ == 1 && column_ == 0) check_next_call(api_, d_, signal_);
 }
 
 void CreditBarrier::finish() {

@@ -3,6 +3,7 @@
 // the host starts afresh, like its (zero-filled) staging window.
 #pragma once
 
+#include "coll/tuning.h"
 #include "rank/runtime.h"
 
 #include <cstdint>
@@ -21,6 +22,10 @@ struct CollDomainState {
   std::int64_t ll_staging = -1;
   std::vector<std::uint32_t> ll_epochs;
   std::vector<std::uint32_t> ll_barrier_epochs;
+  // The match check (coll/match.h): whether it runs (a staging window, direct peers, more than
+  // one rank), and per channel this rank's current call token (sequence << 32 | signature).
+  bool match = false;
+  std::vector<std::uint64_t> calls;
   // The largest broadcast (bytes) the root pushes straight into the peers' windows between two LL
   // barriers (only where PLD_BROADCAST_PUSH_MAX was set or tuned, coll/tuning.h), and through
   // the LL staging slots (at most kLLMaxBytes): (P - 1) x the target within PLD_BROADCAST_PUSH_MAX
@@ -43,6 +48,13 @@ CollDomainState& coll_state_first_use(const DomainState& d);
 inline CollDomainState& coll_state(const DomainState& d) {
   if (void* p = d.coll.peek()) return *static_cast<CollDomainState*>(p);
   return coll_state_first_use(d);
+}
+
+/// Heap offset of the staging channel of signal buffer `buffer` (the same on every member; needs
+/// a staging window and buffer < s.ll_epochs.size()).
+inline std::uint64_t channel_of(const DomainState& d, const CollDomainState& s, std::uint32_t buffer) {
+  return d.buffers[static_cast<std::size_t>(s.ll_staging)].offset +
+         buffer * ll_channel_bytes(static_cast<std::uint64_t>(d.nranks()));
 }
 
 }  // namespace pld::detail

@@ -7,28 +7,33 @@
 // buffer, so collectives that run concurrently on separate signals never share a channel. The
 // signal's cells themselves are not touched. Channel layout (coll/tuning.h):
 //
-//   [parity 2][source P][ll_lines(kLLMaxBytes) lines]   line = 60 data bytes | epoch (bytes 60-63)
+//   [parity 2][source P][ll_lines(kLLMaxBytes) lines]   line = 56 data bytes | token (bytes 56-63):
+//                                                        signature (56-59), epoch (60-63)
 //   [parity 2][source P] flags of the LL barrier         int32 epoch, one 64-byte line each
 //                                                        (at ll_flags_offset(P))
+//   this rank's call record                              one line (coll/match.h)
 //
 // Every rank numbers its LL data calls per channel, whatever their collective: epoch e = 1, 2, ...
 // (the same sequence on every member, since all members make the same calls in the same order);
-// the call uses parity e & 1.
+// the call uses parity e & 1. A line's token is e << 32 | the call's signature (coll/match.h):
+// ranks in the same call write and expect the same token, and a line with epoch e and another
+// signature is a peer in another collective, which fails the call (UsageError) instead of mixing
+// its data in.
 //
 // 1. push   For every peer p, rank `me` cuts its message for p (the same bytes for every peer in
 //           allreduce and allgather, row p of its operand in reduce_scatter and all_to_all, count
 //           and block p in all_to_all_v, the target from a broadcast's root, nothing from its other
-//           ranks) into lines of 60 bytes (the last one zero-padded; an empty message is an epoch)
-//           and writes them into slot [e & 1][me] of p's channel, each line's epoch e last with a
-//           release store: a reader that acquires epoch e in a line sees that line's data (on x86
+//           ranks) into lines of 56 bytes (the last one zero-padded; an empty message is a token)
+//           and writes them into slot [e & 1][me] of p's channel, each line's token last with a
+//           release store: a reader that acquires the token in a line sees that line's data (on x86
 //           every store is a plain move). Then it rings p's doorbell (Backend::ring) on the epoch
 //           of the last line, i.e. the value already there: notify(Set e) without its general
 //           checks. That adds nothing but the wake-up test: after the (repeated) release store,
 //           one load of the sleeper count of Backend::wait (signal.cc), so a reader that went to
 //           sleep is woken.
-// 2. gather For every source s != me: wait until the last line of slot [e & 1][s] holds epoch e
+// 2. gather For every source s != me: wait until the last line of slot [e & 1][s] holds the token
 //           (Backend::wait: spin, yield, sleep; deadline report, abort), then copy every line out,
-//           each checked for epoch e.
+//           each checked for the token.
 // 3. finish Each rank writes only its own window: allreduce reduces sources 0, 1, ..., P-1 in
 //           ascending rank order (the same bits as Mesh and TwoShot on every rank), reduce_scatter
 //           does the same for its row, allgather and all_to_all store each source's row, and a
@@ -56,6 +61,7 @@
 // after I saw flag [p][s] = e.
 #include "coll/ll.h"
 
+#include "coll/match.h"
 #include "coll/peer.h"
 #include "coll/tuning.h"
 #include "core/dtype.h"
@@ -93,11 +99,14 @@ struct EpochWait {
 // `source` only — holds `epoch`.
 void await_epoch(const char* api, const DomainState& d, const WindowDesc& signal, std::uint64_t offset,
                  std::uint32_t epoch, const Dims& at, int source, const EpochWait& how) {
-  const WaitSite site{d.id, static_cast<std::uint32_t>(coll_state(d).ll_staging), &at,
-                      d.members[static_cast<std::size_t>(source)], api};
+  const MatchProbe probe(d, signal);
+  WaitSite site{d.id, static_cast<std::uint32_t>(coll_state(d).ll_staging), &at,
+                d.members[static_cast<std::size_t>(source)], api};
+  site.probe = probe.get();
   std::int32_t seen = 0;
   const WaitStatus st = d.backend->wait(offset, static_cast<std::int32_t>(epoch), WaitCmp::Eq, site, &seen);
   if (st == WaitStatus::Ok) return;
+  if (st == WaitStatus::Mismatch) call_mismatch_failed(api, d, signal, probe.peer());
   const std::string what = fmt::format(
       "{}: waiting for rank {}'s {} {} (staging '{}' {} {}, channel of signal '{}'; {} {})", api, source, how.thing,
       epoch, kCollStagingName, how.cell, at.str(), d.buffer_name(signal.ref.buffer), how.seen, seen);
@@ -108,12 +117,17 @@ void await_epoch(const char* api, const DomainState& d, const WindowDesc& signal
   throw AbortedError(what + ": released because another rank failed");
 }
 
-// Line `line` of LL slot [parity][source] (its epoch at `offset`). Out of line: the LL calls reach
-// it only for a message still on its way, and inlined its report's arguments cost every call.
+// Line `line` of LL slot [parity][source] (its epoch at `offset`, its token in the word `tail`
+// that ends at offset + 4): waits for the epoch, then compares the signature that came with it.
+// Out of line: the LL calls reach it only for a message still on its way (or a peer in another
+// call), and inlined its report's arguments cost every call.
 [[gnu::noinline]] void await_line(const char* api, const DomainState& d, const WindowDesc& signal, std::uint64_t offset,
-                                  std::uint32_t epoch, int parity, int source, int line) {
+                                  const std::uint64_t* tail, std::uint64_t token, int parity, int source, int line) {
+  const auto epoch = static_cast<std::uint32_t>(token >> 32);
   await_epoch(api, d, signal, offset, epoch, Dims{parity, source, line}, source,
               {"data of LL call", "line", "the line's epoch is"});
+  if (std::atomic_ref<const std::uint64_t>(*tail).load(std::memory_order_acquire) != token)
+    call_mismatch_failed(api, d, signal, source);
 }
 
 // Flag [parity][source] of the LL barrier. Out of line: a flag already raised never needs it, and
@@ -131,12 +145,6 @@ bool has_channel(const DomainState& d, const WindowDesc& signal) {
   return s.ll_staging >= 0 && signal.ref.buffer < s.ll_epochs.size() && s.direct;
 }
 
-// Heap offset of the channel of the signal's buffer (the same on every member).
-std::uint64_t channel_of(const DomainState& d, const CollDomainState& s, const WindowDesc& signal) {
-  return d.buffers[static_cast<std::size_t>(s.ll_staging)].offset +
-         signal.ref.buffer * ll_channel_bytes(static_cast<std::uint64_t>(d.nranks()));
-}
-
 // The flags of one LL barrier epoch (the LL barrier and the push broadcast share the sequence):
 // raise(p) sets my flag in peer p's channel, await(s) returns once source s's flag in mine holds
 // the epoch.
@@ -147,7 +155,8 @@ class LLFlags {
     const auto n = static_cast<std::uint64_t>(d.nranks());
     epoch_ = ++state.ll_barrier_epochs[signal.ref.buffer];
     parity_ = static_cast<int>(epoch_ & 1);
-    base_ = channel_of(d, state, signal) + ll_flags_offset(n) + static_cast<std::uint64_t>(parity_) * n * kLLFlagBytes;
+    base_ = channel_of(d, state, signal.ref.buffer) + ll_flags_offset(n) +
+            static_cast<std::uint64_t>(parity_) * n * kLLFlagBytes;
   }
   void raise(int peer) const {
     d_.backend->notify(d_.members[static_cast<std::size_t>(peer)], at(d_.rank), static_cast<std::int32_t>(epoch_),
@@ -187,10 +196,11 @@ void ll_barrier(const char* api, const DomainState& d, const WindowDesc& signal)
 
 void ll_push_broadcast(const char* api, const DomainState& d, const WindowDesc& target, const WindowDesc& signal,
                        int root) {
-  // Both barriers run on every rank whatever it takes the root to be: ranks that disagree on the
-  // root get wrong data (as on the other paths), never a hang, and the flags keep the LL barrier's
-  // ordering (no rank is two epochs ahead of a flag's reader).
+  // Both barriers run on every rank whatever it takes the root to be, so the flags keep the LL
+  // barrier's ordering (no rank is two epochs ahead of a flag's reader); ranks that disagree on
+  // the root fail the match check after the first.
   ll_barrier(api, d, signal);  // every rank is in the call: every target is free
+  check_next_call(api, d, signal);
   if (d.rank == root) {
     const int n = d.nranks();
     const std::size_t bytes = static_cast<std::size_t>(target.shape.numel()) * elem_bytes(target.dtype);
@@ -234,8 +244,9 @@ class LLCall {
         n_(d.nranks()),
         me_(d.rank),
         epoch_(++state.ll_epochs[signal.ref.buffer]),
+        token_(std::uint64_t{epoch_} << 32 | static_cast<std::uint32_t>(call_token(d, signal))),
         parity_(static_cast<int>(epoch_ & 1)),
-        slots_(channel_of(d, state, signal) +
+        slots_(channel_of(d, state, signal.ref.buffer) +
                static_cast<std::uint64_t>(parity_) * static_cast<std::uint64_t>(n_) * kLLSlotBytes) {}
 
   // An empty message packs nothing (lines_ 0): send() stores the epoch word of its line alone.
@@ -254,7 +265,7 @@ class LLCall {
         std::memset(line, 0, kLLLineBytes);
         std::memcpy(line, data + at, n);
       }
-      std::memcpy(line + kLLLineData, &epoch_, 4);
+      std::memcpy(line + kLLLineData, &token_, 8);
     }
   }
 
@@ -275,12 +286,12 @@ class LLCall {
     backend_->ring(members_[peer], epoch_at(my_slot, lines_ - 1), static_cast<std::int32_t>(epoch_));
   }
 
-  // An empty message (a rank's entry into the call): the epoch in line 0's last word (bytes
-  // 60-63), nothing else, and the doorbell.
+  // An empty message (a rank's entry into the call): the token in line 0's last word (bytes
+  // 56-63), nothing else, and the doorbell.
   void send_entry(int peer) {
     const std::uint64_t my_slot = slot(me_);
     auto* dst = reinterpret_cast<std::uint64_t*>(heaps_[peer] + my_slot);
-    std::atomic_ref<std::uint64_t>(dst[kLineWords - 1]).store(std::uint64_t{epoch_} << 32, std::memory_order_release);
+    std::atomic_ref<std::uint64_t>(dst[kLineWords - 1]).store(token_, std::memory_order_release);
     backend_->ring(members_[peer], epoch_at(my_slot, 0), static_cast<std::int32_t>(epoch_));
   }
 
@@ -334,15 +345,15 @@ class LLCall {
  private:
   static constexpr int kLineWords = static_cast<int>(kLLLineBytes / 8);
 
-  // Returns once line `l` of source s's slot (at `at`, mapped at `words`) holds this call's epoch.
+  // Returns once line `l` of source s's slot (at `at`, mapped at `words`) holds this call's token.
   void await(int source, std::uint64_t at, const std::uint64_t* words, int l) const {
-    const std::uint64_t tail =
-        std::atomic_ref<const std::uint64_t>(words[kLineWords * l + kLineWords - 1]).load(std::memory_order_acquire);
-    if (static_cast<std::uint32_t>(tail >> 32) != epoch_) [[unlikely]]
-      await_line(api_, d_, signal_, epoch_at(at, l), epoch_, parity_, source, l);
+    const std::uint64_t* tail = words + kLineWords * l + kLineWords - 1;
+    if (std::atomic_ref<const std::uint64_t>(*tail).load(std::memory_order_acquire) != token_) [[unlikely]]
+      await_line(api_, d_, signal_, epoch_at(at, l), tail, token_, parity_, source, l);
   }
+  // Heap offset of the epoch of line `line` (the token's upper half: bytes 60-63).
   static std::uint64_t epoch_at(std::uint64_t slot_at, int line) {
-    return slot_at + kLLLineBytes * static_cast<std::uint64_t>(line) + kLLLineData;
+    return slot_at + kLLLineBytes * static_cast<std::uint64_t>(line) + kLLLineBytes - 4;
   }
   std::uint64_t slot(int source) const { return slots_ + static_cast<std::uint64_t>(source) * kLLSlotBytes; }
 
@@ -354,6 +365,7 @@ class LLCall {
   const int* members_;       // d.members
   int n_, me_;
   std::uint32_t epoch_;
+  std::uint64_t token_;  // epoch << 32 | the call's signature (coll/match.h), every line's last word
   int parity_;
   std::uint64_t slots_;  // heap offset of the slots of this call's parity
   int lines_ = 0;

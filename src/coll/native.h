@@ -1,7 +1,7 @@
 // The choice between pld's schedules and the backend engine's own collectives
 // (Backend::native_collectives: under the mpi backend MPI_Ibarrier, MPI_Ialltoall & co. on the domain's
 // communicator, for domains whose peers pld cannot reach as memory; PLD_MPI_NATIVE_COLL). Each
-// collective makes it after its checks and collective_enter, before its LL / direct / RMA choice;
+// collective makes it after its checks and coll_enter, before its LL / direct / RMA choice;
 // every member of the domain makes the same one. The engine's call leaves the signal untouched,
 // ignores core_num (lanes are a shared-memory notion) and reduces in pld's order (ascending
 // rank), so every mode gives the bits of TwoShot.

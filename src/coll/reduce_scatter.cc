@@ -8,6 +8,7 @@
 #include "coll/checks.h"
 #include "coll/credit.h"
 #include "coll/ll.h"
+#include "coll/match.h"
 #include "coll/native.h"
 #include "coll/peer.h"
 #include "debug/checks.h"
@@ -24,8 +25,8 @@ void coll_reduce_scatter(const WindowDesc& target, const WindowDesc& signal, Red
   const int stride = check_reduce_scatter(target, signal, op, core_num);
   const DomainState& d = *signal.state;
   const Index size = target.shape[1];
-  collective_enter(d, signal, CollKind::ReduceScatter, target.shape.numel(),
-                   [&] { return coll_call(CollKind::ReduceScatter, target, signal, core_num, op); });
+  coll_enter(d, signal, CollKind::ReduceScatter, target.shape.numel(),
+             [&] { return coll_call(CollKind::ReduceScatter, target, signal, core_num, op); });
   if (d.nranks() == 1 || size == 0) return;
   const int n = d.nranks(), me = d.rank;
   const std::size_t esz = dtype_size(target.dtype);

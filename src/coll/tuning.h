@@ -26,28 +26,34 @@ inline constexpr std::uint64_t kLLMaxBytes = 512;
 inline constexpr const char* kCollStagingName = "pld.coll_staging";
 
 /// An LL message is cut into lines of kLLLineBytes: kLLLineData bytes of data, then the call's
-/// 4-byte epoch, stored last (coll/ll.cc). A line is the unit of the layout, not of correctness:
-/// on a machine with longer cache lines two LL lines share one.
+/// 8-byte token — its 4-byte signature (coll/match.h), then its 4-byte epoch — stored last
+/// (coll/ll.cc). A line is the unit of the layout, not of correctness: on a machine with longer
+/// cache lines two LL lines share one.
 inline constexpr std::uint64_t kLLLineBytes = 64;
-inline constexpr std::uint64_t kLLLineData = kLLLineBytes - 4;
-/// Lines of a message of `bytes` (at least one: an empty message is its epoch alone).
+inline constexpr std::uint64_t kLLLineData = kLLLineBytes - 8;
+/// Lines of a message of `bytes` (at least one: an empty message is its token alone).
 inline constexpr std::uint64_t ll_lines(std::uint64_t bytes) {
   return bytes == 0 ? 1 : (bytes + kLLLineData - 1) / kLLLineData;
 }
 
 /// One staging channel holds the LL slots, 2 parities x P sources x the lines of a kLLMaxBytes
-/// message, then the LL barrier's flags, 2 parities x P sources, one line each.
+/// message, then the LL barrier's flags, 2 parities x P sources, one line each, then this rank's
+/// call record (coll/match.h), one line.
 inline constexpr std::uint64_t kLLSlotBytes = ll_lines(kLLMaxBytes) * kLLLineBytes;
 inline constexpr std::uint64_t kLLFlagBytes = kLLLineBytes;
+inline constexpr std::uint64_t kCallRecordBytes = kLLLineBytes;
 inline constexpr std::uint64_t ll_flags_offset(std::uint64_t nranks) {
   return 2 * nranks * kLLSlotBytes;
 }
-inline constexpr std::uint64_t ll_channel_bytes(std::uint64_t nranks) {
+inline constexpr std::uint64_t call_record_offset(std::uint64_t nranks) {
   return ll_flags_offset(nranks) + 2 * nranks * kLLFlagBytes;
+}
+inline constexpr std::uint64_t ll_channel_bytes(std::uint64_t nranks) {
+  return call_record_offset(nranks) + kCallRecordBytes;
 }
 
 /// Staging per rank is capped (it is zeroed with the other windows on every call): channels go
-/// to the first buffer ids only, at least one (P = 2: 76 channels, P = 8: 19, P = 64: 2).
+/// to the first buffer ids only, at least one (P = 2: 68 channels, P = 8: 17, P = 64: 2).
 inline constexpr std::uint64_t kCollStagingBudget = 192 * 1024;
 
 // --- Schedules of the two-barrier collectives ---

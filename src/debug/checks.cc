@@ -47,7 +47,9 @@ std::uint64_t stamp_of(std::uint32_t epoch, std::uint32_t domain, std::uint32_t 
          ((static_cast<std::uint64_t>(domain) & 0xfffff) << 20) | (static_cast<std::uint64_t>(seq) & 0xfffff);
 }
 
-void pack(const CollCall& c, std::uint64_t w[8]) {
+}  // namespace
+
+void pack_call(const CollCall& c, std::uint64_t w[8]) {
   const int nd = std::min(c.shape.size(), 4);
   w[1] = static_cast<std::uint64_t>(c.kind) | (static_cast<std::uint64_t>(c.dtype) << 8) |
          (static_cast<std::uint64_t>(c.op) << 16) | (static_cast<std::uint64_t>(c.mode) << 24) |
@@ -58,7 +60,7 @@ void pack(const CollCall& c, std::uint64_t w[8]) {
   for (int i = 0; i < 4; ++i) w[4 + i] = i < nd ? static_cast<std::uint64_t>(c.shape[i]) : 0;
 }
 
-CollCall unpack(const std::uint64_t w[8]) {
+CollCall unpack_call(const std::uint64_t w[8]) {
   CollCall c;
   c.kind = static_cast<CollKind>(w[1] & 0xff);
   c.dtype = static_cast<DType>((w[1] >> 8) & 0xff);
@@ -74,9 +76,11 @@ CollCall unpack(const std::uint64_t w[8]) {
   return c;
 }
 
+namespace {
+
 void publish(DebugShared::CollRing& ring, std::uint64_t stamp, const CollCall& c) {
   std::uint64_t w[8];
-  pack(c, w);
+  pack_call(c, w);
   const std::uint64_t h = ring.head.load(std::memory_order_relaxed);
   auto& slot = ring.slots[h % kCollHistory];
   slot.w[0].store(0, std::memory_order_relaxed);
@@ -94,7 +98,7 @@ std::optional<CollCall> find_call(const DebugShared::CollRing& ring, std::uint64
     for (int i = 1; i < 8; ++i) w[i] = slot.w[i].load(std::memory_order_relaxed);
     std::atomic_thread_fence(std::memory_order_acquire);
     if (slot.w[0].load(std::memory_order_relaxed) != stamp) continue;
-    return unpack(w);
+    return unpack_call(w);
   }
   return std::nullopt;
 }
@@ -109,7 +113,9 @@ const char* reduce_name(std::uint8_t op) {
   return "?";
 }
 
-std::string describe(const CollCall& c, const DomainState& d) {
+}  // namespace
+
+std::string describe_call(const CollCall& c, const DomainState& d) {
   std::string args;
   if (c.target != UINT32_MAX)
     args = fmt::format("target '{}' {} {}, ", d.buffer_name(c.target), dtype_name(c.dtype), c.shape.str());
@@ -129,7 +135,7 @@ std::string describe(const CollCall& c, const DomainState& d) {
   return fmt::format("{}({})", coll_name(c.kind), args);
 }
 
-std::vector<const char*> differences(const CollCall& a, const CollCall& b) {
+std::vector<const char*> call_differences(const CollCall& a, const CollCall& b) {
   std::vector<const char*> out;
   if (a.kind != b.kind) out.push_back("collective");
   if (a.signal != b.signal) out.push_back("signal");
@@ -145,6 +151,8 @@ std::vector<const char*> differences(const CollCall& a, const CollCall& b) {
   if (a.core_num != b.core_num) out.push_back("core_num");
   return out;
 }
+
+namespace {
 
 struct WaitMemo {
   std::uint32_t epoch = 0;
@@ -222,8 +230,8 @@ std::string signal_site(const char* api, const WindowDesc& s, const Dims& offset
 
 void collective_check(const DomainState& d, const CollCall& call) {
   if (log_enabled(LogLevel::Info, LogSys::Coll))
-    log(LogLevel::Info, LogSys::Coll, "{} on comm domain {} (domain rank {} of {})", describe(call, d), d.label, d.rank,
-        d.nranks());
+    log(LogLevel::Info, LogSys::Coll, "{} on comm domain {} (domain rank {} of {})", describe_call(call, d), d.label,
+        d.rank, d.nranks());
   DebugShared* sh = d.backend->debug_shared;
   if (!debug_checks() || !sh || d.nranks() == 1) return;
   const std::uint32_t epoch = sh->epoch.load(std::memory_order_acquire);
@@ -267,7 +275,7 @@ void collective_check(const DomainState& d, const CollCall& call) {
   const CollCall& reference = *calls[static_cast<std::size_t>(ref)];
   int first = -1;
   for (int p = 0; p < d.nranks() && first < 0; ++p)
-    if (calls[static_cast<std::size_t>(p)] && !differences(*calls[static_cast<std::size_t>(p)], reference).empty())
+    if (calls[static_cast<std::size_t>(p)] && !call_differences(*calls[static_cast<std::size_t>(p)], reference).empty())
       first = p;
   if (first < 0) return;
   const CollCall& odd = *calls[static_cast<std::size_t>(first)];
@@ -275,7 +283,7 @@ void collective_check(const DomainState& d, const CollCall& call) {
       "{}: collective mismatch on comm domain {} (collective #{} of this call on signal '{}'): rank {} called {} but "
       "rank {} called {} (they differ in {}). The ranks' calls:",
       coll_name(call.kind), d.label, seq, d.buffer_name(call.signal), first, coll_name(odd.kind), ref,
-      coll_name(reference.kind), fmt::join(differences(odd, reference), ", "));
+      coll_name(reference.kind), fmt::join(call_differences(odd, reference), ", "));
   for (int p = 0; p < d.nranks(); ++p) {
     const auto& c = calls[static_cast<std::size_t>(p)];
     msg += fmt::format("\n  rank {}: ", p);
@@ -284,8 +292,8 @@ void collective_check(const DomainState& d, const CollCall& call) {
                          std::min(kMatchWaitMax, sh->wait_timeout * 0.5));
       continue;
     }
-    msg += describe(*c, d);
-    const auto diff = differences(*c, reference);
+    msg += describe_call(*c, d);
+    const auto diff = call_differences(*c, reference);
     if (!diff.empty()) msg += fmt::format("   <- differs from rank {} in {}", ref, fmt::join(diff, ", "));
   }
   msg +=
@@ -314,7 +322,7 @@ void check_not_collective_signal(const DebugShared& sh, const WindowDesc& signal
           "entered by "
           "rank {}. A collective owns every cell of its signal for the whole call (its credits must balance to zero), "
           "so {} would corrupt it: give your own notify/wait a separate signal window",
-          site, peer, d.buffer_name(signal.ref.buffer), describe(*c, d), stamp & 0xfffff, d.label, m, what));
+          site, peer, d.buffer_name(signal.ref.buffer), describe_call(*c, d), stamp & 0xfffff, d.label, m, what));
     }
   }
 }

@@ -23,6 +23,8 @@
 
 #include <atomic>
 #include <cstdint>
+#include <string>
+#include <vector>
 
 namespace pld::detail {
 
@@ -104,18 +106,17 @@ inline CollCall coll_call(CollKind kind, const WindowDesc& target, const WindowD
   return c;
 }
 
+/// The descriptor in eight words (w[0] is left to the caller: a stamp or a sequence), and back.
+void pack_call(const CollCall& c, std::uint64_t w[8]);
+CollCall unpack_call(const std::uint64_t w[8]);
+/// "allreduce(target 'x' fp32 [8], signal 's', op Sum, mode Auto, core_num 1)".
+std::string describe_call(const CollCall& c, const DomainState& d);
+/// What two descriptors differ in ("collective", "size", "root", ...); empty when they match.
+std::vector<const char*> call_differences(const CollCall& a, const CollCall& b);
+
 /// Logs a collective call (subsystem coll) and, in debug mode, checks it against every peer's
 /// call (throws UsageError on a mismatch).
 void collective_check(const DomainState& d, const CollCall& call);
-
-/// Entry of every collective: one op-history record; the descriptor (`make()`) is only built
-/// when debug mode or collective logging needs it.
-template <class MakeCall>
-void collective_enter(const DomainState& d, const WindowDesc& signal, CollKind kind, Index count, MakeCall&& make) {
-  d.backend->record_op(OpKind::Collective, static_cast<std::uint8_t>(kind), -1, saturate(count), signal.ref.domain,
-                       signal.ref.buffer, signal.ref.offset, nullptr);
-  if (debug_checks() || collective_logging()) collective_check(d, make());
-}
 
 void debug_check_notify(const WindowDesc& signal, int peer, const Dims& offsets, std::uint64_t off, std::int32_t value,
                         NotifyOp op);

@@ -112,6 +112,7 @@ void wait(const WindowDesc& signal, const Dims& offsets, std::int32_t expected, 
       throw WaitTimeoutError(fmt::format("{}: waited for value {} {} but the cell holds {} at the deadline",
                                          signal_site("wait", signal, offsets), wait_cmp_symbol(cmp), expected, seen));
     case WaitStatus::Aborted:
+    case WaitStatus::Mismatch:  // only a collective's wait has a probe
       throw AbortedError(fmt::format("{}: released because another rank failed", signal_site("wait", signal, offsets)));
   }
 }

@@ -41,6 +41,7 @@ bool satisfied(std::int32_t value, std::int32_t expected, WaitCmp cmp) {
 
 // Yield this long before sleeping: the awaited rank usually needs the core only briefly.
 constexpr std::chrono::milliseconds kYieldBudget{2};
+constexpr std::chrono::milliseconds kProbeInterval{20};  // between two runs of a wait's probe
 
 // What this rank is waiting on, formatted when a wait leaves its spin phase, for the line the
 // SIGTERM handler writes when mpirun ends the job (a peer died or aborted): async-signal-safe
@@ -178,7 +179,7 @@ template <class Ready, class Record, class Awaited>
 WaitStatus MpiWindow::poll_until(Ready&& ready, Record&& record, const WaitSite& site, Awaited&& awaited) {
   const MpiBackend& e = engine_;
   using Clock = std::chrono::steady_clock;
-  Clock::time_point start{}, deadline{};
+  Clock::time_point start{}, deadline{}, next_probe{};
   auto nap = std::chrono::microseconds(10);
   WaitStatus status = WaitStatus::Ok;
   // A call whose windows are all shared needs no MPI progress to see a notify: its spin phase is
@@ -223,6 +224,13 @@ WaitStatus MpiWindow::poll_until(Ready&& ready, Record&& record, const WaitSite&
     if (now >= deadline) {
       status = WaitStatus::Timeout;
       break;
+    }
+    if (site.probe && now - start >= kYieldBudget && now >= next_probe) {
+      if ((*site.probe)()) {
+        status = WaitStatus::Mismatch;
+        break;
+      }
+      next_probe = now + kProbeInterval;
     }
     // Without passive progress an incoming put or accumulate completes only while this rank
     // drives progress, so a napping waiter would stretch every peer's RMA to the nap (over

@@ -165,7 +165,7 @@ class ShmBackend final : public Backend {
   bool spin_until(Ready&& ready);
   void publish_wait(std::uint64_t offset, std::int32_t expected, WaitCmp cmp, const WaitSite& site);
   template <class Ready, class Count, class Sleep>
-  WaitStatus sleep_until(Ready&& ready, Count&& count, Sleep&& sleep);
+  WaitStatus sleep_until(const WaitProbe* probe, Ready&& ready, Count&& count, Sleep&& sleep);
 
   int world_size_;
   std::uint64_t heap_bytes_;

@@ -103,9 +103,10 @@ void ShmBackend::publish_wait(std::uint64_t offset, std::int32_t expected, WaitC
 // Slow phase of a wait, after publish_wait: yields, then sleeps in bounded slices with
 // `sleep(seconds)` (which re-checks before it sleeps) until `ready()`, the abort or the deadline.
 // `count(true)` before the first slice counts the waiter in its cells' buckets, `count(false)`
-// at the end takes it out again. The first slice is kFirstSlice.
+// at the end takes it out again. The first slice is kFirstSlice. `probe` (or nullptr) runs before
+// every slice but the first.
 template <class Ready, class Count, class Sleep>
-WaitStatus ShmBackend::sleep_until(Ready&& ready, Count&& count, Sleep&& sleep) {
+WaitStatus ShmBackend::sleep_until(const WaitProbe* probe, Ready&& ready, Count&& count, Sleep&& sleep) {
   using Clock = std::chrono::steady_clock;
   const auto deadline = Clock::now() + std::chrono::duration<double>(wait_timeout_);
   RankSlot& slot = control_->slots[my_rank_];
@@ -126,6 +127,10 @@ WaitStatus ShmBackend::sleep_until(Ready&& ready, Count&& count, Sleep&& sleep) 
     if (round < kYields || (wait_spin_ == 0 && wait_timeout_ - left < kYieldBudget)) {
       sched_yield();
       continue;
+    }
+    if (counted && probe && (*probe)()) {
+      status = WaitStatus::Mismatch;
+      break;
     }
     if (!counted) count(true);
     counted = true;
@@ -161,7 +166,7 @@ WaitStatus ShmBackend::wait(std::uint64_t offset, std::int32_t expected, WaitCmp
     else
       bucket.fetch_sub(1, std::memory_order_seq_cst);
   };
-  const WaitStatus status = sleep_until(ready, count, [&](double seconds) {
+  const WaitStatus status = sleep_until(site.probe, ready, count, [&](double seconds) {
     const std::int32_t now = a.load(std::memory_order_seq_cst);
     if (!satisfied(now, expected, cmp) && !control_->abort.load(std::memory_order_seq_cst))
       futex_sleep(cell, static_cast<std::uint32_t>(now), seconds);
@@ -192,7 +197,7 @@ WaitStatus ShmBackend::wait_cells(WaitCell* cells, std::size_t n, WaitCmp cmp, W
           slot.sleeping[b].fetch_sub(kBellSleeper, std::memory_order_seq_cst);
       }
   };
-  return sleep_until(ready, count, [&](double seconds) {
+  return sleep_until(site.probe, ready, count, [&](double seconds) {
     const std::uint32_t bell = slot.bell.load(std::memory_order_seq_cst);
     if (!ready() && !control_->abort.load(std::memory_order_seq_cst)) futex_sleep(&slot.bell, bell, seconds);
   });
