@@ -91,6 +91,9 @@ inline void fill_cells_record(WaitCellsRecord& r, const WaitSite& site, const Wa
 
 struct DebugShared;  // debug/checks.h: shared state of the debug-mode checks
 
+/// Seconds between two "still waiting" notes of one wait (after the first, at PLD_WAIT_NOTE).
+inline constexpr double kWaitNoteEvery = 30;
+
 /// How a wait ended: satisfied, at the deadline, released by the abort flag, or by its probe.
 enum class WaitStatus { Ok, Timeout, Aborted, Mismatch };
 

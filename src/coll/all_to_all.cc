@@ -20,8 +20,7 @@ void coll_all_to_all(const LocalDesc& input, const WindowDesc* input_window, con
   const trace::CollSpan span(api, target);
   const int stride = check_all_to_all(input, input_window, target, signal, core_num);
   const DomainState& d = *signal.state;
-  coll_enter(d, signal, CollKind::AllToAll, target.shape.numel(),
-             [&] { return coll_call(CollKind::AllToAll, target, signal, core_num); });
+  coll_enter(d, signal, call_key(CollKind::AllToAll, target, core_num));
   const std::size_t row_bytes = static_cast<std::size_t>(target.shape[1]) * dtype_size(target.dtype);
   if (NativeCollectives* native = native_for(d, signal))
     return native_done(native->all_to_all(input.data, own_at(d, target, 0), row_bytes, native_site(api, signal)), api,
@@ -37,11 +36,9 @@ void coll_all_to_all_v(const LocalDesc& input, const WindowDesc* input_window, c
   const trace::CollSpan span(api, target);
   check_all_to_all_v(input, input_window, target, signal, send_counts, recv_counts);
   const DomainState& d = *signal.state;
-  coll_enter(d, signal, CollKind::AllToAllV, target.shape.numel(), [&] {
-    CollCall call = coll_call(CollKind::AllToAllV, target, signal, 1);
-    call.extra = recv_counts.ref.buffer;
-    return call;
-  });
+  CallKey key = call_key(CollKind::AllToAllV, target, 1);
+  key.extra = recv_counts.ref.buffer;
+  coll_enter(d, signal, key);
   const int n = d.nranks(), me = d.rank;
   const Index max_recv = target.shape[0] / n, size = target.shape[1];
   const auto* counts = reinterpret_cast<const std::int32_t*>(send_counts.data);

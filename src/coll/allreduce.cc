@@ -134,9 +134,7 @@ void coll_allreduce(const WindowDesc& target, const WindowDesc& signal, const Al
   const int stride = check_allreduce(target, signal, options);
   const DomainState& d = *signal.state;
   const Index count = target.shape.numel();
-  coll_enter(d, signal, CollKind::Allreduce, count, [&] {
-    return coll_call(CollKind::Allreduce, target, signal, options.core_num, options.op, options.mode);
-  });
+  coll_enter(d, signal, call_key(CollKind::Allreduce, target, options.core_num, options.op, options.mode));
   if (d.nranks() == 1 || count == 0) return;
   if (NativeCollectives* native = native_for(d, signal))
     return native_done(native->allreduce(own_at(d, target, 0), static_cast<std::size_t>(count), target.dtype,

@@ -16,12 +16,9 @@ void coll_barrier(const WindowDesc& signal) {
   const trace::CollSpan span(api, signal);
   check_barrier(signal);
   const DomainState& d = *signal.state;
-  coll_enter(d, signal, CollKind::Barrier, 0, [&] {
-    CollCall call;
-    call.kind = CollKind::Barrier;
-    call.signal = signal.ref.buffer;
-    return call;
-  });
+  CallKey key;
+  key.kind = CollKind::Barrier;
+  coll_enter(d, signal, key);
   if (d.nranks() == 1) return;
   if (NativeCollectives* native = native_for(d, signal))
     return native_done(native->barrier(native_site(api, signal)), api, d);

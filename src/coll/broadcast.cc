@@ -28,11 +28,9 @@ void coll_broadcast(const WindowDesc& target, const WindowDesc& signal, int root
   const int stride = check_broadcast(target, signal, root, core_num);
   const DomainState& d = *signal.state;
   const Index count = target.shape.numel();
-  coll_enter(d, signal, CollKind::Broadcast, count, [&] {
-    CollCall call = coll_call(CollKind::Broadcast, target, signal, core_num);
-    call.root = root;
-    return call;
-  });
+  CallKey key = call_key(CollKind::Broadcast, target, core_num);
+  key.root = root;
+  coll_enter(d, signal, key);
   if (d.nranks() == 1 || count == 0) return;
   const std::size_t esz = elem_bytes(target.dtype);
   const std::size_t bytes = static_cast<std::size_t>(count) * esz;

@@ -162,11 +162,12 @@ void check_all_to_all_v(const LocalDesc& input, const WindowDesc* input_window, 
                          ((send_counts.shape.size() == 1 && send_counts.shape[0] == n) ||
                           (send_counts.shape.size() == 2 && send_counts.shape[0] == n && send_counts.shape[1] == 1));
   if (!counts_ok)
-    throw UsageError(fmt::format("all_to_all_v: send_counts has shape {}; it must be INT32 [{}] or [{}, 1]",
-                                 send_counts.shape.str(), n, n));
+    throw UsageError(fmt::format("all_to_all_v: send_counts is {} {}; it must be INT32 [{}] or [{}, 1]{}",
+                                 dtype_name(send_counts.dtype), send_counts.shape.str(), n, n,
+                                 send_counts.dtype == DType::INT32 ? "" : " (convert the counts to int32)"));
   if (!(recv_counts.dtype == DType::INT32 && recv_counts.shape == Dims{n, 1}))
-    throw UsageError(fmt::format("all_to_all_v: recv_counts '{}' has shape {}; it must be an INT32 window [{}, 1]",
-                                 name_of(recv_counts), recv_counts.shape.str(), n));
+    throw UsageError(fmt::format("all_to_all_v: recv_counts '{}' is {} {}; it must be an INT32 window [{}, 1]",
+                                 name_of(recv_counts), dtype_name(recv_counts.dtype), recv_counts.shape.str(), n));
 }
 
 void check_send_counts(const std::int32_t* counts, int nranks, Index max_recv) {

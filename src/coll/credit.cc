@@ -21,6 +21,10 @@ CreditBarrier::CreditBarrier(const char* api, const DomainState& domain, const W
 
 void CreditBarrier::sync() {
   ++g_;
+  // The match check on lane 0: the record goes out before the first arrival, the next rank's is
+  // compared before the second (it is in this call until this rank arrives there).
+  if (column_ == 0 && g_ == 1) publish_call(d_, signal_);
+  if (column_ == 0 && g_ == 2) check_next_call(api_, d_, signal_);
   Backend& be = *d_.backend;
   for (int k = 1; k < n_; ++k) {  // staggered: rank r starts with r + 1
     const int p = (me_ + k) % n_;
@@ -45,8 +49,7 @@ void CreditBarrier::sync() {
                              "the same order");
     throw AbortedError(what + ": released because another rank failed");
   }
-  // After the first barrier every peer is in this call: lane 0 compares the next rank's call.
-  if (g_ == 1 && column_ == 0) check_next_call(api_, d_, signal_);
+  if (column_ == 0 && g_ == 1) prefetch_next_call(d_, signal_);  // the line arrives while the body runs
 }
 
 void CreditBarrier::finish() {

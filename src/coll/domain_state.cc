@@ -19,7 +19,7 @@ std::unique_ptr<CollDomainState> make_state(const DomainState& d) {
       s->ll_staging = static_cast<std::int64_t>(b);
       s->ll_epochs.assign(d.buffers[b].bytes / ll_channel_bytes(d.members.size()), 0);
       s->ll_barrier_epochs.assign(s->ll_epochs.size(), 0);
-      s->calls.assign(s->ll_epochs.size(), 0);
+      s->calls.assign(s->ll_epochs.size(), CurrentCall{});
     }
   const int n = d.nranks();
   s->match = s->ll_staging >= 0 && s->direct && n > 1;

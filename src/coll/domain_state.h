@@ -3,13 +3,37 @@
 // the host starts afresh, like its (zero-filled) staging window.
 #pragma once
 
+#include "backend/op_history.h"
 #include "coll/tuning.h"
 #include "rank/runtime.h"
+
+#include <pld/collectives.hpp>
 
 #include <cstdint>
 #include <vector>
 
 namespace pld::detail {
+
+/// A collective call as the match check sees it (coll/match.h): what every rank of the domain
+/// must pass alike. `shape` points at the target's shape, which outlives the call.
+struct CallKey {
+  CollKind kind = CollKind::None;
+  DType dtype = DType::INT32;
+  ReduceOp op = ReduceOp::Sum;
+  AllreduceMode mode = AllreduceMode::Auto;
+  std::int32_t root = -1;
+  std::int32_t core_num = 1;
+  std::uint32_t target = UINT32_MAX, extra = UINT32_MAX;  // buffer ids in the domain
+  Index count = 0;
+  const Dims* shape = nullptr;
+};
+
+/// This rank's current call on one staging channel: its token (sequence << 32 | signature, the
+/// word LL lines carry) and its key, published into the channel's call record on demand.
+struct CurrentCall {
+  std::uint64_t token = 0;
+  CallKey key;
+};
 
 struct CollDomainState {
   // Every member's heap is load/store addressable here and PLD_COLL_RMA does not force RMA: the
@@ -23,9 +47,9 @@ struct CollDomainState {
   std::vector<std::uint32_t> ll_epochs;
   std::vector<std::uint32_t> ll_barrier_epochs;
   // The match check (coll/match.h): whether it runs (a staging window, direct peers, more than
-  // one rank), and per channel this rank's current call token (sequence << 32 | signature).
+  // one rank), and per channel this rank's current call.
   bool match = false;
-  std::vector<std::uint64_t> calls;
+  std::vector<CurrentCall> calls;
   // The largest broadcast (bytes) the root pushes straight into the peers' windows between two LL
   // barriers (only where PLD_BROADCAST_PUSH_MAX was set or tuned, coll/tuning.h), and through
   // the LL staging slots (at most kLLMaxBytes): (P - 1) x the target within PLD_BROADCAST_PUSH_MAX

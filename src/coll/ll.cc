@@ -199,14 +199,16 @@ void ll_push_broadcast(const char* api, const DomainState& d, const WindowDesc& 
   // Both barriers run on every rank whatever it takes the root to be, so the flags keep the LL
   // barrier's ordering (no rank is two epochs ahead of a flag's reader); ranks that disagree on
   // the root fail the match check after the first.
+  publish_call(d, signal);     // the match check (coll/match.h)
   ll_barrier(api, d, signal);  // every rank is in the call: every target is free
-  check_next_call(api, d, signal);
+  prefetch_next_call(d, signal);
   if (d.rank == root) {
     const int n = d.nranks();
     const std::size_t bytes = static_cast<std::size_t>(target.shape.numel()) * elem_bytes(target.dtype);
     const std::byte* mine = own_at(d, target, 0);
     for (int k = 1; k < n; ++k) std::memcpy(window_at(api, d, (d.rank + k) % n, target, 0), mine, bytes);
   }
+  check_next_call(api, d, signal);
   ll_barrier(api, d, signal);  // the root's flags release its copies
 }
 

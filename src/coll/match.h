@@ -1,21 +1,23 @@
 // The collectives' always-on match check: ranks of a comm domain that are in different
 // collectives, or in the same one with different arguments, fail with a UsageError that names
-// both ranks and both calls — without debug mode, at a cost of a few stores per call.
+// both ranks and both calls — without debug mode, at the cost of a hash per call.
 //
 // Every rank numbers its collectives per staging channel (the channel of the signal's buffer,
 // coll/ll.cc): call k = 1, 2, ..., whatever its kind, the same sequence on every member. On entry
-// it publishes its call record in its own channel: one line, the descriptor in words 1-7 (packed
-// as debug mode packs it) and in word 0 the token k << 32 | signature, a 32-bit hash of the
-// descriptor, stored last with release (a sequence lock: readers re-read word 0). It is read in
-// three places:
-//   * the LL data calls carry the signature in every line's token next to the epoch (coll/ll.cc):
-//     a line with this call's epoch and another signature comes from a peer in another call;
-//   * the two-credit collectives and the pushed broadcast compare the next rank's token after
-//     their first barrier, when it is that rank's token of this call (it cannot leave the call
-//     before this rank arrives at the second barrier);
-//   * every collective wait probes every peer's token once it sleeps (WaitProbe): a peer whose
-//     call k has another signature is in another collective — calls whose protocols differ stall
-//     each other instead of completing.
+// it computes the call's token, k << 32 | a 32-bit signature of its key (kind, dtype, size, op,
+// mode, root, core_num, buffers), and keeps it with the key in rank-local memory. Where peers
+// must read it, it is published as the rank's call record in its own channel: one line, the key
+// in words 1-7 and the token in word 0, stored last with release (a sequence lock: readers
+// re-read word 0). Three places compare calls:
+//   * the LL data calls carry the token in every line (coll/ll.cc): a line with this call's epoch
+//     and another signature comes from a peer in another call — no record is needed to see it;
+//   * the two-credit collectives and the pushed broadcast publish their record before their first
+//     barrier, prefetch the next rank's after it, and compare before their second: that rank is
+//     in this call then (it cannot leave it before this rank arrives at the second barrier), and
+//     the line came in while the call worked;
+//   * every collective wait, once it sleeps, publishes this rank's record and probes every peer's
+//     (WaitProbe): calls whose protocols differ stall each other instead of completing, and each
+//     side finds the other's record of the same number with another signature.
 // The check runs where the domain has a staging channel for the signal and its peers' windows
 // are memory (the shm backend, mpi on one node). Debug mode (PLD_DEBUG=1) compares every call on
 // every rank before it starts, on every backend.
@@ -30,56 +32,106 @@
 
 namespace pld::detail {
 
-/// Publishes `call` as this rank's next call record on the signal's channel (needs s.match and a
-/// channel for the buffer).
-void publish_call(const DomainState& d, CollDomainState& s, std::uint32_t buffer, const CollCall& call);
+/// The key of a collective on `target`.
+inline CallKey call_key(CollKind kind, const WindowDesc& target, int core_num, ReduceOp op = ReduceOp::Sum,
+                        AllreduceMode mode = AllreduceMode::Auto) {
+  CallKey k;
+  k.kind = kind;
+  k.dtype = target.dtype;
+  k.op = op;
+  k.mode = mode;
+  k.core_num = core_num;
+  k.target = target.ref.buffer;
+  k.count = target.shape.numel();
+  k.shape = &target.shape;
+  return k;
+}
 
-/// Entry of every collective: one op-history record, the call record where the match check runs,
-/// and debug mode's check and the coll log line where they are on. `make()` builds the descriptor.
-template <class MakeCall>
-void coll_enter(const DomainState& d, const WindowDesc& signal, CollKind kind, Index count, MakeCall&& make) {
-  d.backend->record_op(OpKind::Collective, static_cast<std::uint8_t>(kind), -1, saturate(count), signal.ref.domain,
-                       signal.ref.buffer, signal.ref.offset, nullptr);
+/// The key's 32-bit signature: a few multiplies, every field mixed into every bit.
+inline std::uint32_t call_signature(const CallKey& k) {
+  const std::uint64_t a = static_cast<std::uint64_t>(k.kind) | static_cast<std::uint64_t>(k.dtype) << 8 |
+                          static_cast<std::uint64_t>(k.op) << 16 | static_cast<std::uint64_t>(k.mode) << 24 |
+                          static_cast<std::uint64_t>(static_cast<std::uint16_t>(k.core_num)) << 32 |
+                          static_cast<std::uint64_t>(static_cast<std::uint32_t>(k.root)) << 40;
+  const std::uint64_t b = k.target | static_cast<std::uint64_t>(k.extra) << 32;
+  std::uint64_t h = a * 0x9e3779b97f4a7c15ull ^ b * 0xc2b2ae3d27d4eb4full ^
+                    static_cast<std::uint64_t>(k.count) * 0x165667b19e3779f9ull;
+  h ^= h >> 31;
+  h *= 0xff51afd7ed558ccdull;
+  return static_cast<std::uint32_t>(h >> 32);
+}
+
+/// The descriptor of a key (debug mode's check and the coll log line).
+CollCall coll_call(const CallKey& key, const WindowDesc& signal);
+
+/// Entry of every collective: one op-history record, this rank's current call where the match
+/// check runs (a hash and a few rank-local stores), and debug mode's check and the coll log line
+/// where they are on.
+inline void coll_enter(const DomainState& d, const WindowDesc& signal, const CallKey& key) {
+  d.backend->record_op(OpKind::Collective, static_cast<std::uint8_t>(key.kind), -1, saturate(key.count),
+                       signal.ref.domain, signal.ref.buffer, signal.ref.offset, nullptr);
   CollDomainState& s = coll_state(d);
-  const bool record = s.match && signal.ref.buffer < s.calls.size();
-  const bool checked = debug_checks() || collective_logging();
-  if (!record && !checked) return;
-  const CollCall call = make();
-  if (record) publish_call(d, s, signal.ref.buffer, call);
-  if (checked) collective_check(d, call);
+  if (s.match && signal.ref.buffer < s.calls.size()) {
+    CurrentCall& c = s.calls[signal.ref.buffer];
+    c.token = ((c.token >> 32) + 1) << 32 | call_signature(key);
+    c.key = key;
+  }
+  if (debug_checks() || collective_logging()) [[unlikely]]
+    collective_check(d, coll_call(key, signal));
 }
 
 /// This rank's current call token on the signal's channel (0 where the match check does not run).
 inline std::uint64_t call_token(const DomainState& d, const WindowDesc& signal) {
   const CollDomainState& s = coll_state(d);
-  return s.match && signal.ref.buffer < s.calls.size() ? s.calls[signal.ref.buffer] : 0;
+  return s.match && signal.ref.buffer < s.calls.size() ? s.calls[signal.ref.buffer].token : 0;
 }
 
-/// Throws the mismatch UsageError: this rank's call and domain rank `peer`'s, and what differs.
+/// Publishes this rank's current call on the signal's channel as its call record (no-op where
+/// the check does not run).
+void publish_call(const DomainState& d, const WindowDesc& signal);
+
+/// Throws the mismatch UsageError: this rank's call and domain rank `peer`'s, and what differs
+/// (after publishing this rank's record and waiting briefly for the peer's).
 [[noreturn]] void call_mismatch_failed(const char* api, const DomainState& d, const WindowDesc& signal, int peer);
+
+/// Heap offset of the call record on `buffer`'s channel (the same in every member's heap).
+inline std::uint64_t record_at(const DomainState& d, const CollDomainState& s, std::uint32_t buffer) {
+  return channel_of(d, s, buffer) + call_record_offset(static_cast<std::uint64_t>(d.nranks()));
+}
 
 /// The word-0 token of domain rank `rank`'s call record on `buffer`'s channel (acquire).
 inline std::uint64_t peer_token(const DomainState& d, const CollDomainState& s, std::uint32_t buffer, int rank) {
-  const std::byte* heap = d.windows_in[static_cast<std::size_t>(rank)];
-  const auto* word = reinterpret_cast<const std::uint64_t*>(heap + channel_of(d, s, buffer) +
-                                                            call_record_offset(static_cast<std::uint64_t>(d.nranks())));
+  const auto* word =
+      reinterpret_cast<const std::uint64_t*>(d.windows_in[static_cast<std::size_t>(rank)] + record_at(d, s, buffer));
   return std::atomic_ref<const std::uint64_t>(*word).load(std::memory_order_acquire);
 }
 
-/// After a collective's first barrier: throws when the next rank's call of the same number is
-/// another one. One load of a line the next rank wrote on entry.
+/// The next domain rank (the one the two-credit collectives compare with).
+inline int next_rank(const DomainState& d) {
+  return d.rank + 1 == d.nranks() ? 0 : d.rank + 1;
+}
+
+/// After a collective's first barrier: starts bringing the next rank's call record in.
+inline void prefetch_next_call(const DomainState& d, const WindowDesc& signal) {
+  const CollDomainState& s = coll_state(d);
+  if (s.match && signal.ref.buffer < s.calls.size())
+    __builtin_prefetch(d.windows_in[static_cast<std::size_t>(next_rank(d))] + record_at(d, s, signal.ref.buffer));
+}
+
+/// Before a collective's second barrier: throws when the next rank's call of the same number
+/// (published before its first barrier) is another one.
 inline void check_next_call(const char* api, const DomainState& d, const WindowDesc& signal) {
   const std::uint64_t mine = call_token(d, signal);
   if (mine == 0) return;
-  const int next = d.rank + 1 == d.nranks() ? 0 : d.rank + 1;
+  const int next = next_rank(d);
   const std::uint64_t theirs = peer_token(d, coll_state(d), signal.ref.buffer, next);
   if ((theirs >> 32) == (mine >> 32) && theirs != mine) [[unlikely]]
     call_mismatch_failed(api, d, signal, next);
 }
 
-/// The probe of a collective's waits on `signal`: true once some peer's call of this rank's
-/// number has another signature (that peer in peer()). get() is nullptr where the check does not
-/// run.
+/// The probe of a collective's waits on `signal`: publishes this rank's record, then returns true
+/// once some peer's call of this rank's number has another signature (that peer in peer()).
+/// get() is nullptr where the check does not run.
 class MatchProbe {
  public:
   MatchProbe(const DomainState& d, const WindowDesc& signal);
@@ -91,7 +143,7 @@ class MatchProbe {
  private:
   static bool check(void* self);
   const DomainState& d_;
-  std::uint32_t buffer_;
+  const WindowDesc& signal_;
   std::uint64_t mine_;
   int peer_ = -1;
   WaitProbe probe_;

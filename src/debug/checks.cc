@@ -47,8 +47,6 @@ std::uint64_t stamp_of(std::uint32_t epoch, std::uint32_t domain, std::uint32_t 
          ((static_cast<std::uint64_t>(domain) & 0xfffff) << 20) | (static_cast<std::uint64_t>(seq) & 0xfffff);
 }
 
-}  // namespace
-
 void pack_call(const CollCall& c, std::uint64_t w[8]) {
   const int nd = std::min(c.shape.size(), 4);
   w[1] = static_cast<std::uint64_t>(c.kind) | (static_cast<std::uint64_t>(c.dtype) << 8) |
@@ -75,8 +73,6 @@ CollCall unpack_call(const std::uint64_t w[8]) {
   for (int i = 0; i < nd; ++i) c.shape.push_back(static_cast<Index>(w[4 + i]));
   return c;
 }
-
-namespace {
 
 void publish(DebugShared::CollRing& ring, std::uint64_t stamp, const CollCall& c) {
   std::uint64_t w[8];

@@ -91,24 +91,6 @@ struct CollCall {
   Dims shape;                                                         // the target's (first four extents compared)
 };
 
-/// The descriptor of a collective on `target` (kind, dtype, shape, signal, core_num, op, mode).
-inline CollCall coll_call(CollKind kind, const WindowDesc& target, const WindowDesc& signal, int core_num,
-                          ReduceOp op = ReduceOp::Sum, AllreduceMode mode = AllreduceMode::Auto) {
-  CollCall c;
-  c.kind = kind;
-  c.dtype = target.dtype;
-  c.shape = target.shape;
-  c.target = target.ref.buffer;
-  c.signal = signal.ref.buffer;
-  c.core_num = core_num;
-  c.op = static_cast<std::uint8_t>(op);
-  c.mode = static_cast<std::uint8_t>(mode);
-  return c;
-}
-
-/// The descriptor in eight words (w[0] is left to the caller: a stamp or a sequence), and back.
-void pack_call(const CollCall& c, std::uint64_t w[8]);
-CollCall unpack_call(const std::uint64_t w[8]);
 /// "allreduce(target 'x' fp32 [8], signal 's', op Sum, mode Auto, core_num 1)".
 std::string describe_call(const CollCall& c, const DomainState& d);
 /// What two descriptors differ in ("collective", "size", "root", ...); empty when they match.

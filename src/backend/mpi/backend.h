@@ -88,9 +88,12 @@ class MpiBackend final : public BackendProcess {
   void fence() override;
   /// Makes this process's stores into its own windows visible to RMA, and RMA updates to its loads.
   void sync_local();
-  void set_wait_policy(double timeout, std::int64_t spin) {
+  /// The waits' deadline, spin rounds, and when a wait prints its first "still waiting" note
+  /// (0: never; then every kWaitNoteEvery seconds).
+  void set_wait_policy(double timeout, std::int64_t spin, double note) {
     wait_timeout_ = timeout;
     wait_spin_ = spin;
+    wait_note_ = note;
   }
   double wait_timeout() const { return wait_timeout_; }
   /// Releases every wait of every rank (theirs return Aborted): sets each rank's abort word.
@@ -253,6 +256,7 @@ class MpiBackend final : public BackendProcess {
   bool measured_progress_ = false;  // what the start-up probe found
   std::string progress_setting_;    // PLD_MPI_PROGRESS: auto, passive or poll
   double wait_timeout_ = 300;
+  double wait_note_ = 0;
   std::int64_t wait_spin_ = 0;
   std::string osc_, description_;
   MpiWaitRecord ended_wait_;  // guarded by mutex_

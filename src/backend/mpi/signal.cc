@@ -43,6 +43,23 @@ bool satisfied(std::int32_t value, std::int32_t expected, WaitCmp cmp) {
 constexpr std::chrono::milliseconds kYieldBudget{2};
 constexpr std::chrono::milliseconds kProbeInterval{20};  // between two runs of a wait's probe
 
+std::chrono::steady_clock::duration seconds(double s) {
+  return std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(s));
+}
+
+// The "still waiting" note of a wait that has lasted `waited`: one line on stderr.
+template <class Awaited>
+void note_wait(const MpiBackend& e, const WaitSite& site, std::chrono::steady_clock::duration waited,
+               Awaited&& awaited) {
+  char what[256];
+  const int n = awaited(what, sizeof what);
+  std::fprintf(stderr,
+               "pld: rank %d still waiting after %.0f s%s%s %.*s (the deadline is at %.0f s: PLD_WAIT_TIMEOUT)\n",
+               e.rank(), std::chrono::duration<double>(waited).count(), site.what ? " in " : "",
+               site.what ? site.what : "", std::max(0, std::min<int>(n, sizeof what - 1)), what, e.wait_timeout());
+  std::fflush(stderr);
+}
+
 // What this rank is waiting on, formatted when a wait leaves its spin phase, for the line the
 // SIGTERM handler writes when mpirun ends the job (a peer died or aborted): async-signal-safe
 // write(2) of a preformatted buffer.
@@ -179,7 +196,7 @@ template <class Ready, class Record, class Awaited>
 WaitStatus MpiWindow::poll_until(Ready&& ready, Record&& record, const WaitSite& site, Awaited&& awaited) {
   const MpiBackend& e = engine_;
   using Clock = std::chrono::steady_clock;
-  Clock::time_point start{}, deadline{}, next_probe{};
+  Clock::time_point start{}, deadline{}, next_probe{}, next_note{};
   auto nap = std::chrono::microseconds(10);
   WaitStatus status = WaitStatus::Ok;
   // A call whose windows are all shared needs no MPI progress to see a notify: its spin phase is
@@ -224,6 +241,10 @@ WaitStatus MpiWindow::poll_until(Ready&& ready, Record&& record, const WaitSite&
     if (now >= deadline) {
       status = WaitStatus::Timeout;
       break;
+    }
+    if (e.wait_note_ > 0 && e.wait_note_ < e.wait_timeout_ && now >= next_note) {
+      if (next_note != Clock::time_point{}) note_wait(e, site, now - start, awaited);
+      next_note = (next_note == Clock::time_point{} ? start + seconds(e.wait_note_) : now + seconds(kWaitNoteEvery));
     }
     if (site.probe && now - start >= kYieldBudget && now >= next_probe) {
       if ((*site.probe)()) {

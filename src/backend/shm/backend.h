@@ -43,8 +43,9 @@ struct alignas(64) RankSlot {
   std::int32_t wait_expected = 0;
   std::uint64_t wait_offset = 0;  // byte offset of the cell in the rank's own heap
   std::int64_t wait_offsets[kMaxDims] = {};
-  std::int32_t wait_writer = -1;  // world rank that the protocol says writes the cell, or -1
-  char wait_what[24] = {};        // the collective waiting, or "" for a kernel wait
+  std::int32_t wait_writer = -1;   // world rank that the protocol says writes the cell, or -1
+  char wait_what[24] = {};         // the collective waiting, or "" for a kernel wait
+  std::int64_t wait_since_ns = 0;  // when the wait left its spin phase (steady clock)
   // Waits on several cells (wait_cells) sleep on the doorbell, which a change of one of their
   // cells rings (their buckets count kBellSleeper).
   std::atomic<std::uint32_t> bell{0};

@@ -97,6 +97,7 @@ void ShmBackend::publish_wait(std::uint64_t offset, std::int32_t expected, WaitC
   std::size_t w = 0;
   for (const char* c = site.what; c && *c && w + 1 < sizeof slot.wait_what; ++c) slot.wait_what[w++] = *c;
   slot.wait_what[w] = '\0';
+  slot.wait_since_ns = std::chrono::steady_clock::now().time_since_epoch().count();
   slot.state.store(static_cast<std::uint32_t>(RankState::Waiting), std::memory_order_seq_cst);
 }
 
