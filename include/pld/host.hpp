@@ -249,7 +249,13 @@ class PLD_API Host {
   /// program order.
   template <class F, class... A>
   void dispatch(int rank, F&& kernel, A&&... args) {
-    dispatch_fn(rank, +kernel, std::forward<A>(args)...);
+    if constexpr (requires(std::remove_reference_t<F> & f) { +f; })
+      dispatch_fn(rank, +kernel, std::forward<A>(args)...);
+    else
+      static_assert(sizeof(F) == 0,
+                    "pld::Host::dispatch: the kernel must be a function or a lambda without captures (a rank runs "
+                    "it in another process, where the host's captured variables do not exist); pass what the "
+                    "lambda captures as dispatch arguments instead");
   }
 
   /// Runs `fn(args...)` on the host (the model's sub-worker) between rank dispatches: after every

@@ -52,6 +52,20 @@ class Tensor {
                   block_offset_ + static_cast<std::uint64_t>(i * stride) * sizeof(T));
   }
 
+  /// Rows [begin, end) of the leading dimension: `t.rows(2, 5)` of a `[8, 16]` tensor is a
+  /// `[3, 16]` view of rows 2, 3 and 4 (`0 <= begin <= end <= size(0)`).
+  Tensor rows(Index begin, Index end) const {
+    if (shape_.size() == 0 || begin < 0 || begin > end || end > shape_[0])
+      detail::throw_usage("Tensor::rows: rows [" + std::to_string(begin) + ", " + std::to_string(end) +
+                          ") of a tensor of shape " + shape_.str() + "; need 0 <= begin <= end <= " +
+                          (shape_.size() ? std::to_string(shape_[0]) : std::string("its leading extent")));
+    Dims sub = shape_;
+    sub[0] = end - begin;
+    const Index stride = shape_.drop_front().numel();
+    return Tensor(data_ + begin * stride, sub, block_,
+                  block_offset_ + static_cast<std::uint64_t>(begin * stride) * sizeof(T));
+  }
+
   /// Checked element access: `t.at({r, c})`.
   T& at(const Dims& index) const { return data_[detail::linear_index("Tensor::at", index, shape_)]; }
   template <class... I>
@@ -155,6 +169,8 @@ class HostTensor {
   Tensor<T> view() const { return view_; }
   operator Tensor<T>() const { return view_; }
   Tensor<T> operator[](Index i) const { return view_[i]; }
+  /// Rows [begin, end) of the leading dimension as a view (dispatchable, like view()).
+  Tensor<T> rows(Index begin, Index end) const { return view_.rows(begin, end); }
   /// Checked element access: `t.at({r, c})` or `t(r, c)`.
   T& at(const Dims& index) const { return view_.at(index); }
   template <class... I>

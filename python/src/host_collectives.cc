@@ -44,12 +44,18 @@ void bind_host_reductions(py::class_<PyHost>& host) {
       "barrier",
       [](const PyHost& h, py::handle signal, py::object domain) {
         Host& host = h.get("Host.barrier");
+        if (py::isinstance<PyDomain>(signal)) {  // h.barrier(d): the domain given by position
+          if (!domain.is_none())
+            throw UsageError("Host.barrier: a domain given twice (by position and as domain=); give it once");
+          return host.barrier(signal.cast<const PyDomain&>().domain);
+        }
         if (auto s = signal_opt(signal, "Host.barrier")) return host.barrier(*s);
         if (!domain.is_none()) return host.barrier(domain.cast<const PyDomain&>().domain);
         host.barrier();
       },
       py::arg("signal") = py::none(), py::kw_only(), py::arg("domain") = py::none(),
-      "Barrier of the signal's (or domain's, or the world's) members.");
+      "Barrier of the signal's (or domain's, or the world's) members: h.barrier(), h.barrier(signal), "
+      "h.barrier(domain) or h.barrier(domain=domain).");
   host.def(
       "allreduce",
       [](const PyHost& h, py::handle target, py::handle signal, py::handle op_in, py::handle mode_in, int core_num,

@@ -1,5 +1,5 @@
 // pld.HostTensor: an array in pld's shared memory that every rank sees (zero-copy numpy through
-// .numpy(), numpy.asarray or the buffer protocol); t[r] is rank r's slice. The constructors beyond
+// .numpy(), numpy.asarray or the buffer protocol); t[r] is rank r's slice, t[a:b] a row range. The constructors beyond
 // zeros (arange, full, from_numpy, random) are written in Python over these (python/pld/_host.py).
 #include "bindings.h"
 
@@ -59,6 +59,27 @@ HostTensor slice(const HostTensor& t, Index i) {
   return s;
 }
 
+// t[a:b]: rows [a, b) of the leading dimension as a view (numpy's clamping of the bounds; only
+// step 1, which keeps the view contiguous).
+HostTensor row_range(const HostTensor& t, const py::slice& range) {
+  const Index rows = t.shape.size() ? t.shape[0] : 0;
+  py::ssize_t start = 0, stop = 0, step = 0, length = 0;
+  if (t.shape.size() == 0 || !range.compute(static_cast<py::ssize_t>(rows), &start, &stop, &step, &length))
+    throw UsageError(fmt::format("HostTensor[a:b]: a tensor of shape {} has no rows to slice", t.shape.str()));
+  if (step != 1)
+    throw UsageError(
+        fmt::format("HostTensor[a:b:{}]: only contiguous row ranges (step 1) are views of shared "
+                    "memory; copy with numpy (t.numpy()[a:b:step]) for a strided selection",
+                    step));
+  HostTensor s;
+  s.block = t.block;
+  s.shape = t.shape;
+  s.shape[0] = static_cast<Index>(length);
+  s.dtype = t.dtype;
+  s.offset = t.offset + static_cast<std::uint64_t>(start * t.shape.drop_front().numel()) * dtype_size(t.dtype);
+  return s;
+}
+
 }  // namespace
 
 void bind_host_tensor(py::module_& m) {
@@ -79,6 +100,8 @@ void bind_host_tensor(py::module_& m) {
       .def_property_readonly("nbytes", [](const HostTensor& t) { return t.bytes(); })
       .def("__len__", [](const HostTensor& t) { return t.shape.size() ? t.shape[0] : 0; })
       .def("__getitem__", &slice, py::arg("i"), "Rank i's slice: the tensor without its leading dimension.")
+      .def("__getitem__", &row_range, py::arg("rows"),
+           "Rows [a, b) of the leading dimension (t[a:b]): a view of the same shared memory.")
       .def(
           "numpy",
           [](py::handle self) {

@@ -75,6 +75,7 @@ GroupOptions group_options(const DistributedConfig& config) {
   o.heap_bytes = (o.heap_bytes + 4095) / 4096 * 4096;
   o.huge_pages = setting_int(Setting::HugePages) != 0;
   o.wait_timeout = config.wait_timeout > 0 ? config.wait_timeout : setting_seconds(Setting::WaitTimeout);
+  o.wait_note = setting_seconds(Setting::WaitNote);
   o.wait_spin = setting_int(Setting::WaitSpin);
   o.startup_timeout = setting_seconds(Setting::StartupTimeout);
   o.swimlane = config.swimlane || setting_int(Setting::Swimlane) != 0;

@@ -26,6 +26,7 @@ struct GroupOptions {
   std::uint64_t heap_bytes = 0;
   bool huge_pages = true;  // PLD_HUGE_PAGES: madvise the shm heaps for transparent huge pages
   double wait_timeout = 0;
+  double wait_note = 0;  // PLD_WAIT_NOTE: first "still waiting" note (s), 0 none
   std::int64_t wait_spin = 0;
   double startup_timeout = 30;
   bool swimlane = false;

@@ -329,5 +329,33 @@ TEST_F(DebugMode, WaitSatisfiedByAnEarlierCallWarns) {
   std::filesystem::remove_all(dir);
 }
 
+// A wait that lasts past PLD_WAIT_NOTE prints a one-line note naming the rank, the cell and the
+// deadline, long before the deadline (here: a note at 1 s of a wait with a 4 s deadline).
+void wait_for_nobody(DistributedTensor<std::int32_t> sig) {
+  auto ctx = get_comm_ctx(sig);
+  system::wait(sig, {rank(ctx), 0}, 1, WaitCmp::Ge);
+}
+
+TEST(WaitNote, ALongWaitPrintsStillWaitingBeforeTheDeadline) {
+  PLD_REQUIRE_RANKS(2);
+  setenv("PLD_WAIT_NOTE", "1", 1);
+  testing::internal::CaptureStderr();
+  bool timed_out = false;
+  try {
+    run(ranks(2, 4), [](Host& h) {
+      auto b = h.alloc_window_buffer({2, 1}, DType::INT32, "quiet");
+      for (int r = 0; r < 2; ++r) h.dispatch(r, wait_for_nobody, h.window<std::int32_t>(b, {2, 1}));
+    });
+  } catch (const RankError& e) {
+    timed_out = e.cause() == RankFailure::WaitTimeout;
+  }
+  const std::string err = testing::internal::GetCapturedStderr();
+  unsetenv("PLD_WAIT_NOTE");
+  EXPECT_TRUE(timed_out);
+  EXPECT_HAS(err, "still waiting after 1 s");
+  EXPECT_HAS(err, "'quiet'");
+  EXPECT_HAS(err, "(the deadline is at 4 s: PLD_WAIT_TIMEOUT");
+}
+
 }  // namespace
 }  // namespace pld::test

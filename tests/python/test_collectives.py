@@ -91,6 +91,9 @@ def test_host_builtins():
         h.barrier()
         h.barrier(sig)
         h.barrier(domain=h.world())
+        h.barrier(h.world())  # a domain by position, as for a signal
+        with pytest.raises(pld.UsageError, match="a domain given twice"):
+            h.barrier(h.world(), domain=h.world())
         h.allgather(local, rows, sig)
         for r in range(P):
             h.dispatch(r, read_kernel, o[r][0], a)

@@ -52,6 +52,30 @@ def test_from_numpy_copies_and_converts():
     assert len(t) == 2 and t.nbytes == 48 and t.ndim == 2 and "fp64" in repr(t)
 
 
+def fill_rows(rows, value):
+    rows[...] = value  # a kernel receives a HostTensor argument as a numpy view of its memory
+
+
+def test_row_ranges_are_views_and_dispatch():
+    t = pld.HostTensor.arange((6, 4), np.float32)
+    mid = t[2:5]
+    assert mid.shape == (3, 4) and mid.numpy()[0, 0] == 8 and mid.numpy()[2, 3] == 19
+    mid.numpy()[0, 0] = -1
+    assert t.numpy()[2, 0] == -1  # the same memory
+    assert t[4:].shape == (2, 4) and t[:0].shape == (0, 4) and t[-2:].numpy()[0, 0] == 16
+    assert t[5:99].shape == (1, 4)  # numpy's clamping
+    with pytest.raises(pld.UsageError, match=r"HostTensor\[a:b:2\]: only contiguous row ranges"):
+        t[::2]
+    out = pld.HostTensor.zeros((5, 3), np.float32)
+
+    def orch(h):
+        h.dispatch(0, fill_rows, out[0:2], 1.0)
+        h.dispatch(1, fill_rows, out[2:5], 2.0)
+
+    pld.run(pld.DistributedConfig(device_ids=[0, 1]), orch)
+    assert (out.numpy()[:2] == 1).all() and (out.numpy()[2:] == 2).all()
+
+
 def test_bfloat16_round_trip():
     values = np.array([0.0, 1.0, -2.5, 3.140625, 1e30, np.inf], np.float32)
     bits = pld.to_bfloat16(values)

@@ -2,6 +2,7 @@
 tensor.remote_store, all_to_all_v in kernels and on the host, the bitwise and set atomics, and
 remote_store of a tile's valid part."""
 import numpy as np
+import pytest
 
 import pld
 
@@ -101,3 +102,24 @@ def fill_counts(sc):
 
 def read_rows(out, recv):
     out[...] = recv.numpy()[:, 0]
+
+
+def a2av_int64_counts(send, recv, sig, recv_counts):
+    counts = np.full(P, 1, np.int64)  # numpy's default integer: the error names it
+    pld.tensor.all_to_all_v(send, recv, sig, counts, recv_counts)
+
+
+def test_all_to_all_v_counts_of_another_dtype_are_named():
+    def orch(h):
+        def view(name, shape, dt):
+            return h.window(h.alloc_window_buffer(shape, dt, name), shape, dt)
+        send = view("send", (P * R, N), np.int32)
+        recv = view("recv", (P * R, N), np.int32)
+        sig = view("sig", (P, 1), np.int32)
+        rc = view("rc", (P, 1), np.int32)
+        for r in range(P):
+            h.dispatch(r, a2av_int64_counts, send, recv, sig, rc)
+
+    with pytest.raises(pld.RankError, match=r"all_to_all_v: send_counts is int64 \[2\]; it must be INT32 \[2\] or "
+                                            r"\[2, 1\] \(convert the counts to int32\)"):
+        pld.run(pld.DistributedConfig(device_ids=[0, 1]), orch)

@@ -84,6 +84,44 @@ TEST(HostTensor, FactoriesAndViews) {
   EXPECT_THROW(HostTensor<float>({-1, 2}), UsageError);
 }
 
+TEST(HostTensor, RowRangesAreViewsOfTheSameBlock) {
+  auto t = HostTensor<float>::arange({6, 4});
+  const Tensor<float> mid = t.rows(2, 5);
+  EXPECT_EQ(mid.shape(), (Dims{3, 4}));
+  EXPECT_EQ(mid(0, 0), 8.0f);
+  EXPECT_EQ(mid(2, 3), 19.0f);
+  EXPECT_EQ(mid.block(), t.view().block());
+  EXPECT_EQ(mid.block_offset(), 8 * sizeof(float));
+  EXPECT_EQ(t.rows(6, 6).shape(), (Dims{0, 4}));  // an empty range is a valid view
+  EXPECT_EQ(mid.rows(1, 2)(0, 1), 13.0f);         // a range of a range
+  try {
+    (void)t.rows(4, 7);
+    ADD_FAILURE() << "expected a UsageError";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("Tensor::rows: rows [4, 7) of a tensor of shape [6, 4]; need 0 <= begin "
+                                         "<= end <= 6"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_THROW((void)t.rows(3, 2), UsageError);
+  EXPECT_THROW((void)t.rows(-1, 2), UsageError);
+}
+
+// A row range of a HostTensor dispatched to ranks: each rank writes its rows in place.
+void write_rows(Tensor<float> rows, float value) {
+  for (auto& x : rows.span()) x = value;
+}
+
+TEST(HostTensor, RowRangesDispatchToRanks) {
+  auto t = HostTensor<float>::zeros({5, 3});
+  run(ranks(2), [&](Host& h) {
+    h.dispatch(0, write_rows, t.rows(0, 2), 1.0f);
+    h.dispatch(1, write_rows, t.rows(2, 5), 2.0f);
+  });
+  for (Index r = 0; r < 5; ++r)
+    for (Index c = 0; c < 3; ++c) EXPECT_EQ(t(r, c), r < 2 ? 1.0f : 2.0f);
+}
+
 TEST(HostTensor, CopiesShareStorageCloneDoesNot) {
   auto a = HostTensor<float>::zeros({4});
   auto b = a;

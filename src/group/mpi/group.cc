@@ -26,7 +26,7 @@ MpiGroup::MpiGroup(const GroupOptions& options) : options_(options), backend_(&M
                     "under the mpi backend each process is one rank: give {} device ids (or start "
                     "mpirun -n {})",
                     p, fmt::join(options.device_ids, ","), backend_->world_size(), backend_->world_size(), p));
-  backend_->set_wait_policy(options.wait_timeout, options.wait_spin);
+  backend_->set_wait_policy(options.wait_timeout, options.wait_spin, options.wait_note);
   sent_.assign(static_cast<std::size_t>(p), 0);
   const std::string sync = setting_string(Setting::MpiHostSync);
   if (sync != "merge" && sync != "none")

@@ -325,6 +325,7 @@ void ShmGroup::execute(const HostSession& session) {
   } idle_at_exit{host_busy};
   for (;;) {
     report_if_asked(session, call);
+    note_long_waits(session, call);
     for (int r = 0; r < world_size(); ++r) pump_sends(r);
     mailbox_->ring_bell();
     const bool busy = fill_poll_set(call);

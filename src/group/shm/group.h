@@ -89,6 +89,10 @@ class ShmGroup final : public ProcessGroup {
     std::vector<std::uint64_t> first_dispatch;  // swimlanes: each rank's first dispatch of this call
     std::vector<pollfd> pfds;                   // the ranks' sockets (hang-ups)
     std::vector<std::uint64_t> want;            // per rank: the reply count the sleeping host waits for
+    // "Still waiting" notes (note_long_waits): when to look next, and per rank the wait noted
+    // last (its start) and how many notes it got.
+    std::chrono::steady_clock::time_point next_wait_look{};
+    std::vector<std::pair<std::int64_t, int>> noted;
   };
 
   // lifecycle.cc
@@ -131,6 +135,9 @@ class ShmGroup final : public ProcessGroup {
   // report.cc
   /// Prints the hang report when SIGUSR1 arrived since the last look.
   void report_if_asked(const HostSession& session, Call& call) const;
+  /// Prints a one-line note for every rank whose wait has lasted PLD_WAIT_NOTE seconds, and
+  /// again every kWaitNoteEvery seconds, until the deadline.
+  void note_long_waits(const HostSession& session, Call& call) const;
   std::string wait_report(const HostSession& session) const;
   /// Every rank's state, wait, expected writers and last operations, the wait-for graph and its
   /// verdict (group/hang_report.h), after `title`; writes the graph as DOT and names the file.

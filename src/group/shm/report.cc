@@ -13,6 +13,8 @@
 #include <cstdio>
 #include <cstring>
 
+#include <unistd.h>
+
 namespace pld::detail {
 
 namespace {
@@ -87,6 +89,52 @@ void ShmGroup::report_if_asked(const HostSession& session, Call& call) const {
   std::fprintf(stderr, "pld: %s\n", report.c_str());
   std::fflush(stderr);
   log(LogLevel::Info, LogSys::Debug, "{}", report);
+}
+
+void ShmGroup::note_long_waits(const HostSession& session, Call& call) const {
+  using Clock = std::chrono::steady_clock;
+  const double first = options_.wait_note;
+  if (first <= 0 || first >= options_.wait_timeout) return;
+  const Clock::time_point now = Clock::now();
+  if (now < call.next_wait_look) return;
+  call.next_wait_look = now + std::chrono::milliseconds(200);
+  call.noted.resize(ranks_.size(), {0, 0});
+  const ControlBlock& c = backend_->control();
+  std::vector<int> due;
+  std::vector<double> waited;
+  for (int r = 0; r < world_size(); ++r) {
+    const RankSlot& slot = c.slots[r];
+    if (static_cast<RankState>(slot.state.load(std::memory_order_acquire)) != RankState::Waiting) continue;
+    const std::int64_t since = slot.wait_since_ns;
+    const double s = std::chrono::duration<double>(now.time_since_epoch() - Clock::duration(since)).count();
+    if (s < first) continue;
+    auto& [noted_since, notes] = call.noted[static_cast<std::size_t>(r)];
+    if (noted_since != since) noted_since = since, notes = 0;
+    const int want = 1 + static_cast<int>((s - first) / kWaitNoteEvery);
+    if (notes >= want) continue;
+    notes = want;
+    due.push_back(r);
+    waited.push_back(s);
+  }
+  if (due.empty()) return;
+  std::vector<std::string> who_all;
+  std::vector<bool> alive;
+  for (int r = 0; r < world_size(); ++r) {
+    who_all.push_back(who(r));
+    alive.push_back(ranks_[static_cast<std::size_t>(r)].alive);
+  }
+  const std::vector<RankSnapshot> snap = hang_snapshot(*backend_, who_all, alive);
+  for (std::size_t i = 0; i < due.size(); ++i) {
+    const RankSnapshot& s = snap[static_cast<std::size_t>(due[i])];
+    if (s.state != RankSnapshot::State::Waiting) continue;
+    const std::string line = fmt::format(
+        "pld: {} still waiting after {:.0f} s: {} (the deadline is at {} s: PLD_WAIT_TIMEOUT; "
+        "kill -USR1 {} prints every rank's state)",
+        s.who, waited[i], describe_wait(s, session), options_.wait_timeout, getpid());
+    std::fprintf(stderr, "%s\n", line.c_str());
+    log(LogLevel::Info, LogSys::Debug, "{}", line);
+  }
+  std::fflush(stderr);
 }
 
 }  // namespace pld::detail
