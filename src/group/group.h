@@ -31,6 +31,9 @@ struct GroupOptions {
   double startup_timeout = 30;
   bool swimlane = false;
   std::string dfx_dir;
+  // Zero the windows as a call ends, each rank its own and in parallel, instead of on the host as
+  // the next call begins (a worker without persistent windows: the next call wipes them anyway).
+  bool wipe_after_call = false;
 };
 
 class ProcessGroup {

@@ -164,6 +164,7 @@ WorkerCore::WorkerCore(const DistributedConfig& config, const WorkerOptions& opt
   impl_->options = options;
   impl_->group_options = group_options(config);
   if (options.startup_timeout > 0) impl_->group_options.startup_timeout = options.startup_timeout;
+  impl_->group_options.wipe_after_call = !options.persistent;
   impl_->programs = std::move(programs);
   if (options.persistent)
     impl_->layout =

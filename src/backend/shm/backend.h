@@ -53,6 +53,8 @@ struct alignas(64) RankSlot {
   // Threads of the rank asleep on a futex, by the bucket of the cell they wait on (sleep_bucket).
   // Written only around a sleep, so the line stays in every notifier's cache.
   alignas(64) std::atomic<std::uint32_t> sleeping[kSleepBuckets] = {};
+  // Wipe messages this rank has carried out (the host waits for its count before the next call).
+  alignas(64) std::atomic<std::uint32_t> wiped{0};
 
   /// Forgets every sleeper (a rank process that died asleep leaves its counts behind).
   void forget_sleepers() {

@@ -4,6 +4,7 @@
 // the first failure into a RankError after releasing every other rank's waits.
 #include "group/shm/group.h"
 
+#include "core/futex.h"
 #include "core/log.h"
 #include "debug/checks.h"
 #include "group/report.h"
@@ -14,11 +15,13 @@
 #include "trace/trace.h"
 
 #include <fmt/format.h>
+#include <poll.h>
 #include <signal.h>
 
 #include <algorithm>
 #include <atomic>
 #include <cstring>
+#include <thread>
 
 namespace pld::detail {
 
@@ -194,6 +197,7 @@ void ShmGroup::drop_dispatches(Rank& rank) {
 }
 
 void ShmGroup::prepare_call(const HostSession& session, Call& call) {
+  await_wipes();  // first: a rank that died clearing its windows fails the check below
   for (int r = 0; r < world_size(); ++r)
     if (!ranks_[static_cast<std::size_t>(r)].alive)
       throw RankError(r, RankFailure::Exited,
@@ -203,7 +207,8 @@ void ShmGroup::prepare_call(const HostSession& session, Call& call) {
   failure_ = Failure{};
   if (debug_) debug_->get()->epoch.fetch_add(1, std::memory_order_acq_rel);
   // Windows start zero-filled: clear whatever earlier calls may have written (persistent
-  // windows: only what the session asks for).
+  // windows: only what the session asks for). With wipe_after_call the ranks did it already
+  // (await_wipes above).
   for (int r = 0; r < world_size(); ++r) {
     std::uint64_t& dirty = dirty_[static_cast<std::size_t>(r)];
     if (wipe_ && dirty) backend_->zero(r, 0, dirty);
@@ -301,6 +306,7 @@ void ShmGroup::finish_call(const HostSession& session, Call& call) {
   last_kernel_s_ = static_cast<double>(*std::max_element(kernel_ns_.begin(), kernel_ns_.end())) * 1e-9;
 
   if (failure_.rank < 0) {
+    if (options_.wipe_after_call && !debug_) send_wipes();
     if (call.callback_error) std::rethrow_exception(call.callback_error);
     return;
   }
@@ -311,6 +317,47 @@ void ShmGroup::finish_call(const HostSession& session, Call& call) {
   if (!f.report.empty()) msg += "\n" + f.report;
   log(LogLevel::Info, "{}", msg);
   throw RankError(f.rank, f.cause, msg);
+}
+
+void ShmGroup::send_wipes() {
+  for (int r = 0; r < world_size(); ++r) {
+    std::uint64_t& dirty = dirty_[static_cast<std::size_t>(r)];
+    Rank& rank = ranks_[static_cast<std::size_t>(r)];
+    if (!dirty || !rank.alive || wipe_) continue;
+    std::vector<std::byte> m = message(MessageType::Wipe);
+    put_value(m, dirty);
+    rank.queue.push_back(Outgoing{std::move(m)});
+    ++wipes_[static_cast<std::size_t>(r)];
+    dirty = 0;
+    pump_sends(r);
+  }
+  mailbox_->ring_bell();
+}
+
+void ShmGroup::await_wipes() {
+  using Clock = std::chrono::steady_clock;
+  const Clock::time_point deadline =
+      Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(options_.wait_timeout));
+  for (int r = 0; r < world_size(); ++r) {
+    std::atomic<std::uint32_t>& wiped = backend_->control().slots[r].wiped;
+    const std::uint32_t want = wipes_[static_cast<std::size_t>(r)];
+    for (int polls = 0;; ++polls) {
+      const std::uint32_t seen = wiped.load(std::memory_order_acquire);
+      if (static_cast<std::int32_t>(seen - want) >= 0 || !ranks_[static_cast<std::size_t>(r)].alive) break;
+      pump_sends(r);  // a full mailbox may have kept the Wipe on the host
+      mailbox_->ring_bell();
+      if (polls < 64) {
+        std::this_thread::yield();
+        continue;
+      }
+      pollfd p{ranks_[static_cast<std::size_t>(r)].fd, 0, 0};
+      if (poll(&p, 1, 0) > 0 && (p.revents & (POLLHUP | POLLERR))) on_death(r);
+      if (Clock::now() > deadline)
+        throw Error(fmt::format("pld: {} did not clear its windows within {} s (PLD_WAIT_TIMEOUT)", who(r),
+                                options_.wait_timeout));
+      futex_sleep(&wiped, seen, 0.01);
+    }
+  }
 }
 
 void ShmGroup::execute(const HostSession& session) {

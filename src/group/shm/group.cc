@@ -23,6 +23,7 @@ ShmGroup::ShmGroup(const GroupOptions& options) : options_(options) {
   }
   mailbox_ = std::make_unique<Mailbox>(world);
   dirty_.assign(static_cast<std::size_t>(world), 0);
+  wipes_.assign(static_cast<std::size_t>(world), 0);
   ranks_.resize(static_cast<std::size_t>(world));
   // Swimlanes: the ranks inherit the configuration at fork; stale outputs go first.
   trace::configure(trace::Config{options.swimlane, options.dfx_dir});

@@ -126,8 +126,13 @@ class ShmGroup final : public ProcessGroup {
   /// Sends `out` to rank r: its descriptor on the socket, its bytes into the mailbox. False when
   /// either has no room (retry later). Throws Error when the socket is gone.
   bool send_to(int r, Outgoing& out);
-  /// Ends the call: swimlane merge, kernel time; throws the call's failure.
+  /// Ends the call: swimlane merge, kernel time, the ranks' wipe (wipe_after_call); throws the
+  /// call's failure.
   void finish_call(const HostSession& session, Call& call);
+  /// Sends every rank whose heap may be dirty a Wipe: it zeroes its own heap while the host returns.
+  void send_wipes();
+  /// Waits until every live rank has carried out the Wipes it was sent.
+  void await_wipes();
   void on_death(int r);
   void fail(Failure failure);
   void drop_dispatches(Rank& rank);
@@ -155,6 +160,7 @@ class ShmGroup final : public ProcessGroup {
   std::int64_t gate_ = -1;
   std::vector<std::uint64_t> dirty_;  // per rank: heap bytes that may be non-zero
   bool wipe_ = false;                 // zero every dirty byte before the next call (after a loss)
+  std::vector<std::uint32_t> wipes_;  // per rank: Wipe messages sent (RankSlot::wiped counts those done)
   double last_kernel_s_ = 0;
   std::uint64_t calls_ = 0;               // calls executed (swimlane trace file names)
   std::vector<std::uint64_t> kernel_ns_;  // per rank, during the current call

@@ -43,6 +43,7 @@ void ShmGroup::fork_rank(int r) {
                     fmt::format("pld: cannot create the socket for {}: {}", who(r), std::strerror(errno)));
   const pid_t host_pid = getpid();
   mailbox_->reset(r);
+  wipes_[static_cast<std::size_t>(r)] = backend_->control().slots[r].wiped.load(std::memory_order_acquire);
   if (g_fork_hooks.prepare) g_fork_hooks.prepare();
   const pid_t pid = fork();
   if (pid != 0 && g_fork_hooks.parent) g_fork_hooks.parent();

@@ -27,6 +27,7 @@ enum class MessageType : std::uint32_t {
   DeviceWrite = 9,    // u32 id, u64 offset, u64 bytes; carries a memfd holding the bytes at 0
   DeviceRead = 10,    // u32 id, u64 offset, u64 bytes; carries a memfd to copy the bytes into at 0
   DispatchLast = 11,  // a Dispatch that is the rank's last of the call: then EndCall (saves a message)
+  Wipe = 12,          // u64 bytes: zero [0, bytes) of the rank's heap, then count it in RankSlot::wiped
 };
 
 /// Rank -> host: u32 status, u64 seq, the kernel's run time, then the error text (no terminator).

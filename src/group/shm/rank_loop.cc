@@ -4,6 +4,7 @@
 // host dies first).
 #include "backend/shm/backend.h"
 #include "core/block.h"
+#include "core/futex.h"
 #include "core/log.h"
 #include "group/report.h"
 #include "group/shm/channel.h"
@@ -185,6 +186,13 @@ void serve(int fd, int rank, ShmBackend* backend, Mailbox& mailbox, RankRuntime&
         rt.domains_clear();
         break;
       case MessageType::EndCall: rt.domains_clear(); break;
+      case MessageType::Wipe: {
+        backend->zero(rank, 0, take_value<std::uint64_t>(p));
+        std::atomic<std::uint32_t>& wiped = backend->control().slots[rank].wiped;
+        wiped.fetch_add(1, std::memory_order_release);
+        futex_wake_all(&wiped);
+        break;
+      }
       case MessageType::DeviceAlloc:
       case MessageType::DeviceFree:
       case MessageType::DeviceWrite:
