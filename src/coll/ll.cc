@@ -131,11 +131,14 @@ void await_epoch(const char* api, const DomainState& d, const WindowDesc& signal
 }
 
 // Flag [parity][source] of the LL barrier. Out of line: a flag already raised never needs it, and
-// inline its frame would cost every barrier call.
+// inline its frame would cost every barrier call. Compares the signature that came with the flag.
 [[gnu::noinline]] void await_flag(const char* api, const DomainState& d, const WindowDesc& signal, std::uint64_t offset,
-                                  std::uint32_t epoch, int parity, int source) {
+                                  std::uint32_t epoch, std::uint32_t signature, int parity, int source) {
   await_epoch(api, d, signal, offset, epoch, Dims{parity, source}, source,
               {"arrival at LL barrier", "flag", "the flag holds"});
+  const auto* sig = reinterpret_cast<const std::uint32_t*>(d.windows_in[static_cast<std::size_t>(d.rank)] + offset + 4);
+  if (std::atomic_ref<const std::uint32_t>(*sig).load(std::memory_order_relaxed) != signature)
+    call_mismatch_failed(api, d, signal, source);
 }
 
 // Whether the domain has a staging channel for the signal's buffer and direct peers: the common
@@ -147,10 +150,15 @@ bool has_channel(const DomainState& d, const WindowDesc& signal) {
 
 // The flags of one LL barrier epoch (the LL barrier and the push broadcast share the sequence):
 // raise(p) sets my flag in peer p's channel, await(s) returns once source s's flag in mine holds
-// the epoch.
+// the epoch. A flag is the epoch (bytes 0-3 of its line) and the call's signature (bytes 4-7,
+// coll/match.h), stored before the epoch's release: ranks in different calls of the same number
+// meet at a flag with another signature and fail the match check before any data moves. The
+// signature of epoch e + 2 cannot overwrite e's before its reader read it: the writer needs the
+// reader's flag of e + 1 first.
 class LLFlags {
  public:
-  LLFlags(const char* api, const DomainState& d, const WindowDesc& signal) : api_(api), d_(d), signal_(signal) {
+  LLFlags(const char* api, const DomainState& d, const WindowDesc& signal)
+      : api_(api), d_(d), signal_(signal), signature_(static_cast<std::uint32_t>(call_token(d, signal))) {
     CollDomainState& state = coll_state(d);
     const auto n = static_cast<std::uint64_t>(d.nranks());
     epoch_ = ++state.ll_barrier_epochs[signal.ref.buffer];
@@ -159,6 +167,8 @@ class LLFlags {
             static_cast<std::uint64_t>(parity_) * n * kLLFlagBytes;
   }
   void raise(int peer) const {
+    auto* sig = reinterpret_cast<std::uint32_t*>(d_.windows_in[static_cast<std::size_t>(peer)] + at(d_.rank) + 4);
+    std::atomic_ref<std::uint32_t>(*sig).store(signature_, std::memory_order_relaxed);
     d_.backend->notify(d_.members[static_cast<std::size_t>(peer)], at(d_.rank), static_cast<std::int32_t>(epoch_),
                        NotifyOp::Set);
   }
@@ -166,9 +176,11 @@ class LLFlags {
   // heap is memory); the backend's wait runs only for a peer still on its way.
   void await(int source) const {
     std::byte* heap = d_.windows_in[static_cast<std::size_t>(d_.rank)];
-    const auto* cell = reinterpret_cast<std::int32_t*>(heap + at(source));
-    if (std::atomic_ref<const std::int32_t>(*cell).load(std::memory_order_acquire) != static_cast<std::int32_t>(epoch_))
-      await_flag(api_, d_, signal_, at(source), epoch_, parity_, source);
+    const auto* flag = reinterpret_cast<const std::uint32_t*>(heap + at(source));
+    if (std::atomic_ref<const std::uint32_t>(flag[0]).load(std::memory_order_acquire) != epoch_)
+      return await_flag(api_, d_, signal_, at(source), epoch_, signature_, parity_, source);
+    if (std::atomic_ref<const std::uint32_t>(flag[1]).load(std::memory_order_relaxed) != signature_) [[unlikely]]
+      call_mismatch_failed(api_, d_, signal_, source);
   }
 
  private:
@@ -176,6 +188,7 @@ class LLFlags {
   const char* api_;
   const DomainState& d_;
   const WindowDesc& signal_;
+  std::uint32_t signature_;  // 0 where the match check does not run: every rank writes and expects 0
   std::uint32_t epoch_;
   int parity_;
   std::uint64_t base_;
@@ -199,16 +212,13 @@ void ll_push_broadcast(const char* api, const DomainState& d, const WindowDesc& 
   // Both barriers run on every rank whatever it takes the root to be, so the flags keep the LL
   // barrier's ordering (no rank is two epochs ahead of a flag's reader); ranks that disagree on
   // the root fail the match check after the first.
-  publish_call(d, signal);     // the match check (coll/match.h)
-  ll_barrier(api, d, signal);  // every rank is in the call: every target is free
-  prefetch_next_call(d, signal);
+  ll_barrier(api, d, signal);  // every rank is in the call (its flag's signature is this one's): targets are free
   if (d.rank == root) {
     const int n = d.nranks();
     const std::size_t bytes = static_cast<std::size_t>(target.shape.numel()) * elem_bytes(target.dtype);
     const std::byte* mine = own_at(d, target, 0);
     for (int k = 1; k < n; ++k) std::memcpy(window_at(api, d, (d.rank + k) % n, target, 0), mine, bytes);
   }
-  check_next_call(api, d, signal);
   ll_barrier(api, d, signal);  // the root's flags release its copies
 }
 

@@ -9,12 +9,13 @@
 // must read it, it is published as the rank's call record in its own channel: one line, the key
 // in words 1-7 and the token in word 0, stored last with release (a sequence lock: readers
 // re-read word 0). Three places compare calls:
-//   * the LL data calls carry the token in every line (coll/ll.cc): a line with this call's epoch
-//     and another signature comes from a peer in another call — no record is needed to see it;
-//   * the two-credit collectives and the pushed broadcast publish their record before their first
-//     barrier, prefetch the next rank's after it, and compare before their second: that rank is
-//     in this call then (it cannot leave it before this rank arrives at the second barrier), and
-//     the line came in while the call worked;
+//   * the LL data calls carry the token in every line, the LL barrier (and the pushed broadcast
+//     on it) the signature in every flag (coll/ll.cc): a line or flag with this call's epoch and
+//     another signature comes from a peer in another call — no record is needed to see it;
+//   * the two-credit collectives publish their record before their first barrier, prefetch the
+//     next rank's after it, and compare before their second: that rank is in this call then (it
+//     cannot leave it before this rank arrives at the second barrier), and the line came in while
+//     the call worked;
 //   * every collective wait, once it sleeps, publishes this rank's record and probes every peer's
 //     (WaitProbe): calls whose protocols differ stall each other instead of completing, and each
 //     side finds the other's record of the same number with another signature.
