@@ -51,12 +51,12 @@
 // two hops earlier: a loop of broadcasts runs at about one hop per call, not a round trip.
 //
 // The LL barrier is the same exchange without data: barrier call e (its own epoch sequence per
-// channel) sets flag [e & 1][me] of every peer's channel to e (notify Set: a release store and
-// the wake-up test of a sleeping waiter) and waits until its own flags [e & 1][s] hold e. Each
-// flag has one writer and its own cache line, and nothing is given back afterwards: where the
-// credit barrier does two read-modify-writes on a line that both ranks write (the peer's +1, then
-// my -1), this does one store on a line only the peer reads (P = 2, both signalling with a
-// read-modify-write: 0.17 vs 0.21 us per barrier, bench/README.md). Flag [p][s] is rewritten
+// channel) sets flag [e & 1][me] of every peer's channel to e << 32 | the call's signature (a
+// release store and the doorbell, as a line's token) and waits until its own flags [e & 1][s]
+// hold it. Each flag has one writer and its own cache line, and nothing is given back afterwards:
+// where the credit barrier does two read-modify-writes on a line that both ranks write (the
+// peer's +1, then my -1), this does one store on a line only the peer reads (P = 2, both
+// signalling with a read-modify-write: 0.17 vs 0.21 us per barrier, bench/README.md). Flag [p][s] is rewritten
 // (with e + 2) only after s passed barrier e + 1, which needed my flag e + 1, which I raise only
 // after I saw flag [p][s] = e.
 #include "coll/ll.h"
@@ -130,14 +130,15 @@ void await_epoch(const char* api, const DomainState& d, const WindowDesc& signal
     call_mismatch_failed(api, d, signal, source);
 }
 
-// Flag [parity][source] of the LL barrier. Out of line: a flag already raised never needs it, and
-// inline its frame would cost every barrier call. Compares the signature that came with the flag.
+// Flag [parity][source] of the LL barrier (its word at `offset`, the epoch in its upper half).
+// Out of line: a flag already raised never needs it, and inline its frame would cost every barrier
+// call. Compares the signature that came with the flag.
 [[gnu::noinline]] void await_flag(const char* api, const DomainState& d, const WindowDesc& signal, std::uint64_t offset,
-                                  std::uint32_t epoch, std::uint32_t signature, int parity, int source) {
-  await_epoch(api, d, signal, offset, epoch, Dims{parity, source}, source,
+                                  std::uint64_t flag, int parity, int source) {
+  await_epoch(api, d, signal, offset + 4, static_cast<std::uint32_t>(flag >> 32), Dims{parity, source}, source,
               {"arrival at LL barrier", "flag", "the flag holds"});
-  const auto* sig = reinterpret_cast<const std::uint32_t*>(d.windows_in[static_cast<std::size_t>(d.rank)] + offset + 4);
-  if (std::atomic_ref<const std::uint32_t>(*sig).load(std::memory_order_relaxed) != signature)
+  const auto* word = reinterpret_cast<const std::uint64_t*>(d.windows_in[static_cast<std::size_t>(d.rank)] + offset);
+  if (std::atomic_ref<const std::uint64_t>(*word).load(std::memory_order_acquire) != flag)
     call_mismatch_failed(api, d, signal, source);
 }
 
@@ -150,37 +151,32 @@ bool has_channel(const DomainState& d, const WindowDesc& signal) {
 
 // The flags of one LL barrier epoch (the LL barrier and the push broadcast share the sequence):
 // raise(p) sets my flag in peer p's channel, await(s) returns once source s's flag in mine holds
-// the epoch. A flag is the epoch (bytes 0-3 of its line) and the call's signature (bytes 4-7,
-// coll/match.h), stored before the epoch's release: ranks in different calls of the same number
-// meet at a flag with another signature and fail the match check before any data moves. The
-// signature of epoch e + 2 cannot overwrite e's before its reader read it: the writer needs the
-// reader's flag of e + 1 first.
+// the epoch. A flag is one word, epoch << 32 | the call's signature (coll/match.h), stored with
+// release as an LL line's token is, then the doorbell: ranks in different calls of the same
+// number meet at a flag with another signature and fail the match check before any data moves.
 class LLFlags {
  public:
-  LLFlags(const char* api, const DomainState& d, const WindowDesc& signal)
-      : api_(api), d_(d), signal_(signal), signature_(static_cast<std::uint32_t>(call_token(d, signal))) {
+  LLFlags(const char* api, const DomainState& d, const WindowDesc& signal) : api_(api), d_(d), signal_(signal) {
     CollDomainState& state = coll_state(d);
     const auto n = static_cast<std::uint64_t>(d.nranks());
     epoch_ = ++state.ll_barrier_epochs[signal.ref.buffer];
+    flag_ = std::uint64_t{epoch_} << 32 | static_cast<std::uint32_t>(call_token(d, signal));
     parity_ = static_cast<int>(epoch_ & 1);
     base_ = channel_of(d, state, signal.ref.buffer) + ll_flags_offset(n) +
             static_cast<std::uint64_t>(parity_) * n * kLLFlagBytes;
   }
   void raise(int peer) const {
-    auto* sig = reinterpret_cast<std::uint32_t*>(d_.windows_in[static_cast<std::size_t>(peer)] + at(d_.rank) + 4);
-    std::atomic_ref<std::uint32_t>(*sig).store(signature_, std::memory_order_relaxed);
-    d_.backend->notify(d_.members[static_cast<std::size_t>(peer)], at(d_.rank), static_cast<std::int32_t>(epoch_),
-                       NotifyOp::Set);
+    auto* word = reinterpret_cast<std::uint64_t*>(d_.windows_in[static_cast<std::size_t>(peer)] + at(d_.rank));
+    std::atomic_ref<std::uint64_t>(*word).store(flag_, std::memory_order_release);
+    d_.backend->ring(d_.members[static_cast<std::size_t>(peer)], at(d_.rank) + 4, static_cast<std::int32_t>(epoch_));
   }
   // A flag already raised is taken with one acquire load (the LL flags are direct-only, so the own
   // heap is memory); the backend's wait runs only for a peer still on its way.
   void await(int source) const {
     std::byte* heap = d_.windows_in[static_cast<std::size_t>(d_.rank)];
-    const auto* flag = reinterpret_cast<const std::uint32_t*>(heap + at(source));
-    if (std::atomic_ref<const std::uint32_t>(flag[0]).load(std::memory_order_acquire) != epoch_)
-      return await_flag(api_, d_, signal_, at(source), epoch_, signature_, parity_, source);
-    if (std::atomic_ref<const std::uint32_t>(flag[1]).load(std::memory_order_relaxed) != signature_) [[unlikely]]
-      call_mismatch_failed(api_, d_, signal_, source);
+    const auto* word = reinterpret_cast<const std::uint64_t*>(heap + at(source));
+    if (std::atomic_ref<const std::uint64_t>(*word).load(std::memory_order_acquire) != flag_) [[unlikely]]
+      await_flag(api_, d_, signal_, at(source), flag_, parity_, source);
   }
 
  private:
@@ -188,8 +184,8 @@ class LLFlags {
   const char* api_;
   const DomainState& d_;
   const WindowDesc& signal_;
-  std::uint32_t signature_;  // 0 where the match check does not run: every rank writes and expects 0
   std::uint32_t epoch_;
+  std::uint64_t flag_;  // epoch << 32 | signature (0 where the match check does not run)
   int parity_;
   std::uint64_t base_;
 };
