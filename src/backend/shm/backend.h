@@ -105,9 +105,10 @@ class ShmBackend final : public Backend {
   void get(void* dst, int rank, std::uint64_t offset, std::size_t bytes) override;
   void atomic_add(int rank, std::uint64_t offset, const void* src, std::size_t count, DType dtype) override;
   void notify(int rank, std::uint64_t offset, std::int32_t value, NotifyOp op) override;
-  /// The LL doorbell is notify(Set): a release store, then the wake-up test (signal.cc).
-  void ring(int rank, std::uint64_t offset, std::int32_t value) override {
-    update_cell(rank, offset, value, NotifyOp::Set);
+  /// The LL doorbell: the value is already in the cell from a release store — what notify(Set)
+  /// does — so only its wake-up test remains, no second store to a line the reader spins on.
+  void ring(int rank, std::uint64_t offset, std::int32_t /*value*/) override {
+    wake(rank, offset, reinterpret_cast<std::int32_t*>(heap_base(rank) + offset));
   }
   // Non-blocking transfers complete when they return (copies): put_nbi and get_nbi keep
   // Backend's defaults; quiet and fence are fences (rma.cc).
