@@ -22,9 +22,8 @@ CreditBarrier::CreditBarrier(const char* api, const DomainState& domain, const W
 void CreditBarrier::sync() {
   ++g_;
   // The match check on lane 0: the record goes out before the first arrival, the next rank's is
-  // compared before the second (it is in this call until this rank arrives there).
+  // compared after the second (it stays until that rank's call after next, coll/match.h).
   if (column_ == 0 && g_ == 1) publish_call(d_, signal_);
-  if (column_ == 0 && g_ == 2) check_next_call(api_, d_, signal_);
   Backend& be = *d_.backend;
   for (int k = 1; k < n_; ++k) {  // staggered: rank r starts with r + 1
     const int p = (me_ + k) % n_;
@@ -50,6 +49,7 @@ void CreditBarrier::sync() {
     throw AbortedError(what + ": released because another rank failed");
   }
   if (column_ == 0 && g_ == 1) prefetch_next_call(d_, signal_);  // the line arrives while the body runs
+  if (column_ == 0 && g_ == 2) check_next_call(api_, d_, signal_);
 }
 
 void CreditBarrier::finish() {

@@ -16,8 +16,10 @@ namespace {
 // publishes it once its own wait goes to sleep, within milliseconds).
 constexpr double kPeerRecordWait = 2.0;  // seconds
 
-std::uint64_t* record_words(const DomainState& d, const CollDomainState& s, std::uint32_t buffer, int rank) {
-  return reinterpret_cast<std::uint64_t*>(d.windows_in[static_cast<std::size_t>(rank)] + record_at(d, s, buffer));
+std::uint64_t* record_words(const DomainState& d, const CollDomainState& s, std::uint32_t buffer, int rank,
+                            std::uint64_t token) {
+  return reinterpret_cast<std::uint64_t*>(d.windows_in[static_cast<std::size_t>(rank)] +
+                                          record_at(d, s, buffer, token));
 }
 
 // The record's words 1-7: the key (its shape's first four extents).
@@ -48,11 +50,11 @@ CollCall unpack(const std::uint64_t w[8], std::uint32_t signal) {
   return c;
 }
 
-// A consistent copy of a rank's record (sequence lock), or nothing when it keeps changing or
-// was never written.
+// A consistent copy of a rank's record in the line of `token`'s parity (sequence lock), or nothing
+// when it keeps changing or was never written.
 std::optional<std::pair<std::uint64_t, CollCall>> read_record(const DomainState& d, const CollDomainState& s,
-                                                              std::uint32_t buffer, int rank) {
-  const std::uint64_t* line = record_words(d, s, buffer, rank);
+                                                              std::uint32_t buffer, int rank, std::uint64_t token) {
+  const std::uint64_t* line = record_words(d, s, buffer, rank, token);
   for (int attempt = 0; attempt < 64; ++attempt) {
     const std::uint64_t token = std::atomic_ref<const std::uint64_t>(line[0]).load(std::memory_order_acquire);
     if (token == 0) return std::nullopt;
@@ -88,7 +90,7 @@ void publish_call(const DomainState& d, const WindowDesc& signal) {
   const CurrentCall& c = s.calls[signal.ref.buffer];
   std::uint64_t w[8];
   pack(c.key, w);
-  std::uint64_t* line = record_words(d, s, signal.ref.buffer, d.rank);
+  std::uint64_t* line = record_words(d, s, signal.ref.buffer, d.rank, c.token);
   std::atomic_ref<std::uint64_t>(line[0]).store(0, std::memory_order_relaxed);
   std::atomic_thread_fence(std::memory_order_release);
   for (int i = 1; i < 8; ++i) std::atomic_ref<std::uint64_t>(line[i]).store(w[i], std::memory_order_relaxed);
@@ -105,7 +107,7 @@ void call_mismatch_failed(const char* api, const DomainState& d, const WindowDes
   const auto until = Clock::now() + std::chrono::duration<double>(kPeerRecordWait);
   std::optional<std::pair<std::uint64_t, CollCall>> theirs;
   for (;;) {
-    theirs = read_record(d, s, buffer, peer);
+    theirs = read_record(d, s, buffer, peer, mine.token);
     if ((theirs && (theirs->first >> 32) >= seq) || Clock::now() > until) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
@@ -135,7 +137,7 @@ bool MatchProbe::check(void* self) {
   const CollDomainState& s = coll_state(p.d_);
   for (int r = 0; r < p.d_.nranks(); ++r) {
     if (r == p.d_.rank) continue;
-    const std::uint64_t theirs = peer_token(p.d_, s, p.signal_.ref.buffer, r);
+    const std::uint64_t theirs = peer_token(p.d_, s, p.signal_.ref.buffer, r, p.mine_);
     if ((theirs >> 32) == (p.mine_ >> 32) && theirs != p.mine_) {
       p.peer_ = r;
       return true;

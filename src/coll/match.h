@@ -8,14 +8,15 @@
 // mode, root, core_num, buffers), and keeps it with the key in rank-local memory. Where peers
 // must read it, it is published as the rank's call record in its own channel: one line, the key
 // in words 1-7 and the token in word 0, stored last with release (a sequence lock: readers
-// re-read word 0). Three places compare calls:
+// re-read word 0), in the line of the call number's parity: call k's record stays until the
+// rank publishes call k + 2, which it cannot reach before every peer has left call k. Three
+// places compare calls:
 //   * the LL data calls carry the token in every line, the LL barrier (and the pushed broadcast
 //     on it) the signature in every flag (coll/ll.cc): a line or flag with this call's epoch and
 //     another signature comes from a peer in another call — no record is needed to see it;
-//   * the two-credit collectives publish their record before their first barrier, prefetch the
-//     next rank's after it, and compare before their second: that rank is in this call then (it
-//     cannot leave it before this rank arrives at the second barrier), and the line came in while
-//     the call worked;
+//   * the two-credit collectives publish their record before their first barrier (every peer's
+//     arrival there then follows it), prefetch the next rank's after it, and compare once their
+//     second barrier is passed, before they return: the line came in while the call worked;
 //   * every collective wait, once it sleeps, publishes this rank's record and probes every peer's
 //     (WaitProbe): calls whose protocols differ stall each other instead of completing, and each
 //     side finds the other's record of the same number with another signature.
@@ -95,15 +96,19 @@ void publish_call(const DomainState& d, const WindowDesc& signal);
 /// (after publishing this rank's record and waiting briefly for the peer's).
 [[noreturn]] void call_mismatch_failed(const char* api, const DomainState& d, const WindowDesc& signal, int peer);
 
-/// Heap offset of the call record on `buffer`'s channel (the same in every member's heap).
-inline std::uint64_t record_at(const DomainState& d, const CollDomainState& s, std::uint32_t buffer) {
-  return channel_of(d, s, buffer) + call_record_offset(static_cast<std::uint64_t>(d.nranks()));
+/// Heap offset of the record of the call with token `token` on `buffer`'s channel (the same in
+/// every member's heap): the line of its number's parity.
+inline std::uint64_t record_at(const DomainState& d, const CollDomainState& s, std::uint32_t buffer,
+                               std::uint64_t token) {
+  return channel_of(d, s, buffer) + call_record_offset(static_cast<std::uint64_t>(d.nranks())) +
+         (token >> 32 & 1) * kLLLineBytes;
 }
 
-/// The word-0 token of domain rank `rank`'s call record on `buffer`'s channel (acquire).
-inline std::uint64_t peer_token(const DomainState& d, const CollDomainState& s, std::uint32_t buffer, int rank) {
-  const auto* word =
-      reinterpret_cast<const std::uint64_t*>(d.windows_in[static_cast<std::size_t>(rank)] + record_at(d, s, buffer));
+/// The word-0 token of domain rank `rank`'s record in the line of `token`'s parity (acquire).
+inline std::uint64_t peer_token(const DomainState& d, const CollDomainState& s, std::uint32_t buffer, int rank,
+                                std::uint64_t token) {
+  const auto* word = reinterpret_cast<const std::uint64_t*>(d.windows_in[static_cast<std::size_t>(rank)] +
+                                                            record_at(d, s, buffer, token));
   return std::atomic_ref<const std::uint64_t>(*word).load(std::memory_order_acquire);
 }
 
@@ -116,16 +121,17 @@ inline int next_rank(const DomainState& d) {
 inline void prefetch_next_call(const DomainState& d, const WindowDesc& signal) {
   const CollDomainState& s = coll_state(d);
   if (s.match && signal.ref.buffer < s.calls.size())
-    __builtin_prefetch(d.windows_in[static_cast<std::size_t>(next_rank(d))] + record_at(d, s, signal.ref.buffer));
+    __builtin_prefetch(d.windows_in[static_cast<std::size_t>(next_rank(d))] +
+                       record_at(d, s, signal.ref.buffer, s.calls[signal.ref.buffer].token));
 }
 
-/// Before a collective's second barrier: throws when the next rank's call of the same number
-/// (published before its first barrier) is another one.
+/// After a collective's first barrier (it ends the call): throws when the next rank's call of the
+/// same number (published before that barrier) is another one.
 inline void check_next_call(const char* api, const DomainState& d, const WindowDesc& signal) {
   const std::uint64_t mine = call_token(d, signal);
   if (mine == 0) return;
   const int next = next_rank(d);
-  const std::uint64_t theirs = peer_token(d, coll_state(d), signal.ref.buffer, next);
+  const std::uint64_t theirs = peer_token(d, coll_state(d), signal.ref.buffer, next, mine);
   if ((theirs >> 32) == (mine >> 32) && theirs != mine) [[unlikely]]
     call_mismatch_failed(api, d, signal, next);
 }

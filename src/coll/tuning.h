@@ -38,10 +38,10 @@ inline constexpr std::uint64_t ll_lines(std::uint64_t bytes) {
 
 /// One staging channel holds the LL slots, 2 parities x P sources x the lines of a kLLMaxBytes
 /// message, then the LL barrier's flags, 2 parities x P sources, one line each, then this rank's
-/// call record (coll/match.h), one line.
+/// call records (coll/match.h), one line per parity of the call number.
 inline constexpr std::uint64_t kLLSlotBytes = ll_lines(kLLMaxBytes) * kLLLineBytes;
 inline constexpr std::uint64_t kLLFlagBytes = kLLLineBytes;
-inline constexpr std::uint64_t kCallRecordBytes = kLLLineBytes;
+inline constexpr std::uint64_t kCallRecordBytes = 2 * kLLLineBytes;
 inline constexpr std::uint64_t ll_flags_offset(std::uint64_t nranks) {
   return 2 * nranks * kLLSlotBytes;
 }
@@ -53,7 +53,7 @@ inline constexpr std::uint64_t ll_channel_bytes(std::uint64_t nranks) {
 }
 
 /// Staging per rank is capped (it is zeroed with the other windows on every call): channels go
-/// to the first buffer ids only, at least one (P = 2: 68 channels, P = 8: 17, P = 64: 2).
+/// to the first buffer ids only, at least one (P = 2: 66 channels, P = 8: 17, P = 64: 2).
 inline constexpr std::uint64_t kCollStagingBudget = 192 * 1024;
 
 // --- Schedules of the two-barrier collectives ---
