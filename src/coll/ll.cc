@@ -56,9 +56,9 @@
 // hold it. Each flag has one writer and its own cache line, and nothing is given back afterwards:
 // where the credit barrier does two read-modify-writes on a line that both ranks write (the
 // peer's +1, then my -1), this does one store on a line only the peer reads (P = 2, both
-// signalling with a read-modify-write: 0.17 vs 0.21 us per barrier, bench/README.md). Flag [p][s] is rewritten
-// (with e + 2) only after s passed barrier e + 1, which needed my flag e + 1, which I raise only
-// after I saw flag [p][s] = e.
+// signalling with a read-modify-write: 0.17 vs 0.21 us per barrier, bench/README.md). Flag
+// [p][s] is rewritten (with e + 2) only after s passed barrier e + 1, which needed my flag e + 1,
+// which I raise only after I saw flag [p][s] = e.
 #include "coll/ll.h"
 
 #include "coll/match.h"

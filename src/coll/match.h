@@ -125,8 +125,8 @@ inline void prefetch_next_call(const DomainState& d, const WindowDesc& signal) {
                        record_at(d, s, signal.ref.buffer, s.calls[signal.ref.buffer].token));
 }
 
-/// After a collective's first barrier (it ends the call): throws when the next rank's call of the
-/// same number (published before that barrier) is another one.
+/// After a collective's second barrier, before it returns: throws when the next rank's call of the
+/// same number (published before the first) is another one.
 inline void check_next_call(const char* api, const DomainState& d, const WindowDesc& signal) {
   const std::uint64_t mine = call_token(d, signal);
   if (mine == 0) return;

@@ -320,10 +320,11 @@ void ShmGroup::finish_call(const HostSession& session, Call& call) {
 }
 
 void ShmGroup::send_wipes() {
+  if (wipe_) return;  // a rank was lost: the next call zeroes every heap on the host
   for (int r = 0; r < world_size(); ++r) {
     std::uint64_t& dirty = dirty_[static_cast<std::size_t>(r)];
     Rank& rank = ranks_[static_cast<std::size_t>(r)];
-    if (!dirty || !rank.alive || wipe_) continue;
+    if (!dirty || !rank.alive) continue;
     std::vector<std::byte> m = message(MessageType::Wipe);
     put_value(m, dirty);
     rank.queue.push_back(Outgoing{std::move(m)});
