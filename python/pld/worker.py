@@ -199,14 +199,19 @@ class DistributedWorker:
         """Starts ``program(h, *args)`` and returns a pld.RunHandle at once (after recording it):
         ``handle.result(timeout=None)``, ``handle.wait(timeout)``, ``handle.done()``. At most two
         calls are in flight; a third submit waits for the oldest. The worker keeps the arguments
-        alive until the call has finished. Host tensors must be pld.HostTensor (results land in
-        them while the call runs); a numpy array is refused."""
+        alive until the call has finished. Host tensors must be in shared memory, pld.HostTensor or
+        numpy arrays created under pld.shared_numpy() (results land in them while the call runs); an
+        array in ordinary memory is refused."""
+        args = list(args)
         for i, a in enumerate(args):
             if isinstance(a, numpy.ndarray):
-                raise _pld.UsageError(
-                    f"DistributedWorker.submit: argument {i} is a numpy array; an asynchronous call cannot copy "
-                    "results back into it — pass pld.HostTensor.from_numpy(array) (or use run())")
-        return self._core.submit(program, args)
+                args[i] = _pld._shared_view(a)
+                if args[i] is None:
+                    raise _pld.UsageError(
+                        f"DistributedWorker.submit: argument {i} is a numpy array in ordinary memory; an "
+                        "asynchronous call cannot copy results back into it — create it under pld.shared_numpy() "
+                        "or pass pld.HostTensor.from_numpy(array) (or use run())")
+        return self._core.submit(program, tuple(args))
 
     def benchmark(self, program, *args, rounds=100, warmup=10):
         """Runs ``program(h, *args)`` ``warmup`` times, then ``rounds`` times one after another,

@@ -55,6 +55,15 @@ void write_string(detail::ArgWriter& w, const std::string& s) {
 
 void encode_one(detail::ArgWriter& w, py::handle v, std::size_t index);
 
+void encode_tensor(detail::ArgWriter& w, const HostTensor& t) {
+  w.note_block(t.block.id, t.offset, t.bytes());
+  w.value(Tag::Tensor);
+  w.value(t.block.id);
+  w.value(t.offset);
+  w.value(t.shape);
+  w.value(t.dtype);
+}
+
 void encode_sequence(detail::ArgWriter& w, py::handle v, Tag tag, std::size_t index) {
   w.value(tag);
   w.value(static_cast<std::uint32_t>(py::len(v)));
@@ -98,13 +107,7 @@ void encode_one(detail::ArgWriter& w, py::handle v, std::size_t index) {
     w.value(win.shape);
     w.value(win.dtype);
   } else if (py::isinstance<HostTensor>(v)) {
-    const auto& t = v.cast<const HostTensor&>();
-    w.note_block(t.block.id, t.offset, t.bytes());
-    w.value(Tag::Tensor);
-    w.value(t.block.id);
-    w.value(t.offset);
-    w.value(t.shape);
-    w.value(t.dtype);
+    encode_tensor(w, v.cast<const HostTensor&>());
   } else if (py::isinstance<DeviceTensor>(v)) {  // resident: the rank reads its own memory
     const auto& t = v.cast<const DeviceTensor&>();
     detail::check_device_live("Host.dispatch", *t.alloc);
@@ -119,11 +122,14 @@ void encode_one(detail::ArgWriter& w, py::handle v, std::size_t index) {
   } else if (PyList_CheckExact(v.ptr())) {
     encode_sequence(w, v, Tag::List, index);
   } else if (!encode_enum(w, v)) {
-    if (py::isinstance<py::array>(v))
+    if (py::isinstance<py::array>(v)) {
+      if (auto t = shared_view(v)) return encode_tensor(w, *t);
       throw UsageError(
-          fmt::format("Host.dispatch: argument {} is a numpy array, which the ranks cannot see; create "
-                      "it as a pld.HostTensor (or pass it to pld.run) and dispatch its slice t[r]",
+          fmt::format("Host.dispatch: argument {} is a numpy array in ordinary memory, which the ranks "
+                      "cannot see; create it as a pld.HostTensor (or under pld.shared_numpy()), or pass it "
+                      "to pld.run, and dispatch its slice t[r]",
                       index));
+    }
     encode_pickle(w, v, index);
   }
 }

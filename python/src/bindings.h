@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 namespace pld::python {
@@ -33,6 +34,7 @@ void bind_rma(py::module_& m);
 void bind_collectives(py::module_& m);
 void bind_worker(py::module_& m);
 void bind_task(py::module_& m);
+void bind_shared_numpy(py::module_& m);
 
 // ----- dtypes and shapes (types.cc) ------------------------------------------------------------
 
@@ -90,6 +92,10 @@ struct HostTensor {
   std::byte* data() const { return block.base + offset; }
   std::uint64_t bytes() const { return static_cast<std::uint64_t>(shape.numel()) * dtype_size(dtype); }
 };
+
+/// A HostTensor over the memory of `value` when it is a C-contiguous numpy array of a pld dtype
+/// in pld's shared memory (pld.shared_numpy, or a view of a HostTensor); nullopt otherwise.
+std::optional<HostTensor> shared_view(py::handle value);
 
 /// A numpy array over `data` with `shape` and `dtype`, keeping `owner` alive (none: the caller
 /// guarantees the memory outlives the array).

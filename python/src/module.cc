@@ -9,6 +9,7 @@ PYBIND11_MODULE(_pld, m) {
   bind_errors(m);
   bind_types(m);
   bind_host_tensor(m);
+  bind_shared_numpy(m);
   bind_window(m);
   bind_host(m);
   bind_run(m);

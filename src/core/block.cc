@@ -32,10 +32,23 @@ bool BlockRegistry::find(std::uint32_t id, BlockRecord* out) {
   return true;
 }
 
+std::uint32_t BlockRegistry::find_address(const std::byte* p, std::uint64_t bytes, BlockRecord* out) {
+  std::lock_guard lock(mutex_);
+  auto it = by_base_.upper_bound(p);
+  if (it == by_base_.begin()) return 0;
+  --it;
+  const BlockRecord& r = blocks_.at(it->second);
+  const auto offset = static_cast<std::uint64_t>(p - r.base);
+  if (offset > r.bytes || bytes > r.bytes - offset || r.owner.expired()) return 0;
+  *out = r;
+  return it->second;
+}
+
 std::uint32_t BlockRegistry::add(const BlockRecord& record) {
   std::lock_guard lock(mutex_);
   const std::uint32_t id = next_id_++;
   blocks_[id] = record;
+  by_base_[record.base] = id;
   return id;
 }
 
@@ -88,6 +101,7 @@ std::uint64_t BlockRegistry::pooled_bytes() {
 void BlockRegistry::free_locked(std::uint32_t id) {
   const BlockRecord r = blocks_.at(id);
   blocks_.erase(id);
+  by_base_.erase(r.base);
   munmap(r.base, r.bytes);
   close(r.fd);
 }
@@ -105,6 +119,19 @@ SharedBlock own_block(std::uint32_t id, const BlockRecord& record) {
 }
 
 }  // namespace
+
+SharedBlock shared_block_at(const void* p, std::size_t bytes, std::uint64_t* offset) {
+  BlockRecord record;
+  const std::uint32_t id = BlockRegistry::instance().find_address(static_cast<const std::byte*>(p), bytes, &record);
+  SharedBlock block;
+  if (id == 0) return block;
+  block.owner = record.owner.lock();
+  if (!block.owner) return block;  // released since the lookup
+  block.base = record.base;
+  block.id = id;
+  *offset = static_cast<std::uint64_t>(static_cast<const std::byte*>(p) - record.base);
+  return block;
+}
 
 SharedBlock shared_alloc(std::size_t bytes, bool zero) {
   if (bytes == 0) return {};

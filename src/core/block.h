@@ -12,6 +12,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <unordered_map>
@@ -35,6 +36,9 @@ class BlockRegistry {
   /// The record of a live block; false if it was freed.
   bool find(std::uint32_t id, BlockRecord* out);
 
+  /// The live block holding [p, p + bytes): its id, or 0 (ordinary memory, or a pooled block).
+  std::uint32_t find_address(const std::byte* p, std::uint64_t bytes, BlockRecord* out);
+
   std::uint32_t add(const BlockRecord& record);
   void set_owner(std::uint32_t id, const std::shared_ptr<void>& owner);
   /// A pooled block of exactly `bytes` (page-rounded), taken out of the pool; 0 when none.
@@ -51,7 +55,8 @@ class BlockRegistry {
   std::mutex mutex_;
   std::uint32_t next_id_ = 1;
   std::unordered_map<std::uint32_t, BlockRecord> blocks_;
-  std::deque<std::uint32_t> pool_;  // released blocks, oldest first
+  std::map<const std::byte*, std::uint32_t> by_base_;  // blocks_ by address (find_address)
+  std::deque<std::uint32_t> pool_;                     // released blocks, oldest first
   std::uint64_t pooled_bytes_ = 0;
   std::uint64_t pool_limit_ = ~0ull;  // PLD_TENSOR_POOL, read on first release
 };

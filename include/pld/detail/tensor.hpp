@@ -23,6 +23,9 @@ struct SharedBlock {
 /// Allocates a shared block of `bytes` (rounded up to a page; 0 is allowed), zero-filled unless
 /// `zero` is false (the caller overwrites every byte): a released block of the same size is reused.
 PLD_API SharedBlock shared_alloc(std::size_t bytes, bool zero = true);
+/// The live shared block holding the `bytes` bytes at `p`, with `*offset` set to p - base; a block
+/// with id 0 when no live block holds all of them (ordinary memory, or a released block).
+PLD_API SharedBlock shared_block_at(const void* p, std::size_t bytes, std::uint64_t* offset);
 
 [[noreturn]] PLD_API void throw_usage(const std::string& message);
 [[noreturn]] PLD_API void throw_index(const char* api, const Dims& index, const Dims& shape);
