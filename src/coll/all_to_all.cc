@@ -20,7 +20,8 @@ void coll_all_to_all(const LocalDesc& input, const WindowDesc* input_window, con
   const trace::CollSpan span(api, target);
   const int stride = check_all_to_all(input, input_window, target, signal, core_num);
   const DomainState& d = *signal.state;
-  coll_enter(d, signal, call_key(CollKind::AllToAll, target, core_num));
+  const CallKey key = call_key(CollKind::AllToAll, target, core_num);
+  coll_enter(d, signal, key);
   const std::size_t row_bytes = static_cast<std::size_t>(target.shape[1]) * dtype_size(target.dtype);
   if (NativeCollectives* native = native_for(d, signal))
     return native_done(native->all_to_all(input.data, own_at(d, target, 0), row_bytes, native_site(api, signal)), api,

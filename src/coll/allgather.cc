@@ -19,7 +19,8 @@ void coll_allgather(const LocalDesc& local, const WindowDesc* local_window, cons
   const trace::CollSpan span(api, target);
   const int stride = check_allgather(local, local_window, target, signal, core_num);
   const DomainState& d = *signal.state;
-  coll_enter(d, signal, call_key(CollKind::Allgather, target, core_num));
+  const CallKey key = call_key(CollKind::Allgather, target, core_num);
+  coll_enter(d, signal, key);
   const std::size_t row_bytes = static_cast<std::size_t>(target.shape[1]) * dtype_size(target.dtype);
   if (NativeCollectives* native = native_for(d, signal))
     return native_done(native->allgather(local.data, own_at(d, target, 0), row_bytes, native_site(api, signal)), api,

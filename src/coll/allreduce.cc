@@ -134,7 +134,8 @@ void coll_allreduce(const WindowDesc& target, const WindowDesc& signal, const Al
   const int stride = check_allreduce(target, signal, options);
   const DomainState& d = *signal.state;
   const Index count = target.shape.numel();
-  coll_enter(d, signal, call_key(CollKind::Allreduce, target, options.core_num, options.op, options.mode));
+  const CallKey key = call_key(CollKind::Allreduce, target, options.core_num, options.op, options.mode);
+  coll_enter(d, signal, key);
   if (d.nranks() == 1 || count == 0) return;
   if (NativeCollectives* native = native_for(d, signal))
     return native_done(native->allreduce(own_at(d, target, 0), static_cast<std::size_t>(count), target.dtype,
@@ -150,7 +151,7 @@ void coll_allreduce(const WindowDesc& target, const WindowDesc& signal, const Al
   with_peers(api, d, [&](const auto& peers) {
     run_lanes(lanes, [&](int lane) {
       const Range r = split(count, lanes, lane);
-      CreditBarrier b(api, d, signal, lane * stride);
+      CreditBarrier b(api, d, signal, lane * stride, lanes);
       switch (mode) {
         case AllreduceMode::Mesh: mesh(job, peers, b, r); break;
         case AllreduceMode::Ring: ring(job, peers, b, r); break;

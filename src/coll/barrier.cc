@@ -16,14 +16,14 @@ void coll_barrier(const WindowDesc& signal) {
   const trace::CollSpan span(api, signal);
   check_barrier(signal);
   const DomainState& d = *signal.state;
-  CallKey key;
-  key.kind = CollKind::Barrier;
-  coll_enter(d, signal, key);
+  static constexpr CallKey key{.kind = CollKind::Barrier};
+  static constexpr std::uint32_t signature = call_signature(key);
+  coll_enter(d, signal, key, signature);
   if (d.nranks() == 1) return;
   if (NativeCollectives* native = native_for(d, signal))
     return native_done(native->barrier(native_site(api, signal)), api, d);
   if (ll_barrier_fits(d, signal)) return ll_barrier(api, d, signal);
-  CreditBarrier b(api, d, signal, 0);
+  CreditBarrier b(api, d, signal, 0, 1);
   b.sync();
   b.finish();
 }

@@ -1,6 +1,7 @@
 #include "coll/credit.h"
 
 #include "backend/backend.h"
+#include "coll/ll.h"
 #include "coll/match.h"
 
 #include <pld/error.hpp>
@@ -9,7 +10,8 @@
 
 namespace pld::detail {
 
-CreditBarrier::CreditBarrier(const char* api, const DomainState& domain, const WindowDesc& signal, int column)
+CreditBarrier::CreditBarrier(const char* api, const DomainState& domain, const WindowDesc& signal, int column,
+                             int lanes)
     : api_(api),
       d_(domain),
       signal_(signal),
@@ -17,13 +19,17 @@ CreditBarrier::CreditBarrier(const char* api, const DomainState& domain, const W
       cols_(signal.shape.size() == 2 ? static_cast<std::uint64_t>(signal.shape[1]) : 1),
       column_(column),
       me_(domain.rank),
-      n_(domain.nranks()) {}
+      n_(domain.nranks()),
+      flags_first_(lanes == 1 && ll_barrier_fits(domain, signal)) {}
 
 void CreditBarrier::sync() {
+  if (++syncs_ == 1 && flags_first_) return ll_barrier(api_, d_, signal_, true);
   ++g_;
-  // The match check on lane 0: the record goes out before the first arrival, the next rank's is
-  // compared after the second (it stays until that rank's call after next, coll/match.h).
-  if (column_ == 0 && g_ == 1) publish_call(d_, signal_);
+  // The match check of a call split over lanes, on lane 0: the record goes out before the first
+  // arrival, the next rank's is compared after the second (it stays until that rank's call after
+  // next, coll/match.h).
+  const bool records = column_ == 0 && !flags_first_;
+  if (records && g_ == 1) publish_call(d_, signal_);
   Backend& be = *d_.backend;
   for (int k = 1; k < n_; ++k) {  // staggered: rank r starts with r + 1
     const int p = (me_ + k) % n_;
@@ -48,8 +54,8 @@ void CreditBarrier::sync() {
                              "the same order");
     throw AbortedError(what + ": released because another rank failed");
   }
-  if (column_ == 0 && g_ == 1) prefetch_next_call(d_, signal_);  // the line arrives while the body runs
-  if (column_ == 0 && g_ == 2) check_next_call(api_, d_, signal_);
+  if (records && g_ == 1) prefetch_next_call(d_, signal_);  // the line arrives while the body runs
+  if (records && g_ == 2) check_next_call(api_, d_, signal_);
 }
 
 void CreditBarrier::finish() {

@@ -8,6 +8,11 @@
 // each cell then got exactly g increments from its writer and one -g from its reader, so it is
 // zero again after every rank finished — adds commute, so a fast rank's next-call +1 may land
 // first, which the >= comparison tolerates. Never Set, never Eq.
+//
+// A call's only lane on a domain with a staging channel (the LL barrier's condition) runs its
+// first barrier as the LL barrier instead: its flags carry the call's signature, so ranks in
+// different calls fail the match check there, before any data moves, without a call record. The
+// credit cells then count the later barriers only.
 #pragma once
 
 #include "coll/lanes.h"
@@ -22,7 +27,8 @@ namespace pld::detail {
 
 class CreditBarrier {
  public:
-  CreditBarrier(const char* api, const DomainState& domain, const WindowDesc& signal, int column);
+  /// `lanes`: how many lanes of the call run a barrier each (one: the first may run on LL flags).
+  CreditBarrier(const char* api, const DomainState& domain, const WindowDesc& signal, int column, int lanes);
   /// One barrier: announce arrival to every peer, wait for every peer's arrival.
   void sync();
   /// The epilogue: give back the credits of this call (after the last sync()).
@@ -39,7 +45,9 @@ class CreditBarrier {
   std::uint64_t cols_;
   int column_;
   int me_, n_;
-  int g_ = 0;
+  bool flags_first_;  // the first sync() is the LL barrier
+  int syncs_ = 0;
+  int g_ = 0;  // credits of this call so far
 };
 
 /// The shape of every two-credit collective: `count` elements split over min(core_num, count)
@@ -49,7 +57,7 @@ void fenced_lanes(const char* api, const DomainState& d, const WindowDesc& signa
                   Index count, Body&& body) {
   const int lanes = static_cast<int>(std::min<Index>(core_num, count));
   run_lanes(lanes, [&](int lane) {
-    CreditBarrier b(api, d, signal, lane * stride);
+    CreditBarrier b(api, d, signal, lane * stride, lanes);
     b.sync();  // every rank has entered: inputs are staged, targets are free
     body(split(count, lanes, lane));
     b.sync();  // every rank is done with every peer's window

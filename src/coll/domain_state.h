@@ -29,10 +29,12 @@ struct CallKey {
 };
 
 /// This rank's current call on one staging channel: its token (sequence << 32 | signature, the
-/// word LL lines carry) and its key, published into the channel's call record on demand.
+/// word LL lines carry) and its key, published into the channel's call record on demand. The key
+/// is the collective's own (a local of the call, alive until it returns, the only time a record is
+/// published): copying it would read back the caller's just-written fields with wide loads.
 struct CurrentCall {
   std::uint64_t token = 0;
-  CallKey key;
+  const CallKey* key = nullptr;
 };
 
 struct CollDomainState {

@@ -90,7 +90,7 @@ int ring_at(int me, int k, int n) {
 // What an LL wait waits for, in its error message: "<api>: waiting for rank <s>'s <thing> <e>
 // (staging '<name>' <cell> <at>, channel of signal '<sig>'; <seen> <v>)".
 struct EpochWait {
-  const char* thing;  // "data of LL call", "arrival at LL barrier"
+  const char* thing;  // "data of LL call", "arrival at LL barrier", "arrival at entry barrier"
   const char* cell;   // "line", "flag"
   const char* seen;   // "the line's epoch is", "the flag holds"
 };
@@ -134,9 +134,9 @@ void await_epoch(const char* api, const DomainState& d, const WindowDesc& signal
 // Out of line: a flag already raised never needs it, and inline its frame would cost every barrier
 // call. Compares the signature that came with the flag.
 [[gnu::noinline]] void await_flag(const char* api, const DomainState& d, const WindowDesc& signal, std::uint64_t offset,
-                                  std::uint64_t flag, int parity, int source) {
+                                  std::uint64_t flag, int parity, int source, const char* thing) {
   await_epoch(api, d, signal, offset + 4, static_cast<std::uint32_t>(flag >> 32), Dims{parity, source}, source,
-              {"arrival at LL barrier", "flag", "the flag holds"});
+              {thing, "flag", "the flag holds"});
   const auto* word = reinterpret_cast<const std::uint64_t*>(d.windows_in[static_cast<std::size_t>(d.rank)] + offset);
   if (std::atomic_ref<const std::uint64_t>(*word).load(std::memory_order_acquire) != flag)
     call_mismatch_failed(api, d, signal, source);
@@ -156,7 +156,8 @@ bool has_channel(const DomainState& d, const WindowDesc& signal) {
 // number meet at a flag with another signature and fail the match check before any data moves.
 class LLFlags {
  public:
-  LLFlags(const char* api, const DomainState& d, const WindowDesc& signal) : api_(api), d_(d), signal_(signal) {
+  LLFlags(const char* api, const DomainState& d, const WindowDesc& signal, const char* thing)
+      : api_(api), d_(d), signal_(signal), thing_(thing) {
     CollDomainState& state = coll_state(d);
     const auto n = static_cast<std::uint64_t>(d.nranks());
     epoch_ = ++state.ll_barrier_epochs[signal.ref.buffer];
@@ -176,7 +177,7 @@ class LLFlags {
     std::byte* heap = d_.windows_in[static_cast<std::size_t>(d_.rank)];
     const auto* word = reinterpret_cast<const std::uint64_t*>(heap + at(source));
     if (std::atomic_ref<const std::uint64_t>(*word).load(std::memory_order_acquire) != flag_) [[unlikely]]
-      await_flag(api_, d_, signal_, at(source), flag_, parity_, source);
+      await_flag(api_, d_, signal_, at(source), flag_, parity_, source, thing_);
   }
 
  private:
@@ -184,6 +185,7 @@ class LLFlags {
   const char* api_;
   const DomainState& d_;
   const WindowDesc& signal_;
+  const char* thing_;  // what a wait for a flag reports
   std::uint32_t epoch_;
   std::uint64_t flag_;  // epoch << 32 | signature (0 where the match check does not run)
   int parity_;
@@ -196,9 +198,9 @@ bool ll_barrier_fits(const DomainState& d, const WindowDesc& signal) {
   return has_channel(d, signal);
 }
 
-void ll_barrier(const char* api, const DomainState& d, const WindowDesc& signal) {
+void ll_barrier(const char* api, const DomainState& d, const WindowDesc& signal, bool entry) {
   const int n = d.nranks(), me = d.rank;
-  const LLFlags flags(api, d, signal);
+  const LLFlags flags(api, d, signal, entry ? "arrival at entry barrier" : "arrival at LL barrier");
   for (int k = 1; k < n; ++k) flags.raise(ring_at(me, k, n));      // staggered: rank r starts with r + 1
   for (int k = 1; k < n; ++k) flags.await(ring_at(me, n - k, n));  // the peer that raised my flag first is me - 1
 }

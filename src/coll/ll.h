@@ -93,6 +93,7 @@ bool ll_barrier_fits(const DomainState& d, const WindowDesc& signal);
 
 /// The LL barrier: every rank raises its flag in every peer's channel to this call's epoch, then
 /// waits for every peer's flag. The signal's own cells are not touched. Needs ll_barrier_fits().
-void ll_barrier(const char* api, const DomainState& d, const WindowDesc& signal);
+/// `entry`: it is a credit collective's first barrier (what a wait for a flag reports).
+void ll_barrier(const char* api, const DomainState& d, const WindowDesc& signal, bool entry = false);
 
 }  // namespace pld::detail

@@ -88,8 +88,9 @@ void publish_call(const DomainState& d, const WindowDesc& signal) {
   const CollDomainState& s = coll_state(d);
   if (!s.match || signal.ref.buffer >= s.calls.size()) return;
   const CurrentCall& c = s.calls[signal.ref.buffer];
+  if (c.key == nullptr) return;
   std::uint64_t w[8];
-  pack(c.key, w);
+  pack(*c.key, w);
   std::uint64_t* line = record_words(d, s, signal.ref.buffer, d.rank, c.token);
   std::atomic_ref<std::uint64_t>(line[0]).store(0, std::memory_order_relaxed);
   std::atomic_thread_fence(std::memory_order_release);
@@ -111,7 +112,7 @@ void call_mismatch_failed(const char* api, const DomainState& d, const WindowDes
     if ((theirs && (theirs->first >> 32) >= seq) || Clock::now() > until) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
-  const CollCall own = coll_call(mine.key, signal);
+  const CollCall own = coll_call(*mine.key, signal);
   std::string msg = fmt::format(
       "{}: collective mismatch on comm domain {} (collective #{} on signal '{}'): rank {} called {} but rank {} ", api,
       d.label, seq, d.buffer_name(buffer), d.rank, describe_call(own, d), peer);

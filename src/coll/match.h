@@ -14,9 +14,10 @@
 //   * the LL data calls carry the token in every line, the LL barrier (and the pushed broadcast
 //     on it) the signature in every flag (coll/ll.cc): a line or flag with this call's epoch and
 //     another signature comes from a peer in another call — no record is needed to see it;
-//   * the two-credit collectives publish their record before their first barrier (every peer's
-//     arrival there then follows it), prefetch the next rank's after it, and compare once their
-//     second barrier is passed, before they return: the line came in while the call worked;
+//   * the credit collectives run their first barrier as the LL barrier where the call is one lane
+//     (coll/credit.h), so its flags carry the signature too; split over lanes (core_num > 1), lane
+//     0 publishes the record before its first barrier (every peer's arrival there then follows
+//     it), prefetches the next rank's after it, and compares once its second barrier is passed;
 //   * every collective wait, once it sleeps, publishes this rank's record and probes every peer's
 //     (WaitProbe): calls whose protocols differ stall each other instead of completing, and each
 //     side finds the other's record of the same number with another signature.
@@ -50,7 +51,7 @@ inline CallKey call_key(CollKind kind, const WindowDesc& target, int core_num, R
 }
 
 /// The key's 32-bit signature: a few multiplies, every field mixed into every bit.
-inline std::uint32_t call_signature(const CallKey& k) {
+constexpr std::uint32_t call_signature(const CallKey& k) {
   const std::uint64_t a = static_cast<std::uint64_t>(k.kind) | static_cast<std::uint64_t>(k.dtype) << 8 |
                           static_cast<std::uint64_t>(k.op) << 16 | static_cast<std::uint64_t>(k.mode) << 24 |
                           static_cast<std::uint64_t>(static_cast<std::uint16_t>(k.core_num)) << 32 |
@@ -67,20 +68,28 @@ inline std::uint32_t call_signature(const CallKey& k) {
 CollCall coll_call(const CallKey& key, const WindowDesc& signal);
 
 /// Entry of every collective: one op-history record, this rank's current call where the match
-/// check runs (a hash and a few rank-local stores), and debug mode's check and the coll log line
+/// check runs (a hash and two rank-local stores), and debug mode's check and the coll log line
 /// where they are on.
-inline void coll_enter(const DomainState& d, const WindowDesc& signal, const CallKey& key) {
+/// `signature` is call_signature(key), passed by a caller whose key is a constant (the barrier) so
+/// that no hash sits between its entry and the flag its peers wait for.
+inline void coll_enter(const DomainState& d, const WindowDesc& signal, const CallKey& key, std::uint32_t signature) {
   d.backend->record_op(OpKind::Collective, static_cast<std::uint8_t>(key.kind), -1, saturate(key.count),
                        signal.ref.domain, signal.ref.buffer, signal.ref.offset, nullptr);
   CollDomainState& s = coll_state(d);
   if (s.match && signal.ref.buffer < s.calls.size()) {
     CurrentCall& c = s.calls[signal.ref.buffer];
-    c.token = ((c.token >> 32) + 1) << 32 | call_signature(key);
-    c.key = key;
+    c.token = ((c.token >> 32) + 1) << 32 | signature;
+    c.key = &key;
   }
   if (debug_checks() || collective_logging()) [[unlikely]]
     collective_check(d, coll_call(key, signal));
 }
+inline void coll_enter(const DomainState& d, const WindowDesc& signal, const CallKey& key) {
+  coll_enter(d, signal, key, call_signature(key));
+}
+/// The key must outlive the call (CurrentCall keeps its address): a named local of the collective.
+void coll_enter(const DomainState& d, const WindowDesc& signal, CallKey&& key) = delete;
+void coll_enter(const DomainState& d, const WindowDesc& signal, CallKey&& key, std::uint32_t signature) = delete;
 
 /// This rank's current call token on the signal's channel (0 where the match check does not run).
 inline std::uint64_t call_token(const DomainState& d, const WindowDesc& signal) {

@@ -25,7 +25,8 @@ void coll_reduce_scatter(const WindowDesc& target, const WindowDesc& signal, Red
   const int stride = check_reduce_scatter(target, signal, op, core_num);
   const DomainState& d = *signal.state;
   const Index size = target.shape[1];
-  coll_enter(d, signal, call_key(CollKind::ReduceScatter, target, core_num, op));
+  const CallKey key = call_key(CollKind::ReduceScatter, target, core_num, op);
+  coll_enter(d, signal, key);
   if (d.nranks() == 1 || size == 0) return;
   const int n = d.nranks(), me = d.rank;
   const std::size_t esz = dtype_size(target.dtype);

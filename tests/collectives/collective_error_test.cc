@@ -135,8 +135,8 @@ TEST(CollectiveErrors, MissingParticipantTimesOutWithTheCell) {
   PLD_REQUIRE_RANKS(2);
   try {
     run(ranks(2, 0.5), [](Host& h) {
-      // 256 floats (1 KiB): above the largest LL size, so the credit barrier waits (ll_test.cc:
-      // the LL wait).
+      // 256 floats (1 KiB): above the largest LL size, so the credit path's entry barrier waits
+      // (ll_test.cc: the LL wait).
       auto v = h.window<float>(h.alloc_window_buffer({256}, DType::FP32, "v"), {256});
       auto s = h.window<std::int32_t>(h.alloc_window_buffer({2, 1}, DType::INT32, "sig"), {2, 1});
       for (int r = 0; r < 2; ++r) h.dispatch(r, forgotten, v, s);
@@ -149,8 +149,14 @@ TEST(CollectiveErrors, MissingParticipantTimesOutWithTheCell) {
     // The kernel, named from the binary's symbol table (it has internal linkage; test binaries
     // are never stripped), and the wait-for report, on either backend (under mpi gathered from
     // every process). Where the domain runs MPI's own collectives there is no cell: the report
-    // names the collective and the member that never entered it.
+    // names the collective and the member that never entered it. Where the peers' windows are
+    // memory (always on the shm backend) the entry barrier runs on LL flags in the staging buffer,
+    // elsewhere on the signal's credit cells.
     const bool native = native_collectives_allowed() && msg.find("in MPI's own collective") != std::string::npos;
+    const bool entry = msg.find("arrival at entry barrier") != std::string::npos;
+    if (launcher_world_size() == 0 && !coll_rma()) {
+      EXPECT_TRUE(entry) << msg;
+    }
     const std::vector<const char*> parts =
         native ? std::vector<const char*>{"allreduce: waiting for every member of comm domain world in MPI's own "
                                           "collective at the deadline",
@@ -158,9 +164,13 @@ TEST(CollectiveErrors, MissingParticipantTimesOutWithTheCell) {
                                           "signal 'sig'",
                                           "Rank 0 never entered the collective: rank 1 waits for it in MPI's own "
                                           "allreduce, and it is idle"}
-               : std::vector<const char*>{"allreduce: waiting for rank 0's credit 1 on signal 'sig' cell [0, 0]",
-                                          "rank 1 (device 1): waiting on signal 'sig'",
-                                          "Rank 0 never notified: rank 1 waits for it"};
+           : entry ? std::vector<const char*>{"allreduce: waiting for rank 0's arrival at entry barrier 1 (staging "
+                                              "'pld.coll_staging' flag [1, 0], channel of signal 'sig'",
+                                              "rank 1 (device 1): waiting on signal 'pld.coll_staging'",
+                                              "Rank 0 never notified: rank 1 waits for it"}
+                   : std::vector<const char*>{"allreduce: waiting for rank 0's credit 1 on signal 'sig' cell [0, 0]",
+                                              "rank 1 (device 1): waiting on signal 'sig'",
+                                              "Rank 0 never notified: rank 1 waits for it"};
     for (const char* part : parts)
       EXPECT_NE(msg.find(part), std::string::npos) << "missing '" << part << "' in:\n" << msg;
     for (const char* part : {"(kernel pld::test::(anonymous namespace)::forgotten(", "Waits at the deadline",

@@ -186,13 +186,14 @@ std::string forgotten_message(int which = kAllToAll, Index cols = 3) {
 }
 
 // The path collective `which` of `cols` columns took, read off the wait of its forgotten call: "LL"
-// (a staging word), "pushed" (an LL barrier's flag: the pushed broadcast), "credit", or "neither".
+// (a staging word), "pushed" (an LL barrier's flag: the pushed broadcast), "credit" (the entry
+// barrier of the credit path, on LL flags), or "neither".
 const char* forgotten_path(int which, Index cols) {
   const std::string what = forgotten_message(which, cols);
   const std::string waiting = std::string(kWhichName[which]) + ": waiting for rank 0's ";
   if (what.find(waiting + "data of LL call 1 (staging") != std::string::npos) return "LL";
   if (what.find(waiting + "arrival at LL barrier") != std::string::npos) return "pushed";
-  if (what.find(waiting + "credit 1") != std::string::npos) return "credit";
+  if (what.find(waiting + "arrival at entry barrier") != std::string::npos) return "credit";
   return "neither";
 }
 
@@ -207,7 +208,10 @@ TEST(LLRows, MissingPeerTimesOutWithTheStagingWordOrTheCredit) {
       << ll;
   ScopedEnv off("PLD_COLL_LL_MAX", "0");
   const std::string credit = forgotten_message();
-  EXPECT_NE(credit.find("all_to_all: waiting for rank 0's credit 1 on signal 'sig'"), std::string::npos) << credit;
+  EXPECT_NE(credit.find("all_to_all: waiting for rank 0's arrival at entry barrier 1 (staging 'pld.coll_staging' flag "
+                        "[1, 0], channel of signal 'sig'"),
+            std::string::npos)
+      << credit;
 }
 
 // Which path ran shows in the wait: every small collective waits for a staging word, not a credit.
