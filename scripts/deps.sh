@@ -15,6 +15,7 @@ packages=(
   clang-format                          # the format check (scripts/format.sh)
   python3-dev pybind11-dev python3-numpy python3-pytest  # the Python package (python/) and its tests
   python3-mpi4py                        # the mpi4py baseline of bench/python/moe.py
+  time                                  # /usr/bin/time: peak RSS in bench/peers/scale.sh
 )
 missing=()
 for p in "${packages[@]}"; do

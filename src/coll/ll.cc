@@ -201,6 +201,16 @@ bool ll_barrier_fits(const DomainState& d, const WindowDesc& signal) {
 void ll_barrier(const char* api, const DomainState& d, const WindowDesc& signal, bool entry) {
   const int n = d.nranks(), me = d.rank;
   const LLFlags flags(api, d, signal, entry ? "arrival at entry barrier" : "arrival at LL barrier");
+  if (n >= kDisseminationRanks) {
+    // Dissemination: in round j a rank raises its flag at me + 2^j and awaits the one from
+    // me - 2^j; after it, it knows that ranks me - 1 .. me - (2^(j+1) - 1) have arrived. The
+    // sources of one barrier are distinct, so each keeps its own flag slot.
+    for (int dist = 1; dist < n; dist *= 2) {
+      flags.raise(ring_at(me, dist, n));
+      flags.await(ring_at(me, n - dist, n));
+    }
+    return;
+  }
   for (int k = 1; k < n; ++k) flags.raise(ring_at(me, k, n));      // staggered: rank r starts with r + 1
   for (int k = 1; k < n; ++k) flags.await(ring_at(me, n - k, n));  // the peer that raised my flag first is me - 1
 }

@@ -92,7 +92,8 @@ void ll_all_to_all_v(const char* api, const DomainState& d, const std::byte* inp
 bool ll_barrier_fits(const DomainState& d, const WindowDesc& signal);
 
 /// The LL barrier: every rank raises its flag in every peer's channel to this call's epoch, then
-/// waits for every peer's flag. The signal's own cells are not touched. Needs ll_barrier_fits().
+/// waits for every peer's flag; from kDisseminationRanks ranks, log2 P rounds of one flag out and
+/// one in (dissemination). The signal's own cells are not touched. Needs ll_barrier_fits().
 /// `entry`: it is a credit collective's first barrier (what a wait for a flag reports).
 void ll_barrier(const char* api, const DomainState& d, const WindowDesc& signal, bool entry = false);
 

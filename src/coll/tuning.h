@@ -52,6 +52,10 @@ inline constexpr std::uint64_t ll_channel_bytes(std::uint64_t nranks) {
   return call_record_offset(nranks) + kCallRecordBytes;
 }
 
+/// From this many ranks the LL barrier is a dissemination barrier (log2 P rounds of one flag out,
+/// one in) instead of the flat one (P - 1 flags out, P - 1 in): per-rank work grows as log P.
+inline constexpr int kDisseminationRanks = 32;
+
 /// Staging per rank is capped (it is zeroed with the other windows on every call): channels go
 /// to the first buffer ids only, at least one (P = 2: 66 channels, P = 8: 17, P = 64: 2).
 inline constexpr std::uint64_t kCollStagingBudget = 192 * 1024;

@@ -1,6 +1,6 @@
 // The LL barrier (barrier on a domain whose peers are memory and whose signal has a staging
-// channel): it orders every round at P in {2, 3, 5, 8}, also when other collectives share its
-// signal and when ranks outnumber cores (waiters sleep), and the signal's cells end at 0; a
+// channel): it orders every round at P in {2, 3, 5, 8} and, as a dissemination barrier, 32 and 37, also when other
+// collectives share its signal and when ranks outnumber cores (waiters sleep), and the signal's cells end at 0; a
 // missing rank times out naming the flag at every P (which proves the LL barrier ran), or naming
 // the credit on a signal without a channel (the credit barrier's fallback).
 // Under PLD_COLL_RMA=1 (and under mpirun) the same tests run the credit barrier.
@@ -55,6 +55,15 @@ TEST_P(LLBarrier, OrdersEveryRound) {
   const int p = GetParam();  // 5 and 8 ranks on 2 cores: waiters yield and sleep
   PLD_REQUIRE_RANKS(p);
   check_rounds(p, 0);
+}
+
+// From kDisseminationRanks the LL barrier runs log2 P rounds (dissemination): a power of two and
+// a count that is not one, both far beyond the cores.
+TEST(LLBarrier, DisseminationOrdersEveryRound) {
+  for (int p : {32, 37}) {
+    PLD_REQUIRE_RANKS(p);
+    check_rounds(p, 0);
+  }
 }
 
 TEST(LLBarrier, SignalWithoutAChannelOrdersEveryRound) {
