@@ -202,9 +202,7 @@ void ll_barrier(const char* api, const DomainState& d, const WindowDesc& signal,
   const int n = d.nranks(), me = d.rank;
   const LLFlags flags(api, d, signal, entry ? "arrival at entry barrier" : "arrival at LL barrier");
   if (n >= kDisseminationRanks) {
-    // Dissemination: in round j a rank raises its flag at me + 2^j and awaits the one from
-    // me - 2^j; after it, it knows that ranks me - 1 .. me - (2^(j+1) - 1) have arrived. The
-    // sources of one barrier are distinct, so each keeps its own flag slot.
+    // Dissemination: round j raises my flag at me + 2^j, awaits me - 2^j's (distinct sources).
     for (int dist = 1; dist < n; dist *= 2) {
       flags.raise(ring_at(me, dist, n));
       flags.await(ring_at(me, n - dist, n));
