@@ -25,9 +25,12 @@ namespace {
 // drops the block (to the pool of same-sized blocks, so a loop that allocates the same shapes
 // every iteration maps nothing new).
 struct LiveBlocks {
+  struct Entry {
+    detail::SharedBlock block;
+    std::size_t bytes;  // as requested (the block is page-rounded)
+  };
   std::mutex mutex;
-  std::unordered_map<void*, detail::SharedBlock> blocks;
-  std::unordered_map<void*, std::size_t> bytes;
+  std::unordered_map<void*, Entry> blocks;
 
   static LiveBlocks& instance() {
     static auto* live = new LiveBlocks();  // never destroyed: arrays may outlive the module
@@ -45,8 +48,7 @@ void* shared_or_null(std::size_t size, bool zero) {
     void* p = block.base;
     auto& live = LiveBlocks::instance();
     std::lock_guard lock(live.mutex);
-    live.bytes[p] = size;
-    live.blocks[p] = std::move(block);
+    live.blocks[p] = {std::move(block), size};
     return p;
   } catch (const std::exception&) {
     return nullptr;  // no fd or no memory for a block: the caller falls back to the heap
@@ -59,10 +61,9 @@ detail::SharedBlock take(void* p, std::size_t* bytes) {
   std::lock_guard lock(live.mutex);
   auto it = live.blocks.find(p);
   if (it == live.blocks.end()) return {};
-  detail::SharedBlock block = std::move(it->second);
+  detail::SharedBlock block = std::move(it->second.block);
+  *bytes = it->second.bytes;
   live.blocks.erase(it);
-  *bytes = live.bytes.at(p);
-  live.bytes.erase(p);
   return block;
 }
 
@@ -92,8 +93,7 @@ void* handler_realloc(void* ctx, void* p, std::size_t size) {
   if (q == nullptr) {  // realloc's contract: the old memory stays valid
     auto& live = LiveBlocks::instance();
     std::lock_guard lock(live.mutex);
-    live.bytes[p] = old;
-    live.blocks[p] = std::move(block);
+    live.blocks[p] = {std::move(block), old};
     return nullptr;
   }
   std::memcpy(q, p, std::min(old, size));
@@ -153,7 +153,7 @@ std::optional<HostTensor> shared_view(py::handle value) {
     return std::nullopt;  // not a pld dtype: the copying path reports it
   }
   if (dtype_size(t.dtype) != static_cast<std::size_t>(PyArray_ITEMSIZE(a))) return std::nullopt;
-  t.shape = dims_of(py::reinterpret_borrow<py::object>(value.attr("shape")), "pld.shared_numpy", "shape");
+  for (int i = 0; i < PyArray_NDIM(a); ++i) t.shape.push_back(static_cast<Index>(PyArray_DIM(a, i)));
   t.block = std::move(block);
   t.offset = offset;
   return t;
