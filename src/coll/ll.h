@@ -21,7 +21,9 @@ namespace pld::detail {
 bool ll_fits(const DomainState& d, const WindowDesc& signal, std::uint64_t bytes);
 
 /// The LL allreduce of `target` (count elements, count * esz <= kLLMaxBytes) in place, sources
-/// combined in ascending rank order. Operands are already checked; needs ll_fits().
+/// combined in ascending rank order: one hop to every peer, or from kDisseminationRanks ranks, while
+/// P / 2 sources fit a slot, log2 P rounds of dissemination. Operands are already checked; needs
+/// ll_fits().
 void ll_allreduce(const char* api, const DomainState& d, const WindowDesc& target, const WindowDesc& signal,
                   Index count, ReduceOp op);
 

@@ -1,10 +1,12 @@
-// The LL one-shot allreduce (AllreduceMode::Auto, payload <= 256 bytes, core_num 1): 64 ranks,
+// The LL one-shot allreduce (AllreduceMode::Auto, payload <= 256 bytes, core_num 1): 64 ranks, its
+// dissemination form at 32 and 37 ranks (the bits of Mesh),
 // two threads of one kernel running LL allreduces at once on separate signals, LL and two-barrier
 // calls alternating on one signal, a signal without a staging channel, and the wait semantics
 // (deadline report, abort release).
 // Every dtype, op, P in {1,2,3,4,5,8} and size around the threshold: collective_test.cc.
 #include "support.hpp"
 
+#include <bit>
 #include <thread>
 
 namespace pld::test {
@@ -51,6 +53,60 @@ TEST(LLAllreduce, SixtyFourRanks) {
       for (int k = 0; k < 3; ++k)
         for (Index i = 0; i < kSizes[s]; ++i)
           ASSERT_EQ(out(r, s, k, i), golden(p, k, i)) << "rank " << r << " size " << kSizes[s] << " rep " << k;
+}
+
+// From kDisseminationRanks ranks the LL allreduce gathers its sources by dissemination while P / 2
+// of them fit a slot (512 bytes): fp32 counts 1 and 7 at P = 37 (18 sources of 28 bytes) and 8 at
+// P = 32 (16 of 32) disseminate, 8 at P = 37 and 9 at P = 32 do not. Sums of values whose rounding
+// depends on the order give the bits of Mesh and of a sum in ascending rank order on every rank.
+constexpr Index kDisseminated[] = {1, 7, 8, 9};
+
+float unround(int r, Index i) {
+  return 1.0F / static_cast<float>(r + 2 * i + 3);
+}
+
+void auto_and_mesh(DistributedTensor<float> a, DistributedTensor<float> m, DistributedTensor<std::int32_t> sig,
+                   Tensor<float> out) {
+  const int me = rank(get_comm_ctx(a));
+  const Index n = a.numel();
+  for (Index i = 0; i < n; ++i) {
+    tile::write(a, {i}, unround(me, i));
+    tile::write(m, {i}, unround(me, i));
+  }
+  tensor::allreduce(a, sig);
+  tensor::allreduce(m, sig, {.mode = AllreduceMode::Mesh});
+  for (Index i = 0; i < n; ++i) {
+    out(0, i) = tile::read(a, {i});
+    out(1, i) = tile::read(m, {i});
+  }
+}
+
+TEST(LLAllreduce, DisseminationGivesTheBitsOfMesh) {
+  for (int p : {32, 37}) {
+    PLD_REQUIRE_RANKS(p);
+    auto out = HostTensor<float>::zeros({p, 4, 2, 9});
+    run(ranks(p), [&](Host& h) {
+      auto a = h.alloc_window_buffer({9}, DType::FP32, "a");
+      auto m = h.alloc_window_buffer({9}, DType::FP32, "m");
+      auto sig = h.window<std::int32_t>(h.alloc_window_buffer({p}, DType::INT32, "sig"), {p});
+      for (int s = 0; s < 4; ++s) {
+        const Index n = kDisseminated[s];
+        for (int r = 0; r < p; ++r)
+          h.dispatch(r, auto_and_mesh, h.window<float>(a, {n}), h.window<float>(m, {n}), sig, out[r][s]);
+      }
+    });
+    for (int s = 0; s < 4; ++s)
+      for (Index i = 0; i < kDisseminated[s]; ++i) {
+        float golden = unround(0, i);
+        for (int r = 1; r < p; ++r) golden += unround(r, i);
+        for (int r = 0; r < p; ++r) {
+          ASSERT_EQ(std::bit_cast<std::uint32_t>(out(r, s, 0, i)), std::bit_cast<std::uint32_t>(golden))
+              << "P=" << p << " rank " << r << " count " << kDisseminated[s] << " element " << i;
+          ASSERT_EQ(std::bit_cast<std::uint32_t>(out(r, s, 1, i)), std::bit_cast<std::uint32_t>(golden))
+              << "P=" << p << " rank " << r << " count " << kDisseminated[s] << " element " << i << " (Mesh)";
+        }
+      }
+  }
 }
 
 // Two threads of each rank's kernel: allreduces on v1/sig1 and on v2/sig2 at the same time. The
