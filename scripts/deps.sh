@@ -14,7 +14,9 @@ packages=(
   gnuplot-nox                           # busbw plot of bench/compare_mpi.sh
   clang-format                          # the format check (scripts/format.sh)
   python3-dev pybind11-dev python3-numpy python3-pytest  # the Python package (python/) and its tests
-  python3-mpi4py                        # the mpi4py baseline of bench/python/moe.py
+  python3-mpi4py                        # the mpi4py baseline of bench/python/moe.py and bench/peers
+  python3-torch                         # torch.distributed (gloo backend): a peer of bench/peers
+  libgloo-dev                           # C++ Gloo: a peer of bench/peers (gloo-bench)
   time                                  # /usr/bin/time: peak RSS in bench/peers/scale.sh
 )
 missing=()
