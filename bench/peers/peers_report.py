@@ -2,8 +2,8 @@
 """The one ratio table of bench/peers/peers.sh: pld against the tools its users pick instead.
 
 Reads every measurement of a run directory — JSON lines (`*.jsonl`: python_peers.py,
-pld-bench-shmem, shmem_oshmem, gloo-bench) and pld-bench's JSON (`pld-bench.*.json`, pld's side
-of the Gloo rows) — takes the median over rounds of each (suite, side, op, mode, bytes, ranks),
+pld-bench-shmem, shmem_oshmem, gloo-bench) and pld-bench's JSON (`pld-bench.<suite>.<P>.r<round>.json`,
+pld's side of the Gloo rows) — takes the median over rounds of each (suite, side, op, mode, bytes, ranks),
 and prints one row per (suite, op, ranks, bytes): pld's time, each peer's, pld / the fastest peer,
 the target and whether it holds.
 
@@ -16,6 +16,8 @@ import math
 import os
 import statistics
 import sys
+
+import scale_report  # bench/peers/scale_report.py: the pld-bench JSON reader
 
 # The fastest way pld offers, per suite: the rows of these sides compete; the others are shown.
 PLD_SIDES = ("pld", "pld-host")
@@ -31,16 +33,11 @@ def target(suite, op, nbytes):
     return 0.5
 
 
-def pld_bench_rows(path, suite):
-    """pld-bench's JSON as measurement dicts (the composite path)."""
-    with open(path) as f:
-        d = json.load(f)
-    for table in d["tables"]:
-        for row in table["rows"]:
-            cell = row.get("composite")
-            if cell and cell.get("time_us") is not None:
-                yield {"suite": suite, "side": "pld", "op": table["collective"], "bytes": row["size"],
-                       "ranks": d["nranks"], "us": cell["time_us"]}
+def pld_bench_rows(path, suite, ranks):
+    """pld-bench's JSON (the composite path, read as scale_report.py reads it) as measurement dicts."""
+    times, _ = scale_report.rows(path, "pld")
+    for (op, nbytes), us in times.items():
+        yield {"suite": suite, "side": "pld", "op": op, "bytes": nbytes, "ranks": ranks, "us": us}
 
 
 def load(runs):
@@ -49,8 +46,8 @@ def load(runs):
         with open(path) as f:
             out += [json.loads(line) for line in f if line.strip()]
     for path in sorted(glob.glob(os.path.join(runs, "pld-bench.*.json"))):
-        suite = os.path.basename(path).split(".")[1]
-        out += list(pld_bench_rows(path, suite))
+        _, suite, ranks = os.path.basename(path).split(".")[:3]  # pld-bench.<suite>.<P>.r<round>.json
+        out += list(pld_bench_rows(path, suite, int(ranks)))
     return out
 
 
