@@ -7,7 +7,8 @@
 #   nompi  (build-nompi) without MPI (PLD_WITH_MPI=OFF): the library, unit tests, multi-process
 #                        tests (forked ranks, P up to 8), the tutorials at 2/3/4/8 ranks, the
 #                        install and docs checks.
-# Together they run every test once, and the quick subset runs on both. ccache (when installed) lets the second build reuse the
+# Together they run every test once, and the quick subset runs on both; the nompi build's
+# multi-process tests and tutorials run a second time with the race detector on (PLD_DEBUG=race). ccache (when installed) lets the second build reuse the
 # first one's test and tutorial objects.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -22,3 +23,5 @@ for preset in ci nompi; do
 done
 # The quick subset once more on the ci build: the shm path of a library that also carries MPI.
 ctest --preset ci-quick
+# The multi-process tests and the tutorials with the race detector on: correct programs report nothing.
+ctest --preset race

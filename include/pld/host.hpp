@@ -32,6 +32,14 @@ enum class BackendKind {
   Mpi,   ///< each MPI process is one rank; windows are MPI-3 RMA windows (docs/05-mpi.md)
 };
 
+/// The race detector (docs/04-debugging.md): Setting follows PLD_DEBUG (race, race:warn).
+enum class RaceCheck {
+  Setting,  ///< PLD_DEBUG decides
+  Off,
+  Fail,  ///< a race fails the call with both operations, the window and the missing edge
+  Warn,  ///< a race is logged once per pair of operations and the call goes on
+};
+
 /// How a distributed program is laid out. Rank r runs "on" device `device_ids[r]`.
 struct DistributedConfig {
   /// One rank per entry: non-empty, non-negative, distinct (at most kMaxRanks).
@@ -47,6 +55,8 @@ struct DistributedConfig {
   bool swimlane = false;
   /// Where debugging outputs go; empty = PLD_DFX_DIR (default "dfx_outputs").
   std::string dfx_dir{};
+  /// Check every window access for races with the other ranks' (shm backend).
+  RaceCheck race_check = RaceCheck::Setting;
 
   /// Throws UsageError for an empty, negative or duplicate device list or a bad value.
   PLD_API void validate() const;

@@ -13,7 +13,7 @@ Kernel-side calls live in the namespaces pld.system, pld.tile and pld.tensor.
 from . import _pld
 from ._pld import (  # noqa: F401
     AbortedError, AllreduceMode, AtomicType, BackendKind, CommCtx, CommDomain, DType, DistributedConfig,
-    DistributedTensor, Error, Host, HostTensor, NotifyOp, RankError, RankFailure, ReduceOp, UsageError,
+    DistributedTensor, Error, Host, HostTensor, NotifyOp, RaceCheck, RankError, RankFailure, ReduceOp, UsageError,
     WaitCmp, WaitTimeoutError, WindowBuffer, dtype, gather, get_comm_ctx, in_shared_memory, is_output_rank,
     launcher_world_size, nranks, rank, register_kernel,
 )
@@ -28,7 +28,7 @@ from .worker import (  # noqa: F401
 
 __all__ = [
     "AbortedError", "AllreduceMode", "AtomicType", "BackendKind", "CommCtx", "CommDomain", "DType",
-    "DistributedConfig", "DistributedTensor", "Error", "Host", "HostTensor", "NotifyOp", "RankError",
+    "DistributedConfig", "DistributedTensor", "Error", "Host", "HostTensor", "NotifyOp", "RaceCheck", "RankError",
     "RankFailure", "ReduceOp", "UsageError", "WaitCmp", "WaitTimeoutError", "WindowBuffer", "bfloat16", "dtype",
     "from_bfloat16", "gather", "get_comm_ctx", "in_shared_memory", "is_output_rank", "launcher_world_size",
     "nranks", "rank", "register_kernel", "run", "shared_numpy", "system", "tensor", "tile", "to_bfloat16",

@@ -84,6 +84,12 @@ class BackendKind(_Enum):
     Shm: ClassVar[BackendKind]
     Mpi: ClassVar[BackendKind]
 
+class RaceCheck(_Enum):
+    Setting: ClassVar[RaceCheck]
+    Off: ClassVar[RaceCheck]
+    Fail: ClassVar[RaceCheck]
+    Warn: ClassVar[RaceCheck]
+
 class RankFailure(_Enum):
     KernelError: ClassVar[RankFailure]
     WaitTimeout: ClassVar[RankFailure]
@@ -173,8 +179,10 @@ class DistributedConfig:
     wait_timeout: float
     swimlane: bool
     dfx_dir: str
+    race_check: RaceCheck
     def __init__(self, device_ids: Sequence[int], *, backend: BackendKind = ..., heap_bytes: int = ...,
-                 wait_timeout: float = ..., swimlane: bool = ..., dfx_dir: str = ...) -> None: ...
+                 wait_timeout: float = ..., swimlane: bool = ..., dfx_dir: str = ...,
+                 race_check: RaceCheck = ...) -> None: ...
     def validate(self) -> None: ...
     def world_size(self) -> int: ...
 

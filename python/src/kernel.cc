@@ -8,6 +8,7 @@
 
 #include <pld/comm_domain.hpp>
 #include <pld/detail/host.hpp>
+#include <pld/detail/kernel.hpp>
 #include <pld/error.hpp>
 
 #include <fmt/format.h>
@@ -144,11 +145,50 @@ struct GilHold {
   ~GilHold() { PyGILState_Release(state); }
 };
 
+/// The frame that called the running kernel (in a rank: the host's, inherited at fork), where
+/// the race detector's notes stop, and the pld package's directory, whose frames they skip. Both
+/// are set by python_kernel and read by python_frames under the GIL.
+PyFrameObject* g_kernel_caller = nullptr;
+std::string g_package_dir;
+
+/// The race detector's note of an access made from Python: the kernel's innermost frames outside
+/// the pld package, outermost first, as a traceback lists them.
+bool python_frames(std::string* note) {
+  GilHold gil;
+  const std::string& package = g_package_dir;
+  std::vector<std::string> frames;
+  PyFrameObject* f = PyEval_GetFrame();
+  Py_XINCREF(f);
+  while (f && f != g_kernel_caller && frames.size() < 3) {
+    PyCodeObject* code = PyFrame_GetCode(f);
+    const py::handle c(reinterpret_cast<PyObject*>(code));
+    const std::string file = py::str(c.attr("co_filename")).cast<std::string>();
+    if (file.rfind(package, 0) != 0)
+      frames.push_back(fmt::format("File \"{}\", line {}, in {}", file, PyFrame_GetLineNumber(f),
+                                   py::str(c.attr("co_name")).cast<std::string>()));
+    Py_DECREF(code);
+    PyFrameObject* back = PyFrame_GetBack(f);
+    Py_DECREF(f);
+    f = back;
+  }
+  Py_XDECREF(f);
+  note->clear();
+  for (auto it = frames.rbegin(); it != frames.rend(); ++it) *note += (note->empty() ? "" : "\n") + *it;
+  return !note->empty();
+}
+
 void python_kernel(void (*)(), detail::ArgReader& reader) {
   GilHold gil;
   if (reader.value<std::uint32_t>() != kFrameMagic) throw UsageError("dispatch: not a Python kernel frame (internal)");
   const auto id = reader.value<std::uint64_t>();
   const std::string name = read_string(reader);
+  detail::race_kernel_name(display_name(name).c_str());
+  detail::race_note_source(&python_frames);
+  g_kernel_caller = PyEval_GetFrame();
+  if (g_package_dir.empty()) {
+    const std::string file = py::module_::import("pld").attr("__file__").cast<std::string>();
+    g_package_dir = file.substr(0, file.rfind('/') + 1);
+  }
   try {
     py::object fn = resolve_kernel(id, name);
     py::tuple args = decode_args(reader);

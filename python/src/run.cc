@@ -55,8 +55,8 @@ void run(const DistributedConfig& config, py::object orchestrator) {
 }
 
 DistributedConfig make_config(const std::vector<int>& device_ids, BackendKind backend, std::uint64_t heap_bytes,
-                              double wait_timeout, bool swimlane, const std::string& dfx_dir) {
-  DistributedConfig c{device_ids, backend, heap_bytes, wait_timeout, swimlane, dfx_dir};
+                              double wait_timeout, bool swimlane, const std::string& dfx_dir, RaceCheck race_check) {
+  DistributedConfig c{device_ids, backend, heap_bytes, wait_timeout, swimlane, dfx_dir, race_check};
   c.validate();
   return c;
 }
@@ -69,15 +69,17 @@ void bind_run(py::module_& m) {
                                 "How a distributed program is laid out: rank r runs on device_ids[r].")
       .def(py::init(&make_config), py::arg("device_ids"), py::kw_only(), py::arg("backend") = BackendKind::Auto,
            py::arg("heap_bytes") = 0, py::arg("wait_timeout") = 0.0, py::arg("swimlane") = false,
-           py::arg("dfx_dir") = "",
+           py::arg("dfx_dir") = "", py::arg("race_check") = RaceCheck::Setting,
            "device_ids: one per rank (distinct, >= 0); heap_bytes: window heap per rank (0 = PLD_HEAP_BYTES); "
-           "wait_timeout: seconds (0 = PLD_WAIT_TIMEOUT); swimlane: record traces; dfx_dir: where they go.")
+           "wait_timeout: seconds (0 = PLD_WAIT_TIMEOUT); swimlane: record traces; dfx_dir: where they go; "
+           "race_check: the race detector (RaceCheck.Setting: PLD_DEBUG decides).")
       .def_readwrite("device_ids", &DistributedConfig::device_ids)
       .def_readwrite("backend", &DistributedConfig::backend)
       .def_readwrite("heap_bytes", &DistributedConfig::heap_bytes)
       .def_readwrite("wait_timeout", &DistributedConfig::wait_timeout)
       .def_readwrite("swimlane", &DistributedConfig::swimlane)
       .def_readwrite("dfx_dir", &DistributedConfig::dfx_dir)
+      .def_readwrite("race_check", &DistributedConfig::race_check)
       .def("validate", &DistributedConfig::validate)
       .def("world_size", &DistributedConfig::world_size)
       .def("__repr__", [](const DistributedConfig& c) {

@@ -1,5 +1,5 @@
 // Enums and value types: pld.DType (and the numpy dtypes it maps to), NotifyOp, WaitCmp,
-// AtomicType, ReduceOp, AllreduceMode, BackendKind; shape and dtype conversions shared by every
+// AtomicType, ReduceOp, AllreduceMode, BackendKind, RaceCheck; shape and dtype conversions shared by every
 // binding file.
 #include "bindings.h"
 
@@ -168,6 +168,11 @@ void bind_types(py::module_& m) {
       .value("Auto", BackendKind::Auto)
       .value("Shm", BackendKind::Shm)
       .value("Mpi", BackendKind::Mpi);
+  py::enum_<RaceCheck>(m, "RaceCheck", "The race detector: Setting (PLD_DEBUG decides), Off, Fail or Warn.")
+      .value("Setting", RaceCheck::Setting)
+      .value("Off", RaceCheck::Off)
+      .value("Fail", RaceCheck::Fail)
+      .value("Warn", RaceCheck::Warn);
   m.attr("MAX_DIMS") = kMaxDims;
   m.attr("MAX_RANKS") = kMaxRanks;
   m.attr("MAX_CORE_NUM") = kMaxCoreNum;

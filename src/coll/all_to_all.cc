@@ -10,6 +10,7 @@
 #include "coll/peer.h"
 #include "coll/push.h"
 #include "debug/checks.h"
+#include "debug/race.h"
 #include "trace/trace.h"
 
 namespace pld::detail {
@@ -21,6 +22,7 @@ void coll_all_to_all(const LocalDesc& input, const WindowDesc* input_window, con
   const int stride = check_all_to_all(input, input_window, target, signal, core_num);
   const DomainState& d = *signal.state;
   const CallKey key = call_key(CollKind::AllToAll, target, core_num);
+  const RaceCollective race(d);
   coll_enter(d, signal, key);
   const std::size_t row_bytes = static_cast<std::size_t>(target.shape[1]) * dtype_size(target.dtype);
   if (NativeCollectives* native = native_for(d, signal))
@@ -39,6 +41,7 @@ void coll_all_to_all_v(const LocalDesc& input, const WindowDesc* input_window, c
   const DomainState& d = *signal.state;
   CallKey key = call_key(CollKind::AllToAllV, target, 1);
   key.extra = recv_counts.ref.buffer;
+  const RaceCollective race(d);
   coll_enter(d, signal, key);
   const int n = d.nranks(), me = d.rank;
   const Index max_recv = target.shape[0] / n, size = target.shape[1];

@@ -9,6 +9,7 @@
 #include "coll/peer.h"
 #include "coll/push.h"
 #include "debug/checks.h"
+#include "debug/race.h"
 #include "trace/trace.h"
 
 namespace pld::detail {
@@ -20,6 +21,7 @@ void coll_allgather(const LocalDesc& local, const WindowDesc* local_window, cons
   const int stride = check_allgather(local, local_window, target, signal, core_num);
   const DomainState& d = *signal.state;
   const CallKey key = call_key(CollKind::Allgather, target, core_num);
+  const RaceCollective race(d);
   coll_enter(d, signal, key);
   const std::size_t row_bytes = static_cast<std::size_t>(target.shape[1]) * dtype_size(target.dtype);
   if (NativeCollectives* native = native_for(d, signal))

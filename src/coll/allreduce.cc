@@ -24,6 +24,7 @@
 #include "coll/peer.h"
 #include "coll/tuning.h"
 #include "debug/checks.h"
+#include "debug/race.h"
 #include "reduce/reduce.h"
 #include "trace/trace.h"
 
@@ -135,6 +136,7 @@ void coll_allreduce(const WindowDesc& target, const WindowDesc& signal, const Al
   const DomainState& d = *signal.state;
   const Index count = target.shape.numel();
   const CallKey key = call_key(CollKind::Allreduce, target, options.core_num, options.op, options.mode);
+  const RaceCollective race(d);
   coll_enter(d, signal, key);
   if (d.nranks() == 1 || count == 0) return;
   if (NativeCollectives* native = native_for(d, signal))

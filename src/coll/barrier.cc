@@ -7,6 +7,7 @@
 #include "coll/match.h"
 #include "coll/native.h"
 #include "debug/checks.h"
+#include "debug/race.h"
 #include "trace/trace.h"
 
 namespace pld::detail {
@@ -18,6 +19,7 @@ void coll_barrier(const WindowDesc& signal) {
   const DomainState& d = *signal.state;
   static constexpr CallKey key{.kind = CollKind::Barrier};
   static constexpr std::uint32_t signature = call_signature(key);
+  const RaceCollective race(d);
   coll_enter(d, signal, key, signature);
   if (d.nranks() == 1) return;
   if (NativeCollectives* native = native_for(d, signal))

@@ -18,6 +18,7 @@
 #include "coll/push.h"
 #include "core/dtype.h"
 #include "debug/checks.h"
+#include "debug/race.h"
 #include "trace/trace.h"
 
 namespace pld::detail {
@@ -30,6 +31,7 @@ void coll_broadcast(const WindowDesc& target, const WindowDesc& signal, int root
   const Index count = target.shape.numel();
   CallKey key = call_key(CollKind::Broadcast, target, core_num);
   key.root = root;
+  const RaceCollective race(d);
   coll_enter(d, signal, key);
   if (d.nranks() == 1 || count == 0) return;
   const std::size_t esz = elem_bytes(target.dtype);

@@ -12,6 +12,7 @@
 #include "coll/native.h"
 #include "coll/peer.h"
 #include "debug/checks.h"
+#include "debug/race.h"
 #include "reduce/reduce.h"
 #include "trace/trace.h"
 
@@ -26,6 +27,7 @@ void coll_reduce_scatter(const WindowDesc& target, const WindowDesc& signal, Red
   const DomainState& d = *signal.state;
   const Index size = target.shape[1];
   const CallKey key = call_key(CollKind::ReduceScatter, target, core_num, op);
+  const RaceCollective race(d);
   coll_enter(d, signal, key);
   if (d.nranks() == 1 || size == 0) return;
   const int n = d.nranks(), me = d.rank;

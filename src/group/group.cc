@@ -7,6 +7,7 @@
 #include "core/settings.h"
 #include "core/thresholds.h"
 #include "debug/checks.h"
+#include "debug/race.h"
 #include "group/shm/group.h"
 #ifdef PLD_HAVE_MPI
 #include "group/mpi/group.h"
@@ -16,6 +17,9 @@
 
 #include <fmt/format.h>
 #include <unistd.h>
+
+#include <algorithm>
+#include <string>
 
 namespace pld::detail {
 
@@ -48,6 +52,38 @@ BackendKind resolve_backend(const DistributedConfig& config) {
   return kind;
 }
 
+// PLD_DEBUG: "0", "1", "race", "race:warn", or a comma-separated combination ("1,race").
+void parse_debug(const std::string& value, bool* debug, RaceMode* race) {
+  *debug = false;
+  *race = RaceMode::Off;
+  std::size_t at = 0;
+  while (at <= value.size()) {
+    const std::size_t comma = std::min(value.find(',', at), value.size());
+    const std::string part = value.substr(at, comma - at);
+    if (part == "1")
+      *debug = true;
+    else if (part == "race")
+      *race = RaceMode::Fail;
+    else if (part == "race:warn")
+      *race = RaceMode::Warn;
+    else if (part != "0" && !(part.empty() && value.empty()))
+      throw UsageError(fmt::format(
+          "PLD_DEBUG={}: '{}' is not a debug mode; write 0, 1 (debug mode), race (the race detector), race:warn, or "
+          "a comma-separated combination such as 1,race",
+          value, part));
+    at = comma + 1;
+  }
+}
+
+RaceMode race_mode(RaceCheck check, RaceMode from_setting) {
+  switch (check) {
+    case RaceCheck::Off: return RaceMode::Off;
+    case RaceCheck::Fail: return RaceMode::Fail;
+    case RaceCheck::Warn: return RaceMode::Warn;
+    default: return from_setting;
+  }
+}
+
 }  // namespace
 
 bool ProcessGroup::all_alive() const {
@@ -65,7 +101,13 @@ GroupOptions group_options(const DistributedConfig& config) {
   setting_int(Setting::Reproducible);
   setting_int(Setting::CollRma);
   // Debug mode is decided here, before any rank is forked, so that every rank inherits it.
-  g_debug_checks = setting_int(Setting::Debug) != 0;
+  RaceMode race = RaceMode::Off;
+  parse_debug(setting_string(Setting::Debug), &g_debug_checks, &race);
+  g_race_mode = race_mode(config.race_check, race);
+  if (g_race_mode != RaceMode::Off && backend != BackendKind::Shm)
+    throw UsageError(
+        "the race detector (PLD_DEBUG=race, DistributedConfig::race_check) runs on the shm backend; run the program "
+        "without mpirun (or set PLD_BACKEND=shm) to check it for races");
   GroupOptions o;
   o.backend = backend;
   o.device_ids = config.device_ids;

@@ -13,6 +13,7 @@
 // that know the operation only at run time (the Python binding) through the same entries.
 #include "backend/amo.h"
 #include "debug/checks.h"
+#include "debug/race.h"
 #include "kernel/region.h"
 #include "rank/runtime.h"
 #include "trace/trace.h"
@@ -98,7 +99,8 @@ inline void record(const AmoCall& c, int target, std::uint64_t off, std::uint64_
                                 static_cast<std::int32_t>(operand), c.ref->domain, c.ref->buffer, off, c.offsets);
 }
 
-// With debug mode or tracing on: the debug checks, the record, the atomic and its trace event. The
+// With debug mode, tracing or the race detector on: the debug checks, the record, the atomic (a
+// release and acquire of the cell for the race detector) and its trace event. The
 // record comes first, as notify's does: debug mode's checks of a waiter that sees the atomic's
 // effect read it.
 std::uint64_t atomic_observed(const AmoCall& c, int target, std::uint64_t off, std::uint64_t operand,
@@ -107,7 +109,16 @@ std::uint64_t atomic_observed(const AmoCall& c, int target, std::uint64_t off, s
   if (debug_checks()) debug_check_atomic(c.api, view_of(c), c.peer, *c.offsets, off, c.op, operand);
   record(c, target, off, operand);
   const std::int64_t t = trace::on() ? trace::now_ns() : 0;
-  const std::uint64_t old = d->backend->atomic(target, off, c.op, c.dtype, operand, compare);
+  std::uint64_t old = 0;
+  if (race_on() && c.op == AmoOp::Fetch) {  // a read: an acquire of what was released into the cell
+    old = d->backend->atomic(target, off, c.op, c.dtype, operand, compare);
+    race_acquire_at(target, off);
+  } else if (race_on()) {  // a read-modify-write: an acquire and a release
+    const RaceRelease release(target, off, false, true);
+    old = d->backend->atomic(target, off, c.op, c.dtype, operand, compare);
+  } else {
+    old = d->backend->atomic(target, off, c.op, c.dtype, operand, compare);
+  }
   if (t)
     trace::record(trace::Event{trace::Kind::Atomic,
                                t,
@@ -128,7 +139,7 @@ std::uint64_t atomic_observed(const AmoCall& c, int target, std::uint64_t off, s
 [[gnu::noinline]] std::uint64_t atomic_checked(const AmoCall& c, std::uint64_t off, std::uint64_t operand,
                                                std::uint64_t compare) {
   const int target = c.state->members[static_cast<std::size_t>(c.peer)];
-  if (debug_checks() || trace::on()) return atomic_observed(c, target, off, operand, compare);
+  if (debug_checks() || trace::on() || race_on()) return atomic_observed(c, target, off, operand, compare);
   const std::uint64_t old = c.state->backend->atomic(target, off, c.op, c.dtype, operand, compare);
   record(c, target, off, operand);
   return old;
@@ -144,7 +155,7 @@ std::uint64_t atomic_as(const AmoCall& c, std::uint64_t operand, std::uint64_t c
     atomic_fail(c);
   const DomainState& d = *c.state;
   Backend& b = *d.backend;
-  if (!b.cpu_atomics || debug_checks() || trace::on()) [[unlikely]]
+  if (!b.cpu_atomics || debug_checks() || trace::on() || race_on()) [[unlikely]]
     return atomic_checked(c, off, operand, compare);
   // What b.atomic would do, without the call (Backend::cpu_atomics). Recorded after the atomic:
   // the record's stores stay off the path to the read-modify-write, and outside debug mode

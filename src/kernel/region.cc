@@ -145,4 +145,46 @@ Dims pad_leading(const Dims& extent, int rank) {
   return out;
 }
 
+Dims zeros_like(const Dims& shape) {
+  Dims z = shape;
+  for (int i = 0; i < z.size(); ++i) z[i] = 0;
+  return z;
+}
+
+void check_chunks(const char* api, Index chunk_rows, Index chunk_cols, bool pipeline) {
+  if (chunk_rows < 0)
+    throw UsageError(fmt::format("{}: chunk_rows {} must be non-negative (0 = the whole transfer)", api, chunk_rows));
+  if (chunk_cols < 0)
+    throw UsageError(fmt::format("{}: chunk_cols {} must be non-negative (0 = the whole transfer)", api, chunk_cols));
+  if (pipeline && (chunk_rows <= 0 || chunk_cols <= 0))
+    throw UsageError(
+        fmt::format("{}: pipeline=true requires both chunk_rows>0 and chunk_cols>0 (got chunk_rows={}, "
+                    "chunk_cols={})",
+                    api, chunk_rows, chunk_cols));
+}
+
+Region region_of(const char* api, const char* window_side, const char* local_side, const Dims& window_shape,
+                 const Dims& local_shape, const Dims* window_offsets, const Dims* local_offsets, const Dims* shape) {
+  if (window_shape.size() != local_shape.size())
+    throw UsageError(fmt::format("{}: {} (shape {}) and {} (shape {}) must have the same rank", api, window_side,
+                                 window_shape.str(), local_side, local_shape.str()));
+  Region r;
+  if (!shape) {
+    if (!(window_shape == local_shape))
+      throw UsageError(
+          fmt::format("{}: {} and {} must have the same static shape for a full-slice transfer ({} vs "
+                      "{}); pass dst_offsets, src_offsets and shape to move a region",
+                      api, window_side, local_side, window_shape.str(), local_shape.str()));
+    r.shape = window_shape;
+    r.window_offsets = r.local_offsets = zeros_like(window_shape);
+    return r;
+  }
+  r.shape = *shape;
+  r.window_offsets = *window_offsets;
+  r.local_offsets = *local_offsets;
+  check_box(api, window_side, "subregion", window_shape, r.window_offsets, r.shape, "shrink shape or move the offsets");
+  check_box(api, local_side, "subregion", local_shape, r.local_offsets, r.shape, "shrink shape or move the offsets");
+  return r;
+}
+
 }  // namespace pld::detail

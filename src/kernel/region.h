@@ -84,6 +84,22 @@ void for_each_run(const Dims& dshape, const Dims& doff, const Dims& dext, const 
 /// a non-blocking get not yet completed by system::quiet (rank/nbi.h).
 void check_nbi_read(const char* api, const LocalDesc& src, const Dims& offsets, const Dims& extent);
 
+/// All-zero offsets of `shape`'s rank.
+Dims zeros_like(const Dims& shape);
+
+/// UsageError unless chunk_rows and chunk_cols are >= 0, and both > 0 with `pipeline`.
+void check_chunks(const char* api, Index chunk_rows, Index chunk_cols, bool pipeline);
+
+/// The boxes of a put or get on both sides: the window's and the local array's offsets and the
+/// common extent.
+struct Region {
+  Dims window_offsets, local_offsets, shape;
+};
+/// Validates the region arguments of a put or get (`shape` null: the full-slice form, equal
+/// shapes) and returns the boxes; messages name `api` and the sides.
+Region region_of(const char* api, const char* window_side, const char* local_side, const Dims& window_shape,
+                 const Dims& local_shape, const Dims* window_offsets, const Dims* local_offsets, const Dims* shape);
+
 /// `[1, ..., 1, extent...]` with `rank` dimensions (a low-rank operand landing on trailing dims).
 Dims pad_leading(const Dims& extent, int rank);
 

@@ -15,6 +15,7 @@
 #include "backend/amo.h"
 #include "core/copy.h"
 #include "debug/checks.h"
+#include "debug/race.h"
 #include "kernel/region.h"
 #include "kernel/signal.h"
 #include "rank/runtime.h"
@@ -51,6 +52,7 @@ void record(const char* api, OpKind kind, AtomicType atomic, const DomainState& 
 /// back to travel with the signal (the last plain run of the box).
 struct Issue {
   AtomicType atomic = AtomicType::None;
+  const char* api = "";  // the race detector's name of the operation
   bool nbi = false;
   bool hold_last = false;
   NbiLedger::Spans* spans = nullptr;  // debug mode: the local runs of a non-blocking put
@@ -60,6 +62,15 @@ struct Run {
   std::byte* local = nullptr;
   std::size_t bytes = 0;
 };
+
+/// The race detector's view of one run: the peer's window bytes and the local side (which may be
+/// this rank's own window) are read or written as the direction says.
+void race_runs(const char* api, Direction dir, AtomicType atomic, int world_peer, const Run& run) {
+  const bool to_peer = dir == Direction::ToPeer;
+  const RaceKind remote = !to_peer ? RaceKind::Read : atomic == AtomicType::Add ? RaceKind::Atomic : RaceKind::Write;
+  race_window(api, remote, world_peer, run.offset, run.bytes);
+  race_local(api, to_peer ? RaceKind::Read : RaceKind::Write, run.local, run.bytes);
+}
 
 /// Moves box `wbox` of world rank `world_peer`'s copy of window `w` to or from box `lbox` of the
 /// local array at `local`; both boxes hold the same elements in row-major order. With
@@ -74,6 +85,8 @@ Run move_boxes(const DomainState& d, int world_peer, Direction dir, const Issue&
                  const Run run{w.ref.offset + static_cast<std::uint64_t>(wi) * esz,
                                local + li * static_cast<Index>(esz), static_cast<std::size_t>(n) * esz};
                  if (how.spans) how.spans->emplace_back(run.local, run.bytes);
+                 if (race_on()) [[unlikely]]
+                   race_runs(how.api, dir, how.atomic, world_peer, run);
                  if (dir == Direction::FromPeer) {
                    if (how.nbi)
                      b.get_nbi(run.local, world_peer, run.offset, run.bytes);
@@ -92,53 +105,6 @@ Run move_boxes(const DomainState& d, int world_peer, Direction dir, const Issue&
                  }
                });
   return held;
-}
-
-Dims zeros_like(const Dims& shape) {
-  Dims z = shape;
-  for (int i = 0; i < z.size(); ++i) z[i] = 0;
-  return z;
-}
-
-void check_chunks(const char* api, Index chunk_rows, Index chunk_cols, bool pipeline) {
-  if (chunk_rows < 0)
-    throw UsageError(fmt::format("{}: chunk_rows {} must be non-negative (0 = the whole transfer)", api, chunk_rows));
-  if (chunk_cols < 0)
-    throw UsageError(fmt::format("{}: chunk_cols {} must be non-negative (0 = the whole transfer)", api, chunk_cols));
-  if (pipeline && (chunk_rows <= 0 || chunk_cols <= 0))
-    throw UsageError(
-        fmt::format("{}: pipeline=true requires both chunk_rows>0 and chunk_cols>0 (got chunk_rows={}, "
-                    "chunk_cols={})",
-                    api, chunk_rows, chunk_cols));
-}
-
-struct Region {
-  Dims window_offsets, local_offsets, shape;
-};
-
-// Validates the region arguments of put/get and returns the boxes on both sides.
-Region region_of(const char* api, const char* window_side, const char* local_side, const Dims& window_shape,
-                 const Dims& local_shape, const Dims* window_offsets, const Dims* local_offsets, const Dims* shape) {
-  if (window_shape.size() != local_shape.size())
-    throw UsageError(fmt::format("{}: {} (shape {}) and {} (shape {}) must have the same rank", api, window_side,
-                                 window_shape.str(), local_side, local_shape.str()));
-  Region r;
-  if (!shape) {
-    if (!(window_shape == local_shape))
-      throw UsageError(
-          fmt::format("{}: {} and {} must have the same static shape for a full-slice transfer ({} vs "
-                      "{}); pass dst_offsets, src_offsets and shape to move a region",
-                      api, window_side, local_side, window_shape.str(), local_shape.str()));
-    r.shape = window_shape;
-    r.window_offsets = r.local_offsets = zeros_like(window_shape);
-    return r;
-  }
-  r.shape = *shape;
-  r.window_offsets = *window_offsets;
-  r.local_offsets = *local_offsets;
-  check_box(api, window_side, "subregion", window_shape, r.window_offsets, r.shape, "shrink shape or move the offsets");
-  check_box(api, local_side, "subregion", local_shape, r.local_offsets, r.shape, "shrink shape or move the offsets");
-  return r;
 }
 
 /// A put or a get: `window` is the peer's side (put's dst, get's src), `local` this rank's.
@@ -188,10 +154,18 @@ inline void send_signal(const Transfer& t, int world_peer, const Run& held) {
   const SignalCell& cell = *t.cell;
   const std::int64_t t0 = notify_begin(s.window, t.peer, s.offsets, cell, s.value, s.op);
   Backend& b = *t.window.state->backend;
-  if (held.bytes)
-    b.put_signal(world_peer, held.offset, held.local, held.bytes, cell.offset, s.value, s.op, t.nbi);
-  else
-    b.notify(cell.target, cell.offset, s.value, s.op);
+  auto send = [&] {
+    if (held.bytes)
+      b.put_signal(world_peer, held.offset, held.local, held.bytes, cell.offset, s.value, s.op, t.nbi);
+    else
+      b.notify(cell.target, cell.offset, s.value, s.op);
+  };
+  if (race_on()) [[unlikely]] {
+    const RaceRelease release(cell.target, cell.offset, s.op == NotifyOp::Set);
+    send();
+  } else {
+    send();
+  }
   notify_end(s.window, cell, s.value, s.op, t0);
 }
 
@@ -223,6 +197,8 @@ void book_nbi(const Transfer& t, NbiLedger::Spans* spans, Index bytes) {
     if (to_peer) check_nbi_read(t.api, t.local, zeros_like(t.local.shape), t.local.shape);
   }
   Backend& b = *d.backend;
+  if (race_on()) [[unlikely]]
+    race_runs(t.api, t.dir, AtomicType::None, world_peer, Run{t.window.ref.offset, t.local.data, bytes});
   if (t.signal) {
     b.record_op(kind, 0, world_peer, saturate(static_cast<Index>(bytes)), t.window.ref.domain, t.window.ref.buffer,
                 t.window.ref.offset, nullptr);
@@ -269,7 +245,7 @@ void book_nbi(const Transfer& t, NbiLedger::Spans* spans, Index bytes) {
   if (to_peer && debug_checks()) check_nbi_read(t.api, t.local, r.local_offsets, r.shape);
   record(t.api, kind, t.atomic, d, world_peer, t.window, bytes, &r.window_offsets);
   NbiLedger::Spans spans;
-  const Issue how{t.atomic, t.nbi, t.signal != nullptr, t.nbi && debug_checks() ? &spans : nullptr};
+  const Issue how{t.atomic, t.api, t.nbi, t.signal != nullptr, t.nbi && debug_checks() ? &spans : nullptr};
   const Run held = move_boxes(d, world_peer, t.dir, how, t.window, Box{t.window.shape, r.window_offsets, r.shape},
                               t.local.data, Box{t.local.shape, r.local_offsets, r.shape}, t.chunk_rows, t.chunk_cols);
   if (t.signal) send_signal(t, world_peer, held);
@@ -340,7 +316,8 @@ WindowDesc desc_of(const ViewRef& v) {
 /// failure.
 bool put_signal_inline(const PutSignalCall& c) {
   const DomainState* d = c.dst.state;
-  if (!d || c.signal.state != d || !d->backend->cpu_copies || c.shape || debug_checks() || trace::on()) return false;
+  if (!d || c.signal.state != d || !d->backend->cpu_copies || c.shape || debug_checks() || trace::on() || race_on())
+    return false;
   const Dims& shape = *c.dst.shape;
   const PutOptions& o = *c.options;
   std::uint64_t cell = 0;
@@ -456,8 +433,8 @@ void remote_load(LocalDesc& tile, const WindowDesc& src, int peer, const Dims& o
   const int world_peer = d.members[static_cast<std::size_t>(peer)];
   record("tile::remote_load", OpKind::RemoteLoad, AtomicType::None, d, world_peer, src,
          tile.valid.numel() * static_cast<Index>(dtype_size(tile.dtype)), &offsets);
-  move_boxes(d, world_peer, Direction::FromPeer, Issue{}, src, Box{src.shape, offsets, tile.valid}, tile.data,
-             Box{tile.shape, zeros_like(tile.shape), tile.valid});
+  move_boxes(d, world_peer, Direction::FromPeer, Issue{AtomicType::None, "tile::remote_load"}, src,
+             Box{src.shape, offsets, tile.valid}, tile.data, Box{tile.shape, zeros_like(tile.shape), tile.valid});
 }
 
 void remote_store(const char* api, const LocalDesc& src, const WindowDesc& dst, int peer, const Dims& offsets,
@@ -485,7 +462,7 @@ void remote_store(const char* api, const LocalDesc& src, const WindowDesc& dst, 
   const int world_peer = d.members[static_cast<std::size_t>(peer)];
   record(api, OpKind::RemoteStore, atomic, d, world_peer, dst, ext.numel() * static_cast<Index>(dtype_size(dst.dtype)),
          &offsets);
-  move_boxes(d, world_peer, Direction::ToPeer, Issue{atomic}, dst, Box{dst.shape, offsets, ext}, src.data,
+  move_boxes(d, world_peer, Direction::ToPeer, Issue{atomic, api}, dst, Box{dst.shape, offsets, ext}, src.data,
              Box{src.shape, zeros_like(src.shape), pad_leading(inner, src.shape.size())});
 }
 

@@ -3,6 +3,7 @@
 
 #include "backend/wait_cmp.h"
 #include "debug/checks.h"
+#include "debug/race.h"
 #include "kernel/region.h"
 #include "rank/runtime.h"
 #include "task/task_graph.h"
@@ -71,7 +72,12 @@ void notify_trace(const WindowDesc& signal, const SignalCell& cell, std::int32_t
 void notify(const WindowDesc& signal, int peer, const Dims& offsets, std::int32_t value, NotifyOp op) {
   const SignalCell cell = notify_cell("notify", signal, peer, offsets, op);
   const std::int64_t t = notify_begin(signal, peer, offsets, cell, value, op);
-  signal.state->backend->notify(cell.target, cell.offset, value, op);
+  if (race_on()) [[unlikely]] {
+    const RaceRelease release(cell.target, cell.offset, op == NotifyOp::Set);
+    signal.state->backend->notify(cell.target, cell.offset, value, op);
+  } else {
+    signal.state->backend->notify(cell.target, cell.offset, value, op);
+  }
   notify_end(signal, cell, value, op, t);
 }
 
@@ -107,6 +113,7 @@ void wait(const WindowDesc& signal, const Dims& offsets, std::int32_t expected, 
   switch (status) {
     case WaitStatus::Ok:
       if (debug_checks()) debug_check_wait_done(signal, offsets, off, expected, cmp, seen);
+      if (race_on()) race_acquire(off, seen);
       return;
     case WaitStatus::Timeout:
       throw WaitTimeoutError(fmt::format("{}: waited for value {} {} but the cell holds {} at the deadline",

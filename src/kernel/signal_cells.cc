@@ -3,6 +3,7 @@
 // publishes them all for the deadline report.
 #include "backend/wait_cmp.h"
 #include "debug/checks.h"
+#include "debug/race.h"
 #include "kernel/region.h"
 #include "kernel/signal.h"
 #include "rank/runtime.h"
@@ -106,13 +107,16 @@ std::int32_t signal_fetch(const WindowDesc& signal, const Dims& offsets) {
   const std::uint64_t off = local_cell("signal_fetch", signal, offsets, WaitCmp::Eq);
   const std::int32_t v = read_cell(*signal.state, off);
   signal.state->backend->acquire();
+  if (race_on()) race_acquire(off, v);
   return v;
 }
 
 bool signal_test(const WindowDesc& signal, const Dims& offsets, std::int32_t expected, WaitCmp cmp) {
   const std::uint64_t off = local_cell("test", signal, offsets, cmp);
-  if (!wait_cmp_holds(read_cell(*signal.state, off), expected, cmp)) return false;
+  const std::int32_t v = read_cell(*signal.state, off);
+  if (!wait_cmp_holds(v, expected, cmp)) return false;
   signal.state->backend->acquire();
+  if (race_on()) race_acquire(off, v);
   return true;
 }
 
@@ -164,6 +168,9 @@ std::size_t wait_cells(CellWait which, const WindowDesc& signal, std::span<const
   if (satisfied)
     for (std::size_t i = 0; i < cs.size(); ++i)
       if (cs[i].done) satisfied->push_back(i);
+  if (race_on())
+    for (const WaitCell& c : cs)
+      if (c.done) race_acquire(c.offset, c.value);
   if (t0) trace_cells(d, signal, cs, which, first, cmp, t0);
   return first;
 }

@@ -1,6 +1,7 @@
 // pld::tile on rank-local memory: tile shapes and storage, load/store, element access. The
 // tile forms of remote_load / remote_store move data between ranks and live in rma.cc.
 #include "debug/checks.h"
+#include "debug/race.h"
 #include "kernel/region.h"
 
 #include <pld/detail/checked.hpp>
@@ -16,11 +17,17 @@ namespace pld::detail {
 
 namespace {
 
-void copy_local(const LocalDesc& dst, const Dims& doff, const Dims& dext, const LocalDesc& src, const Dims& soff,
-                const Dims& sext) {
+// `api` names the copy for the race detector (either side may be this rank's own window).
+void copy_local(const char* api, const LocalDesc& dst, const Dims& doff, const Dims& dext, const LocalDesc& src,
+                const Dims& soff, const Dims& sext) {
   const std::size_t esz = dtype_size(dst.dtype);
   for_each_run(dst.shape, doff, dext, src.shape, soff, sext, 0, 0, [&](Index d, Index s, Index n) {
-    std::memmove(dst.data + d * esz, src.data + s * esz, static_cast<std::size_t>(n) * esz);
+    const std::size_t bytes = static_cast<std::size_t>(n) * esz;
+    if (race_on()) [[unlikely]] {
+      race_local(api, RaceKind::Read, src.data + s * esz, bytes);
+      race_local(api, RaceKind::Write, dst.data + d * esz, bytes);
+    }
+    std::memmove(dst.data + d * esz, src.data + s * esz, bytes);
   });
 }
 
@@ -80,7 +87,7 @@ void tile_load(const char* api, LocalDesc& tile, const LocalDesc& src, const Dim
   if (debug_checks()) check_nbi_read(api, src, offsets, tile.valid);
   Dims zero = tile.shape;
   for (int d = 0; d < zero.size(); ++d) zero[d] = 0;
-  copy_local(tile, zero, tile.valid, src, offsets, tile.valid);
+  copy_local(api, tile, zero, tile.valid, src, offsets, tile.valid);
 }
 
 void tile_store(const char* api, const LocalDesc& tile, const LocalDesc& dst, const Dims& offsets) {
@@ -92,7 +99,7 @@ void tile_store(const char* api, const LocalDesc& tile, const LocalDesc& dst, co
   check_box(api, "dst", "box", dst.shape, offsets, ext, "store at smaller offsets or into a larger tensor");
   Dims zero = tile.shape;
   for (int d = 0; d < zero.size(); ++d) zero[d] = 0;
-  copy_local(dst, offsets, ext, tile, zero, tile.valid);
+  copy_local(api, dst, offsets, ext, tile, zero, tile.valid);
 }
 
 void element_read(const char* api, const LocalDesc& src, const Dims& offsets, void* value) {
@@ -103,12 +110,15 @@ void element_read(const char* api, const LocalDesc& src, const Dims& offsets, vo
     for (int d = 0; d < one.size(); ++d) one[d] = 1;
     check_nbi_read(api, src, offsets, one);
   }
+  if (race_on()) race_local(api, RaceKind::Read, src.data + at * static_cast<Index>(esz), esz);
   std::memcpy(value, src.data + at * static_cast<Index>(esz), esz);
 }
 
 void element_write(const char* api, const LocalDesc& dst, const Dims& offsets, const void* value) {
   const std::size_t esz = dtype_size(dst.dtype);
-  std::memcpy(dst.data + linear_index(api, offsets, dst.shape) * static_cast<Index>(esz), value, esz);
+  std::byte* at = dst.data + linear_index(api, offsets, dst.shape) * static_cast<Index>(esz);
+  if (race_on()) race_local(api, RaceKind::Write, at, esz);
+  std::memcpy(at, value, esz);
 }
 
 }  // namespace pld::detail

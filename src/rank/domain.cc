@@ -47,6 +47,13 @@ void RankRuntime::domain_define(std::unique_ptr<DomainState> state) {
   domains_[id] = std::move(state);
 }
 
+const BufferInfo* RankRuntime::buffer_at(std::uint64_t offset) const {
+  for (const auto& [id, d] : domains_)
+    for (const BufferInfo& b : d->buffers)
+      if (offset >= b.offset && offset < b.offset + b.bytes) return &b;
+  return nullptr;
+}
+
 const DomainState* rank_domain(std::uint32_t id) {
   RankRuntime& rt = RankRuntime::get("dispatch");
   const DomainState* d = rt.domain(id);

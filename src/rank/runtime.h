@@ -62,6 +62,8 @@ class RankRuntime {
   DomainState* domain(std::uint32_t id);
   void domain_define(std::unique_ptr<DomainState> state);
   void domains_clear() { domains_.clear(); }
+  /// The window buffer of a delivered comm domain that holds heap byte `offset`, or nullptr.
+  const BufferInfo* buffer_at(std::uint64_t offset) const;
 
   /// The outstanding non-blocking transfers of this rank (rank/nbi.h).
   NbiLedger& nbi() { return nbi_; }

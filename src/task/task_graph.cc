@@ -9,6 +9,7 @@
 
 #include "backend/wait_cmp.h"
 #include "core/pool.h"
+#include "debug/race.h"
 #include "rank/runtime.h"
 #include "trace/trace.h"
 
@@ -49,11 +50,14 @@ struct Condition {
   std::uint64_t offset;  // in the rank's heap (swimlanes)
   std::string buffer;
   // Ge compares unsigned (counters are monotonic and may wrap past INT32_MAX); the other
-  // comparisons are signed, as in wait.
+  // comparisons are signed, as in wait. A condition seen holding is an acquire of the cell (the
+  // race detector).
   bool holds() const {
     const std::int32_t v = std::atomic_ref<const std::int32_t>(*cell).load(std::memory_order_acquire);
-    if (cmp == WaitCmp::Ge) return static_cast<std::uint32_t>(v) >= static_cast<std::uint32_t>(expected);
-    return detail::wait_cmp_holds(v, expected, cmp);
+    const bool yes = cmp == WaitCmp::Ge ? static_cast<std::uint32_t>(v) >= static_cast<std::uint32_t>(expected)
+                                        : detail::wait_cmp_holds(v, expected, cmp);
+    if (yes && detail::race_on()) detail::race_acquire(offset, v);
+    return yes;
   }
 };
 

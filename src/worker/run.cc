@@ -36,6 +36,10 @@ void DistributedConfig::validate() const {
         fmt::format("DistributedConfig: wait_timeout {} must be a finite number of seconds >= 0 (0 = "
                     "PLD_WAIT_TIMEOUT)",
                     wait_timeout));
+  if (race_check != RaceCheck::Setting && race_check != RaceCheck::Off && race_check != RaceCheck::Fail &&
+      race_check != RaceCheck::Warn)
+    throw UsageError(fmt::format("DistributedConfig: race_check {} is not a RaceCheck; pass Setting, Off, Fail or Warn",
+                                 static_cast<int>(race_check)));
   if (backend != BackendKind::Auto && backend != BackendKind::Shm && backend != BackendKind::Mpi)
     throw UsageError(
         fmt::format("DistributedConfig: backend {} is not one of Auto, Shm, Mpi", static_cast<int>(backend)));

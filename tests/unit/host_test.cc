@@ -60,7 +60,7 @@ INSTANTIATE_TEST_SUITE_P(
                     BadSetting{"PLD_LOG_SUBSYS", "coll,gpu", "'gpu' is not a subsystem"},
                     BadSetting{"PLD_STARTUP_TIMEOUT", "0", "PLD_STARTUP_TIMEOUT='0' is not a positive number"},
                     BadSetting{"PLD_SWIMLANE", "on", "PLD_SWIMLANE='on' is not a non-negative integer"},
-                    BadSetting{"PLD_DEBUG", "yes", "PLD_DEBUG='yes' is not a non-negative integer"},
+                    BadSetting{"PLD_DEBUG", "yes", "PLD_DEBUG=yes: 'yes' is not a debug mode"},
                     BadSetting{"PLD_ALLREDUCE_LL_MAX", "12Q", "PLD_ALLREDUCE_LL_MAX='12Q' is not a byte size"},
                     BadSetting{"PLD_ALLREDUCE_MESH_MAX", "big", "PLD_ALLREDUCE_MESH_MAX='big' is not a byte size"},
                     BadSetting{"PLD_COLL_LL_MAX", "-8", "PLD_COLL_LL_MAX='-8' is not a byte size"},

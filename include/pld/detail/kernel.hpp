@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <new>
 #include <stdexcept>
+#include <string>
 #include <type_traits>
 #include <vector>
 
@@ -68,6 +69,13 @@ const WindowDesc& desc(const DistributedTensor<T>& t) {
 
 /// The calling rank's own copy of a window view, as a local array.
 PLD_API LocalDesc window_local(const char* api, const WindowDesc& w);
+
+/// The race detector's hooks for a language binding (PLD_DEBUG=race): the running kernel's name
+/// in reports, and a source of the caller's own frames, called for every access the detector
+/// records (it writes them to `note` and returns true, or returns false for none).
+PLD_API void race_kernel_name(const char* name);
+using RaceNoteFn = bool (*)(std::string* note);
+PLD_API void race_note_source(RaceNoteFn fn);
 
 PLD_API void notify(const WindowDesc& signal, int peer, const Dims& offsets, std::int32_t value, NotifyOp op);
 PLD_API void wait(const WindowDesc& signal, const Dims& offsets, std::int32_t expected, WaitCmp cmp);

@@ -206,6 +206,7 @@ void ShmGroup::prepare_call(const HostSession& session, Call& call) {
   aborting_ = false;
   failure_ = Failure{};
   if (debug_) debug_->get()->epoch.fetch_add(1, std::memory_order_acq_rel);
+  if (race_) race_->next_call();
   // Windows start zero-filled: clear whatever earlier calls may have written (persistent
   // windows: only what the session asks for). With wipe_after_call the ranks did it already
   // (await_wipes above).

@@ -21,6 +21,9 @@ ShmGroup::ShmGroup(const GroupOptions& options) : options_(options) {
     debug_ = std::make_unique<DebugBlock>(options.wait_timeout, &backend_->control().abort);
     backend_->debug_shared = debug_->get();
   }
+  if (race_on()) {  // also before the fork
+    race_ = std::make_unique<RaceBlock>(world, &backend_->control().abort);
+  }
   mailbox_ = std::make_unique<Mailbox>(world);
   dirty_.assign(static_cast<std::size_t>(world), 0);
   wipes_.assign(static_cast<std::size_t>(world), 0);
@@ -33,6 +36,7 @@ ShmGroup::ShmGroup(const GroupOptions& options) : options_(options) {
 
 ShmGroup::~ShmGroup() {
   shutdown();
+  if (g_race_block == race_.get()) g_race_block = nullptr;
 }
 
 std::string ShmGroup::who(int r) const {

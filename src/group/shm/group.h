@@ -13,6 +13,7 @@
 #include "backend/shm/backend.h"
 #include "core/block.h"
 #include "debug/checks.h"
+#include "debug/race.h"
 #include "group/group.h"
 #include "group/report.h"
 #include "group/shm/mailbox.h"
@@ -152,6 +153,7 @@ class ShmGroup final : public ProcessGroup {
   // SIGUSR1 asks for a hang report while a call runs (report_if_asked); installed for the group's
   // lifetime, not per call (two system calls per dispatch), and undone in the rank processes.
   Usr1Handler usr1_;
+  std::unique_ptr<RaceBlock> race_;    // the race detector's shared block (PLD_DEBUG=race), else null
   std::unique_ptr<DebugBlock> debug_;  // debug mode's shared block (PLD_DEBUG), else null; outlives backend_
   std::unique_ptr<ShmBackend> backend_;
   std::unique_ptr<Mailbox> mailbox_;

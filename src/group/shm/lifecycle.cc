@@ -45,6 +45,7 @@ void ShmGroup::fork_rank(int r) {
   mailbox_->reset(r);
   wipes_[static_cast<std::size_t>(r)] = backend_->control().slots[r].wiped.load(std::memory_order_acquire);
   if (g_fork_hooks.prepare) g_fork_hooks.prepare();
+  g_race_block = race_.get();  // the rank inherits this group's detector block (or none)
   const pid_t pid = fork();
   if (pid != 0 && g_fork_hooks.parent) g_fork_hooks.parent();
   if (pid < 0) {

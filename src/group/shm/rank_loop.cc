@@ -6,6 +6,7 @@
 #include "core/block.h"
 #include "core/futex.h"
 #include "core/log.h"
+#include "debug/race.h"
 #include "group/report.h"
 #include "group/shm/channel.h"
 #include "group/shm/group.h"
@@ -92,6 +93,7 @@ void run_dispatch(ShmBackend* backend, const std::byte* p, const std::byte* end)
   }
   log(LogLevel::Debug, LogSys::Rank, "dispatch seq {} starts", seq);
   if (trace::config().enabled) trace::dispatch_begin(backend->my_rank(), k, kernel_name(kernel));
+  if (race_on()) race_dispatch_begin(*backend, backend->my_rank(), kernel, k);
   const DispatchOutcome out = run_kernel(trampoline, kernel, p, static_cast<std::size_t>(end - p));
   const DispatchStatus status = out.status;
   const std::string& text = out.text;
