@@ -75,8 +75,11 @@ struct RaceRank {
   RankLock mutex;
   int me = -1;
   RankClock clock;
-  std::byte* heap = nullptr;
-  std::uint64_t heap_bytes = 0;
+  struct Own {        // where this rank's own window memory lies: a comm domain's buffers
+    std::byte* base;  // the address of heap offset 0
+    std::uint64_t lo, hi;
+  };
+  std::vector<Own> own;        // set at dispatch begin, from the domains the dispatch may use
   std::uint32_t gen = 0;       // the call of the current dispatch
   std::uint32_t dispatch = 0;  // its number among this rank's dispatches of the call
   std::string kernel;
@@ -111,7 +114,7 @@ RaceRank& state() {
 }
 
 const std::atomic<std::uint32_t>* abort_flag() {
-  return g_race_block->header()->abort;
+  return g_race_block->abort();
 }
 
 void lock_or_abort(RaceLock& lock, const char* what) {
@@ -249,16 +252,23 @@ std::string short_name(std::string name) {
 
 }  // namespace
 
-void race_dispatch_begin(Backend& backend, int world_rank, void (*kernel)(), std::uint64_t) {
+void race_dispatch_begin(RankRuntime& rt, void (*kernel)()) {
   if (!g_race_block) return;
   RaceRank& s = state();
   std::lock_guard<RankLock> lock(s.mutex);
   if (s.me < 0) {
-    s.me = world_rank;
-    s.clock.reset(g_race_block->world(), world_rank);
-    s.heap = backend.heap_base(world_rank);
-    s.heap_bytes = backend.heap_bytes();
+    s.me = rt.world_rank();
+    s.clock.reset(g_race_block->world(), s.me);
   }
+  s.own.clear();
+  rt.for_each_domain([&](const DomainState& d) {
+    std::uint64_t lo = UINT64_MAX, hi = 0;
+    for (const BufferInfo& b : d.buffers) {
+      lo = std::min(lo, b.offset);
+      hi = std::max(hi, b.offset + b.bytes);
+    }
+    if (lo < hi && d.rank >= 0) s.own.push_back({d.windows_in[static_cast<std::size_t>(d.rank)], lo, hi});
+  });
   const std::uint32_t gen = g_race_block->gen();
   s.dispatch = gen == s.gen ? s.dispatch + 1 : 0;
   s.gen = gen;
@@ -316,9 +326,11 @@ void race_window(const char* api, RaceKind kind, int target, std::uint64_t offse
 void race_local(const char* api, RaceKind kind, const std::byte* data, std::uint64_t bytes) {
   if (!race_tracked()) return;
   const RaceRank& s = state();
-  if (s.me < 0 || data < s.heap || data >= s.heap + s.heap_bytes) return;
-  const auto offset = static_cast<std::uint64_t>(data - s.heap);
-  race_window(api, kind, s.me, offset, std::min(bytes, s.heap_bytes - offset));
+  for (const RaceRank::Own& o : s.own)
+    if (data >= o.base + o.lo && data < o.base + o.hi) {
+      const auto offset = static_cast<std::uint64_t>(data - o.base);
+      return race_window(api, kind, s.me, offset, std::min(bytes, o.hi - offset));
+    }
 }
 
 RaceRelease::RaceRelease(int target, std::uint64_t offset, bool set, bool acquire) : set_(set) {
@@ -355,7 +367,7 @@ RaceRelease::~RaceRelease() {
   cell_->lock.unlock();
 }
 
-void race_acquire(std::uint64_t offset, std::int32_t seen) {
+void race_acquire(const std::int32_t* word, std::uint64_t offset, std::int32_t seen) {
   if (!race_tracked()) return;
   RaceRank& s = state();
   if (s.me < 0) return;
@@ -363,7 +375,6 @@ void race_acquire(std::uint64_t offset, std::int32_t seen) {
   if (!cell) return;
   lock_or_abort(cell->lock, "a signal cell");
   if (cell->gen == g_race_block->gen()) {
-    const auto* word = reinterpret_cast<const std::int32_t*>(s.heap + offset);
     const std::int32_t now = std::atomic_ref<const std::int32_t>(*word).load(std::memory_order_acquire);
     std::lock_guard<RankLock> lock(s.mutex);
     s.clock.join(now == seen ? g_race_block->cell_clock(cell) : g_race_block->cell_all(cell));

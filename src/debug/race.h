@@ -20,6 +20,7 @@
 #include "backend/backend.h"
 #include "debug/race_shadow.h"
 #include "rank/domain.h"
+#include "rank/runtime.h"
 
 #include <pld/detail/kernel.hpp>
 
@@ -43,8 +44,9 @@ inline bool race_tracked() {
   return race_on() && t_race_exempt == 0 && g_race_block;
 }
 
-/// The rank side, before each dispatch: which kernel runs and its dispatch number.
-void race_dispatch_begin(Backend& backend, int world_rank, void (*kernel)(), std::uint64_t dispatch);
+/// The rank side, before each dispatch (after its comm domains were delivered): which kernel runs,
+/// its number in the call, and where the rank's own windows lie.
+void race_dispatch_begin(RankRuntime& rt, void (*kernel)());
 
 /// An access of `api` to heap bytes [offset, offset + bytes) of world rank `target`.
 void race_window(const char* api, RaceKind kind, int target, std::uint64_t offset, std::uint64_t bytes);
@@ -67,8 +69,8 @@ class RaceRelease {
   bool set_ = false;
 };
 
-/// An acquire of this rank's signal cell at heap `offset`, after a wait that saw `seen`.
-void race_acquire(std::uint64_t offset, std::int32_t seen);
+/// An acquire of this rank's signal cell `word` at heap `offset`, after a wait that saw `seen`.
+void race_acquire(const std::int32_t* word, std::uint64_t offset, std::int32_t seen);
 /// An acquire of a cell of world rank `target` (an atomic fetch on any rank's cell).
 void race_acquire_at(int target, std::uint64_t offset);
 

@@ -37,7 +37,7 @@ std::size_t align64(std::size_t n) {
 
 }  // namespace
 
-RaceBlock::RaceBlock(int world, const std::atomic<std::uint32_t>* abort) {
+void RaceBlock::lay_out(int world) {
   const auto w = static_cast<std::size_t>(world);
   std::size_t at = align64(sizeof(RaceHeader));
   clocks_ = at;
@@ -52,14 +52,33 @@ RaceBlock::RaceBlock(int world, const std::atomic<std::uint32_t>* abort) {
   cell_stride_ = align64(sizeof(Cell) + 2 * w * sizeof(std::uint32_t));
   at += kCells * cell_stride_;
   bytes_ = at;
+}
+
+std::size_t RaceBlock::bytes_for(int world) {
+  RaceBlock probe;  // the layout only
+  probe.lay_out(world);
+  return probe.bytes_;
+}
+
+RaceBlock::RaceBlock(int world, const std::atomic<std::uint32_t>* abort) : owned_(true), abort_(abort) {
+  lay_out(world);
   base_ = map_memfd("pld-race", bytes_);  // sparse: pages are committed when first touched
-  RaceHeader* h = new (base_) RaceHeader();
-  h->world = static_cast<std::uint32_t>(world);
-  h->abort = abort;
+  new (base_) RaceHeader();
+  header()->world = static_cast<std::uint32_t>(world);
+}
+
+RaceBlock::RaceBlock(int world, std::byte* memory, bool first) : base_(memory) {
+  lay_out(world);
+  if (first) {  // everything but the segments, which no count covers yet (the memory may be reused)
+    std::memset(base_, 0, segs_);
+    std::memset(base_ + cells_, 0, bytes_ - cells_);
+    new (base_) RaceHeader();
+    header()->world = static_cast<std::uint32_t>(world);
+  }
 }
 
 RaceBlock::~RaceBlock() {
-  munmap(base_, bytes_);
+  if (owned_) munmap(base_, bytes_);
 }
 
 std::uint32_t* RaceBlock::entry_clock(int r) const {

@@ -66,28 +66,41 @@ struct RaceHeader {
   std::atomic<std::uint32_t> gen{1};
   std::atomic<std::uint32_t> saturated{0};  // a table overflowed: the detector stopped
   std::uint32_t world = 0;
-  const std::atomic<std::uint32_t>* abort = nullptr;
 };
 
-/// The race detector's shared block: created by the host before the ranks fork (they inherit the
-/// mapping), unmapped on destruction. Sized for `world` ranks.
+/// The race detector's shared block, sized for `world` ranks. On shm the host creates it before
+/// the ranks fork (they inherit the mapping and this object) and counts the calls in it; under
+/// mpirun every process of the node maps memory the backend shares (all zero at first) and
+/// counts its own calls, which are the same in every process.
 class RaceBlock {
  public:
   static constexpr std::uint32_t kSites = 2048;     // per rank
   static constexpr std::uint32_t kSegments = 8192;  // per rank's heap
   static constexpr std::uint32_t kCells = 8192;     // signal cells in all
 
+  /// shm: a mapping of its own. `abort` ends the waits for a lock held by a rank that died.
   RaceBlock(int world, const std::atomic<std::uint32_t>* abort);
+  /// mpi: `memory` (bytes_for(world) bytes, zero-filled) that every process maps; `first` is the
+  /// one process that lays out the header before the others use it.
+  RaceBlock(int world, std::byte* memory, bool first);
   ~RaceBlock();
   RaceBlock(const RaceBlock&) = delete;
   RaceBlock& operator=(const RaceBlock&) = delete;
+  static std::size_t bytes_for(int world);
 
-  /// The host, before each call's first dispatch: stamps of earlier calls become ordered.
-  void next_call() { header()->gen.fetch_add(1, std::memory_order_acq_rel); }
+  /// Before each call's first dispatch (the shm host, or every mpi process): stamps of earlier
+  /// calls become ordered.
+  void next_call() {
+    if (owned_)
+      header()->gen.fetch_add(1, std::memory_order_acq_rel);
+    else
+      ++local_gen_;
+  }
 
   RaceHeader* header() const { return reinterpret_cast<RaceHeader*>(base_); }
   int world() const { return static_cast<int>(header()->world); }
-  std::uint32_t gen() const { return header()->gen.load(std::memory_order_acquire); }
+  std::uint32_t gen() const { return owned_ ? header()->gen.load(std::memory_order_acquire) : local_gen_; }
+  const std::atomic<std::uint32_t>* abort() const { return abort_; }
 
   /// Rank `r`'s clock as published at its last collective entry (world() entries).
   std::uint32_t* entry_clock(int r) const;
@@ -116,8 +129,13 @@ class RaceBlock {
   std::uint32_t* cell_all(Cell* c) const { return cell_clock(c) + header()->world; }
 
  private:
+  RaceBlock() = default;  // bytes_for's layout probe
+  void lay_out(int world);
   std::byte* base_ = nullptr;
   std::size_t bytes_ = 0;
+  bool owned_ = false;  // base_ is this block's memfd mapping (shm)
+  std::uint32_t local_gen_ = 1;
+  const std::atomic<std::uint32_t>* abort_ = nullptr;
   std::size_t clocks_ = 0, sites_ = 0, shadows_ = 0, segs_ = 0, cells_ = 0, cell_stride_ = 0;
 };
 

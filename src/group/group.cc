@@ -104,10 +104,6 @@ GroupOptions group_options(const DistributedConfig& config) {
   RaceMode race = RaceMode::Off;
   parse_debug(setting_string(Setting::Debug), &g_debug_checks, &race);
   g_race_mode = race_mode(config.race_check, race);
-  if (g_race_mode != RaceMode::Off && backend != BackendKind::Shm)
-    throw UsageError(
-        "the race detector (PLD_DEBUG=race, DistributedConfig::race_check) runs on the shm backend; run the program "
-        "without mpirun (or set PLD_BACKEND=shm) to check it for races");
   GroupOptions o;
   o.backend = backend;
   o.device_ids = config.device_ids;

@@ -50,13 +50,16 @@ std::uint64_t local_cell(const char* api, const WindowDesc& signal, const Dims& 
   return off;
 }
 
+// The calling rank's cell at heap offset `off`.
+const std::int32_t* own_cell(const DomainState& d, std::uint64_t off) {
+  return reinterpret_cast<const std::int32_t*>(d.backend->heap_base(d.members[static_cast<std::size_t>(d.rank)]) + off);
+}
+
 // Reads a cell of the calling rank, after one round of communication progress (the mpi backend
 // delivers remote notifies only while a rank drives it).
 std::int32_t read_cell(const DomainState& d, std::uint64_t off) {
   d.backend->progress();
-  const auto* cell =
-      reinterpret_cast<const std::int32_t*>(d.backend->heap_base(d.members[static_cast<std::size_t>(d.rank)]) + off);
-  return std::atomic_ref<const std::int32_t>(*cell).load(std::memory_order_acquire);
+  return std::atomic_ref<const std::int32_t>(*own_cell(d, off)).load(std::memory_order_acquire);
 }
 
 // The heap offsets of `cells` and their expected values, after every check.
@@ -107,7 +110,7 @@ std::int32_t signal_fetch(const WindowDesc& signal, const Dims& offsets) {
   const std::uint64_t off = local_cell("signal_fetch", signal, offsets, WaitCmp::Eq);
   const std::int32_t v = read_cell(*signal.state, off);
   signal.state->backend->acquire();
-  if (race_on()) race_acquire(off, v);
+  if (race_on()) race_acquire(own_cell(*signal.state, off), off, v);
   return v;
 }
 
@@ -116,7 +119,7 @@ bool signal_test(const WindowDesc& signal, const Dims& offsets, std::int32_t exp
   const std::int32_t v = read_cell(*signal.state, off);
   if (!wait_cmp_holds(v, expected, cmp)) return false;
   signal.state->backend->acquire();
-  if (race_on()) race_acquire(off, v);
+  if (race_on()) race_acquire(own_cell(*signal.state, off), off, v);
   return true;
 }
 
@@ -170,7 +173,7 @@ std::size_t wait_cells(CellWait which, const WindowDesc& signal, std::span<const
       if (cs[i].done) satisfied->push_back(i);
   if (race_on())
     for (const WaitCell& c : cs)
-      if (c.done) race_acquire(c.offset, c.value);
+      if (c.done) race_acquire(own_cell(d, c.offset), c.offset, c.value);
   if (t0) trace_cells(d, signal, cs, which, first, cmp, t0);
   return first;
 }

@@ -62,6 +62,11 @@ class RankRuntime {
   DomainState* domain(std::uint32_t id);
   void domain_define(std::unique_ptr<DomainState> state);
   void domains_clear() { domains_.clear(); }
+  /// Calls `fn(const DomainState&)` for every delivered comm domain.
+  template <class Fn>
+  void for_each_domain(Fn&& fn) const {
+    for (const auto& [id, d] : domains_) fn(*d);
+  }
   /// The window buffer of a delivered comm domain that holds heap byte `offset`, or nullptr.
   const BufferInfo* buffer_at(std::uint64_t offset) const;
 

@@ -56,7 +56,7 @@ struct Condition {
     const std::int32_t v = std::atomic_ref<const std::int32_t>(*cell).load(std::memory_order_acquire);
     const bool yes = cmp == WaitCmp::Ge ? static_cast<std::uint32_t>(v) >= static_cast<std::uint32_t>(expected)
                                         : detail::wait_cmp_holds(v, expected, cmp);
-    if (yes && detail::race_on()) detail::race_acquire(offset, v);
+    if (yes && detail::race_on()) detail::race_acquire(cell, offset, v);
     return yes;
   }
 };

@@ -53,6 +53,10 @@ class MpiBackend final : public BackendProcess {
   /// Whether members on other nodes are reached by messages (messages.cc) rather than RMA.
   bool messages() const { return messages_; }
   MPI_Comm comm() const { return comm_; }
+  /// `bytes` of zero-filled memory that every process of the job maps, at its address in this
+  /// process (collective; every rank on this node with PLD_MPI_SHARED on, else nullptr). Made once
+  /// and kept until the backend is released: the race detector's shared block.
+  std::byte* node_block(std::size_t bytes);
   /// One line: library, ranks and nodes, osc component, thread level, progress.
   const std::string& description() const { return description_; }
 
@@ -246,6 +250,8 @@ class MpiBackend final : public BackendProcess {
   int reply_tag_ = 2;
   MPI_Win control_ = MPI_WIN_NULL;
   std::int32_t* control_base_ = nullptr;
+  MPI_Win node_block_ = MPI_WIN_NULL;  // node_block()
+  std::byte* node_block_base_ = nullptr;
   std::map<std::vector<int>, MPI_Comm> comms_;                         // by member list; MPI_COMM_NULL outside it
   using WindowKey = std::tuple<std::uint64_t, std::vector<int>, int>;  // owner, members, ordinal
   std::map<WindowKey, std::unique_ptr<MpiWindow>> windows_;

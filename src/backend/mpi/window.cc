@@ -302,6 +302,25 @@ void MpiBackend::release() {
     MPI_Win_unlock_all(control_);
     MPI_Win_free(&control_);
   }
+  if (node_block_ != MPI_WIN_NULL) MPI_Win_free(&node_block_);
+  node_block_base_ = nullptr;
+}
+
+std::byte* MpiBackend::node_block(std::size_t bytes) {
+  if (node_block_base_) return node_block_base_;
+  if (nodes_ != 1 || !share_) return nullptr;
+  std::lock_guard lock(mutex_);
+  // Rank 0's memory, mapped by everyone: a fresh shared segment is zero-filled.
+  void* mine = nullptr;
+  if (MPI_Win_allocate_shared(static_cast<MPI_Aint>(rank_ == 0 ? bytes : 0), 1, MPI_INFO_NULL, comm_, &mine,
+                              &node_block_) != MPI_SUCCESS)
+    return nullptr;
+  MPI_Aint size = 0;
+  int unit = 0;
+  void* base = nullptr;
+  MPI_Win_shared_query(node_block_, 0, &size, &unit, &base);
+  node_block_base_ = static_cast<std::byte*>(base);
+  return node_block_base_;
 }
 
 void MpiBackend::sync_local() {

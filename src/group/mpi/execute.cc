@@ -116,6 +116,8 @@ void MpiGroup::run_until(const HostSession& session, Replay& replay, std::size_t
     if (trace::config().enabled)
       trace::dispatch_begin(me, sent_[static_cast<std::size_t>(me)] + replay.mine, kernel_name(d.kernel));
     ++replay.mine;
+    if (race_on())
+      if (RankRuntime* rt = RankRuntime::current()) race_dispatch_begin(*rt, d.kernel);
     const DispatchOutcome out = run_kernel(d.trampoline, d.kernel, d.args.data(), d.args.size());
     if (trace::config().enabled) trace::dispatch_end(out.status == DispatchStatus::Ok);
     replay.kernel_ns += out.kernel_ns;
@@ -198,6 +200,7 @@ void MpiGroup::execute(const HostSession& session) {
                     need, options_.heap_bytes));
 
   be.clear_abort();
+  if (race_) race_->next_call();
   define_domains(session, open_windows(session));
   // This process's rank runtime, installed for the duration of the call.
   RankRuntime::install(std::move(runtime_));

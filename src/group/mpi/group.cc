@@ -38,6 +38,16 @@ MpiGroup::MpiGroup(const GroupOptions& options) : options_(options), backend_(&M
         "PLD_DEBUG under the mpi backend: only the per-rank checks (window views) run; "
         "the cross-rank checks (collective mismatch, notify misuse) need the shm backend's shared control block");
   runtime_ = std::make_unique<RankRuntime>(backend_->rank(), backend_);
+  if (race_on()) {  // every process maps rank 0's block; the barrier below publishes its layout
+    std::byte* block = backend_->node_block(RaceBlock::bytes_for(p));
+    if (!block)
+      throw UsageError(fmt::format(
+          "the race detector (PLD_DEBUG=race) under mpirun needs every rank on one node with shared memory (this job "
+          "runs on {} nodes{}); run it on one node, or on the shm backend",
+          backend_->nodes(), setting_int(Setting::MpiShared) ? "" : " and PLD_MPI_SHARED=0"));
+    race_ = std::make_unique<RaceBlock>(p, block, backend_->rank() == 0);
+    g_race_block = race_.get();
+  }
   // Swimlanes: each process writes its rank's files; rank 0 clears stale outputs first and merges
   // each call (ranks on other machines write to their own file systems: merge by hand there).
   trace::configure(trace::Config{options.swimlane, options.dfx_dir});
@@ -47,6 +57,7 @@ MpiGroup::MpiGroup(const GroupOptions& options) : options_(options), backend_(&M
 
 MpiGroup::~MpiGroup() {
   if (owner_) backend_->release(owner_);  // collective: every process ends the worker
+  if (g_race_block == race_.get()) g_race_block = nullptr;
 }
 
 int MpiGroup::world_size() const {

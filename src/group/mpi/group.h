@@ -11,6 +11,7 @@
 //   host_sync.*   HostTensor bytes merged across processes
 #pragma once
 
+#include "debug/race.h"
 #include "group/group.h"
 
 #include <pld/error.hpp>
@@ -98,6 +99,7 @@ class MpiGroup final : public ProcessGroup {
   GroupOptions options_;
   MpiBackend* backend_;
   std::unique_ptr<RankRuntime> runtime_;  // this rank's runtime, installed during calls
+  std::unique_ptr<RaceBlock> race_;       // the race detector's block (PLD_DEBUG=race), else null
   std::vector<std::uint64_t> sent_;       // per rank: dispatches of earlier calls (swimlane directories)
   std::uint64_t calls_ = 0;
   double last_kernel_s_ = 0;

@@ -93,7 +93,8 @@ void run_dispatch(ShmBackend* backend, const std::byte* p, const std::byte* end)
   }
   log(LogLevel::Debug, LogSys::Rank, "dispatch seq {} starts", seq);
   if (trace::config().enabled) trace::dispatch_begin(backend->my_rank(), k, kernel_name(kernel));
-  if (race_on()) race_dispatch_begin(*backend, backend->my_rank(), kernel, k);
+  if (race_on())
+    if (RankRuntime* rt = RankRuntime::current()) race_dispatch_begin(*rt, kernel);
   const DispatchOutcome out = run_kernel(trampoline, kernel, p, static_cast<std::size_t>(end - p));
   const DispatchStatus status = out.status;
   const std::string& text = out.text;
