@@ -367,22 +367,11 @@ RaceRelease::~RaceRelease() {
   cell_->lock.unlock();
 }
 
-void race_acquire(const std::int32_t* word, std::uint64_t offset, std::int32_t seen) {
-  if (!race_tracked()) return;
-  RaceRank& s = state();
-  if (s.me < 0) return;
-  RaceBlock::Cell* cell = g_race_block->cell(s.me, offset, false);
-  if (!cell) return;
-  lock_or_abort(cell->lock, "a signal cell");
-  if (cell->gen == g_race_block->gen()) {
-    const std::int32_t now = std::atomic_ref<const std::int32_t>(*word).load(std::memory_order_acquire);
-    std::lock_guard<RankLock> lock(s.mutex);
-    s.clock.join(now == seen ? g_race_block->cell_clock(cell) : g_race_block->cell_all(cell));
-  }
-  cell->lock.unlock();
-}
+namespace {
 
-void race_acquire_at(int target, std::uint64_t offset) {
+// The acquire of the cell at heap `offset` of world rank `target`: its clock, or — when `word`
+// (the cell, for a wait that saw `seen`) now holds another value — every release into it this call.
+void acquire_cell(int target, std::uint64_t offset, const std::int32_t* word, std::int32_t seen) {
   if (!race_tracked()) return;
   RaceRank& s = state();
   if (s.me < 0) return;
@@ -390,10 +379,21 @@ void race_acquire_at(int target, std::uint64_t offset) {
   if (!cell) return;
   lock_or_abort(cell->lock, "a signal cell");
   if (cell->gen == g_race_block->gen()) {
+    const bool overwritten = word && std::atomic_ref<const std::int32_t>(*word).load(std::memory_order_acquire) != seen;
     std::lock_guard<RankLock> lock(s.mutex);
-    s.clock.join(g_race_block->cell_clock(cell));
+    s.clock.join(overwritten ? g_race_block->cell_all(cell) : g_race_block->cell_clock(cell));
   }
   cell->lock.unlock();
+}
+
+}  // namespace
+
+void race_acquire(const std::int32_t* word, std::uint64_t offset, std::int32_t seen) {
+  acquire_cell(state().me, offset, word, seen);
+}
+
+void race_acquire_at(int target, std::uint64_t offset) {
+  acquire_cell(target, offset, nullptr, 0);
 }
 
 void RaceCollective::begin(const DomainState& d) {
