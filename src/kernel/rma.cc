@@ -312,12 +312,12 @@ WindowDesc desc_of(const ViewRef& v) {
 /// once, on the views' parts; then the copy, the signal — the cell's update and wake-up test
 /// where that is all the backend's put_signal does (Backend::cpu_put_signal: shm), the backend's
 /// notify otherwise (mpi: it also releases what went to other nodes) — and one PutSignal record.
-/// Returns false, having done nothing, when any condition fails: the checked path then names the
-/// failure.
+/// With the race detector on, the data's bytes are checked before the copy and the signal is a
+/// release, as on the checked path. Returns false, having done nothing, when any condition fails: the checked path then
+/// names the failure.
 bool put_signal_inline(const PutSignalCall& c) {
   const DomainState* d = c.dst.state;
-  if (!d || c.signal.state != d || !d->backend->cpu_copies || c.shape || debug_checks() || trace::on() || race_on())
-    return false;
+  if (!d || c.signal.state != d || !d->backend->cpu_copies || c.shape || debug_checks() || trace::on()) return false;
   const Dims& shape = *c.dst.shape;
   const PutOptions& o = *c.options;
   std::uint64_t cell = 0;
@@ -336,12 +336,23 @@ bool put_signal_inline(const PutSignalCall& c) {
   if (!heap) return false;
   Backend& b = *d->backend;
   const int target = d->members[static_cast<std::size_t>(c.peer)];
-  bulk_copy(heap + c.dst.ref->offset, src, bytes);
-  if (b.cpu_put_signal) {
-    signal_update_local(heap + cell, c.value, c.op);
-    b.atomic_changed(target, cell);
+  auto signal = [&] {
+    if (b.cpu_put_signal) {
+      signal_update_local(heap + cell, c.value, c.op);
+      b.atomic_changed(target, cell);
+    } else {
+      b.notify(target, cell, c.value, c.op);
+    }
+  };
+  if (race_on()) [[unlikely]] {
+    const char* api = c.nbi ? "tensor::put_signal_nbi" : "tensor::put_signal";
+    race_runs(api, Direction::ToPeer, AtomicType::None, target, Run{c.dst.ref->offset, src, bytes});
+    bulk_copy(heap + c.dst.ref->offset, src, bytes);
+    const RaceRelease release(target, cell, c.op == NotifyOp::Set);
+    signal();
   } else {
-    b.notify(target, cell, c.value, c.op);
+    bulk_copy(heap + c.dst.ref->offset, src, bytes);
+    signal();
   }
   // Recorded after the signal, as an atomic's record is: outside debug mode nothing reads the
   // history before the rank's call ends or a deadline passes (op_history.h).

@@ -88,14 +88,19 @@ TEST(Race, NotifyBeforeTheStore) {
 
 // Two rounds through one buffer of rank 1: rank 0 puts, notifies; rank 1 waits, reads and returns
 // a credit, which rank 0 waits for before round two. `early`: the credit goes back before the read
-// (the buffer is reused while rank 1 may still be reading it).
-void reuse(Window data, Signal sig, Tensor<float> src, int early) {
+// (the buffer is reused while rank 1 may still be reading it). `fused`: the data and its signal
+// travel as one put_signal.
+void reuse(Window data, Signal sig, Tensor<float> src, int early, bool fused) {
   const int me = rank(get_comm_ctx(data));
   for (int round = 1; round <= 2; ++round) {
     if (me == 0) {
       if (round == 2) system::wait(sig, {1}, 1, WaitCmp::Ge);
-      tensor::put(data, 1, src);
-      system::notify(sig, 1, {0}, 1, NotifyOp::AtomicAdd);
+      if (fused) {
+        tensor::put_signal(data, 1, src, sig, {0}, 1, NotifyOp::AtomicAdd);
+      } else {
+        tensor::put(data, 1, src);
+        system::notify(sig, 1, {0}, 1, NotifyOp::AtomicAdd);
+      }
     } else if (me == 1) {
       system::wait(sig, {0}, round, WaitCmp::Ge);
       if (round == 1 && early) system::notify(sig, 0, {1}, 1, NotifyOp::AtomicAdd);
@@ -105,11 +110,11 @@ void reuse(Window data, Signal sig, Tensor<float> src, int early) {
   }
 }
 
-void run_reuse(Host& h, HostTensor<float>& src, int early) {
+void run_reuse(Host& h, HostTensor<float>& src, int early, bool fused = false) {
   auto d = h.alloc_window_buffer({1, N}, DType::FP32, "inbox");
   auto s = h.alloc_window_buffer({2}, DType::INT32, "sig");
   for (int r = 0; r < h.world_size(); ++r)
-    h.dispatch(r, reuse, h.window<float>(d, {1, N}), h.window<std::int32_t>(s, {2}), src[r], early);
+    h.dispatch(r, reuse, h.window<float>(d, {1, N}), h.window<std::int32_t>(s, {2}), src[r], early, fused);
 }
 
 TEST(Race, BufferReusedAfterTheCreditPasses) {
@@ -124,6 +129,21 @@ TEST(Race, CreditReturnedBeforeTheRead) {
   const std::string msg = race_error(2, [&](Host& h) { run_reuse(h, src, 1); });
   EXPECT_HAS(msg, "data race on window 'inbox' bytes [0, 256) of rank 1");
   EXPECT_HAS(msg, "tensor::put");
+  EXPECT_HAS(msg, "tile::load");
+}
+
+TEST(Race, PutSignalIntoABufferAfterTheCreditPasses) {
+  NEED_RANKS(2);
+  auto src = HostTensor<float>::zeros({2, 1, N});
+  run(race_config(2), [&](Host& h) { run_reuse(h, src, 0, true); });
+}
+
+TEST(Race, PutSignalBeforeTheCreditCameBack) {
+  NEED_RANKS(2);
+  auto src = HostTensor<float>::zeros({2, 1, N});
+  const std::string msg = race_error(2, [&](Host& h) { run_reuse(h, src, 1, true); });
+  EXPECT_HAS(msg, "data race on window 'inbox' bytes [0, 256) of rank 1");
+  EXPECT_HAS(msg, "tensor::put_signal");
   EXPECT_HAS(msg, "tile::load");
 }
 
