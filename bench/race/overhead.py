@@ -87,7 +87,7 @@ def main():
     rounds = 1 if a.quick else a.rounds
     bench = os.path.join(a.build, "tools", "pld-bench", "pld-bench")
     args = ["--op", BENCH_OPS, "-g", "2", "-b", "8", "-e", "8" if a.quick else "1M", "-f", "128"]
-    args += ["-n", "50"] if a.quick else ["-n", "2000"]
+    args += ["-n", "50"] if a.quick else ["-n", "20000"]
     tuts = tutorials(a.tutorials, a.ranks)
     if a.quick:
         tuts = tuts[:2]
