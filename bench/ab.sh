@@ -6,7 +6,7 @@
 #   bench/ab.sh main HEAD -- --op barrier,allreduce -b 4 -e 1M -f 16 -g 2
 #
 # Each revision is checked out into DIR/<rev> (git worktree) and built (Release, pld-bench only).
-# Prints per row: time A, time B (median over rounds; the composite path, p2p's put and get) and
+# Prints per row: time A, time B (median over rounds; the composite path, p2p's put and get, put_signal) and
 # B/A (from the full-precision times of the JSON files).
 set -euo pipefail
 
@@ -55,7 +55,7 @@ def rows(k):
         j = json.load(open(f"{out}/run-{k}-{i}.json"))
         for t in j["tables"]:
             for r in t["rows"]:
-                for part in ("composite", "put", "get"):  # p2p rows time put and get
+                for part in ("composite", "put", "get", "put_signal"):  # p2p and put_signal rows time their columns
                     if part in r:
                         name = t["collective"] if part == "composite" else f"{t['collective']} {part}"
                         key = (name, t.get("mode", ""), r["size"], r["type"], r["redop"])

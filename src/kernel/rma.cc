@@ -306,15 +306,38 @@ WindowDesc desc_of(const ViewRef& v) {
   return WindowDesc{v.state, *v.ref, *v.shape, v.dtype};
 }
 
+/// put_signal_inline's signal: the cell's update and wake-up test where that is all the backend's
+/// put_signal does (Backend::cpu_put_signal), the backend's notify otherwise.
+inline void signal_inline(Backend& b, std::byte* heap, int target, std::uint64_t cell, std::int32_t value,
+                          NotifyOp op) {
+  if (b.cpu_put_signal) {
+    signal_update_local(heap + cell, value, op);
+    b.atomic_changed(target, cell);
+  } else {
+    b.notify(target, cell, value, op);
+  }
+}
+
+/// put_signal_inline's copy and signal with the race detector on (out of line: the common path
+/// stays as short as without it): the data's bytes are checked before the copy, the signal is a
+/// release, as on the checked path.
+[[gnu::noinline]] void put_signal_raced(const PutSignalCall& c, std::byte* heap, int target, std::byte* src,
+                                        std::size_t bytes, std::uint64_t cell) {
+  const char* api = c.nbi ? "tensor::put_signal_nbi" : "tensor::put_signal";
+  race_runs(api, Direction::ToPeer, AtomicType::None, target, Run{c.dst.ref->offset, src, bytes});
+  bulk_copy(heap + c.dst.ref->offset, src, bytes);
+  const RaceRelease release(target, cell, c.op == NotifyOp::Set);
+  signal_inline(*c.dst.state->backend, heap, target, cell, c.value, c.op);
+}
+
 /// put_signal's common case, to a peer whose window this process addresses where the backend's
 /// put to it is a copy (Backend::cpu_copies): a full slice of the same shape and dtype, a plain
 /// copy, a valid signal cell of dst's comm domain, debug mode and tracing off. Every check runs
 /// once, on the views' parts; then the copy, the signal — the cell's update and wake-up test
 /// where that is all the backend's put_signal does (Backend::cpu_put_signal: shm), the backend's
 /// notify otherwise (mpi: it also releases what went to other nodes) — and one PutSignal record.
-/// With the race detector on, the data's bytes are checked before the copy and the signal is a
-/// release, as on the checked path. Returns false, having done nothing, when any condition fails: the checked path then
-/// names the failure.
+/// With the race detector on, put_signal_raced does the copy and the signal. Returns false,
+/// having done nothing, when any condition fails: the checked path then names the failure.
 bool put_signal_inline(const PutSignalCall& c) {
   const DomainState* d = c.dst.state;
   if (!d || c.signal.state != d || !d->backend->cpu_copies || c.shape || debug_checks() || trace::on()) return false;
@@ -336,23 +359,11 @@ bool put_signal_inline(const PutSignalCall& c) {
   if (!heap) return false;
   Backend& b = *d->backend;
   const int target = d->members[static_cast<std::size_t>(c.peer)];
-  auto signal = [&] {
-    if (b.cpu_put_signal) {
-      signal_update_local(heap + cell, c.value, c.op);
-      b.atomic_changed(target, cell);
-    } else {
-      b.notify(target, cell, c.value, c.op);
-    }
-  };
   if (race_on()) [[unlikely]] {
-    const char* api = c.nbi ? "tensor::put_signal_nbi" : "tensor::put_signal";
-    race_runs(api, Direction::ToPeer, AtomicType::None, target, Run{c.dst.ref->offset, src, bytes});
-    bulk_copy(heap + c.dst.ref->offset, src, bytes);
-    const RaceRelease release(target, cell, c.op == NotifyOp::Set);
-    signal();
+    put_signal_raced(c, heap, target, src, bytes, cell);
   } else {
     bulk_copy(heap + c.dst.ref->offset, src, bytes);
-    signal();
+    signal_inline(b, heap, target, cell, c.value, c.op);
   }
   // Recorded after the signal, as an atomic's record is: outside debug mode nothing reads the
   // history before the rank's call ends or a deadline passes (op_history.h).
