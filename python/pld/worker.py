@@ -181,7 +181,11 @@ class DistributedWorker:
 
     def __call__(self, *args):
         """The single-program shortcut: ``rt(*args)`` runs the worker's only program."""
-        self.run(self._program(args, "__call__"), *args)
+        program = self._programs[0] if len(self._programs) == 1 else self._program(args, "__call__")
+        if not args:  # the per-iteration call of a loop: straight to the engine
+            self._core.run(program, args)
+            return
+        self.run(program, *args)
 
     def run(self, program, *args):
         """Runs ``program(h, *args)`` (registered with this worker) and waits for it. Arguments

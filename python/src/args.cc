@@ -189,19 +189,13 @@ void write_bytes(detail::ArgWriter& w, const void* data, std::size_t size) {
 std::string read_string(detail::ArgReader& r) {
   const auto n = r.value<std::uint32_t>();
   std::string s(n, '\0');
-  constexpr std::size_t kChunk = 64;
-  std::size_t at = 0;
-  for (; at + kChunk <= n; at += kChunk) {
-    const auto chunk = r.value<std::array<char, kChunk>>();
-    std::copy(chunk.begin(), chunk.end(), s.begin() + static_cast<std::ptrdiff_t>(at));
-  }
-  for (; at < n; ++at) s[at] = r.value<char>();
+  r.bytes(s.data(), n);
   return s;
 }
 
-void encode_args(detail::ArgWriter& w, const py::args& args) {
-  w.value(static_cast<std::uint32_t>(args.size()));
-  for (std::size_t i = 0; i < args.size(); ++i) encode_one(w, args[i], i);
+void encode_args(detail::ArgWriter& w, PyObject* const* args, std::size_t n) {
+  w.value(static_cast<std::uint32_t>(n));
+  for (std::size_t i = 0; i < n; ++i) encode_one(w, args[i], i);
 }
 
 py::tuple decode_args(detail::ArgReader& r) {

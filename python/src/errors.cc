@@ -9,6 +9,19 @@
 
 namespace pld::python {
 
+void set_python_error() {
+  try {
+    throw;
+  } catch (py::error_already_set& e) {
+    e.restore();
+  } catch (...) {
+    namespace d = py::detail;
+    if (d::apply_exception_translators(d::get_local_internals().registered_exception_translators)) return;
+    if (d::apply_exception_translators(d::get_internals().registered_exception_translators)) return;
+    PyErr_SetString(PyExc_SystemError, "pld: an exception escaped every translator");
+  }
+}
+
 namespace {
 
 struct Classes {

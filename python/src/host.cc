@@ -2,9 +2,13 @@
 // one orchestrator call (the host builtin collectives: collectives.cc).
 #include "host.h"
 
+#include "errors.h"
+
 #include <pld/error.hpp>
 
 #include <fmt/format.h>
+
+#include <limits>
 
 namespace pld::python {
 
@@ -62,6 +66,45 @@ std::shared_ptr<py::object> gil_shared(py::object o) {
     py::gil_scoped_acquire gil;
     delete p;
   });
+}
+
+/// Host.dispatch(rank, kernel, *args), against the C API (METH_FASTCALL): a worker loop records
+/// one dispatch per rank per call, and pybind11's generic dispatcher costs more than the record.
+PyObject* host_dispatch(PyObject* self, PyObject* const* argv, Py_ssize_t argc) {
+  try {
+    if (argc < 2)
+      throw UsageError(fmt::format("Host.dispatch: {} argument(s); pass dispatch(rank, kernel, *args)", argc));
+    const PyHost& h = py::handle(self).cast<const PyHost&>();
+    const py::handle rank(argv[0]);
+    if (!PyIndex_Check(rank.ptr()) || PyBool_Check(rank.ptr()))
+      throw UsageError(fmt::format("Host.dispatch: rank {} is not an int; pass dispatch(rank, kernel, *args)",
+                                   py::repr(rank).cast<std::string>()));
+    const auto index = py::reinterpret_steal<py::object>(PyNumber_Index(rank.ptr()));  // numpy integers too
+    if (!index) throw py::error_already_set();
+    int overflow = 0;
+    const long r = PyLong_AsLongAndOverflow(index.ptr(), &overflow);
+    Host& host = h.get("Host.dispatch");
+    if (overflow || r < std::numeric_limits<int>::min() || r > std::numeric_limits<int>::max())
+      throw UsageError(
+          fmt::format("Host::dispatch: rank {} out of range [0, {}); ranks index DistributedConfig::device_ids",
+                      py::repr(rank).cast<std::string>(), host.world_size()));
+    record_python_dispatch(host, static_cast<int>(r), argv[1], argv + 2, static_cast<std::size_t>(argc - 2));
+    Py_RETURN_NONE;
+  } catch (...) {
+    set_python_error();
+    return nullptr;
+  }
+}
+
+PyMethodDef g_dispatch_def = {
+    "dispatch", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(&host_dispatch)), METH_FASTCALL,
+    "dispatch(rank, kernel, *args): runs the Python function kernel(*args) in rank's process. Arguments: window "
+    "views, HostTensor slices, numbers, strings, enums, tuples and other picklable values."};
+
+void add_dispatch(py::class_<PyHost>& host) {
+  PyObject* method = PyDescr_NewMethod(reinterpret_cast<PyTypeObject*>(host.ptr()), &g_dispatch_def);
+  if (!method) throw py::error_already_set();
+  host.attr("dispatch") = py::reinterpret_steal<py::object>(method);
 }
 
 void bind_domain(py::module_& m) {
@@ -128,14 +171,6 @@ void bind_host(py::module_& m) {
           },
           py::arg("ranks"), "A comm domain over the given world ranks (domain-local rank i is the i-th smallest).")
       .def(
-          "dispatch",
-          [](const PyHost& h, int rank, py::handle kernel, const py::args& args) {
-            record_python_dispatch(h.get("Host.dispatch"), rank, kernel, args);
-          },
-          py::arg("rank"), py::arg("kernel"),
-          "dispatch(rank, kernel, *args): runs the Python function kernel(*args) in rank's process. Arguments: "
-          "window views, HostTensor slices, numbers, strings, enums, tuples and other picklable values.")
-      .def(
           "callback",
           [](const PyHost& h, py::object fn, const py::args& args) {
             Host& host = h.get("Host.callback");
@@ -149,6 +184,7 @@ void bind_host(py::module_& m) {
           py::arg("fn"),
           "callback(fn, *args): runs fn(*args) on the host after every dispatch recorded before it has finished.");
   bind_host_collectives(host);
+  add_dispatch(host);
 }
 
 }  // namespace pld::python

@@ -33,8 +33,8 @@ struct PyDomain {
   CallAlive alive;
 };
 
-/// Records `kernel(*args)` as a dispatch to `rank` (kernel.cc).
-void record_python_dispatch(Host& host, int rank, py::handle kernel, const py::args& args);
+/// Records `kernel(*args)` (`n` arguments) as a dispatch to `rank` (kernel.cc).
+void record_python_dispatch(Host& host, int rank, py::handle kernel, PyObject* const* args, std::size_t n);
 
 /// The host builtin collectives (collectives.cc).
 void bind_host_collectives(py::class_<PyHost>& host);

@@ -104,15 +104,25 @@ py::object import_kernel(const std::string& name) {
 }  // namespace
 
 void flush_stdio() {
+  // The C API with interned names: a kernel's end costs two method calls, not four attribute
+  // lookups of names made anew.
+  static PyObject* const flush = PyUnicode_InternFromString("flush");
+  static PyObject* const streams[] = {PyUnicode_InternFromString("stdout"), PyUnicode_InternFromString("stderr")};
   static PyObject* const sys = py::module_::import("sys").release().ptr();  // kept for the process's life
-  for (const char* stream : {"stdout", "stderr"}) {
-    py::object s = py::handle(sys).attr(stream);
-    if (!s.is_none()) {
-      try {
-        s.attr("flush")();
-      } catch (py::error_already_set&) {
-      }
+  for (PyObject* name : streams) {
+    PyObject* stream = PyObject_GetAttr(sys, name);
+    if (!stream) {
+      PyErr_Clear();
+      continue;
     }
+    if (stream != Py_None) {
+      PyObject* done = PyObject_CallMethodNoArgs(stream, flush);
+      if (done)
+        Py_DECREF(done);
+      else
+        PyErr_Clear();
+    }
+    Py_DECREF(stream);
   }
 }
 
@@ -177,11 +187,8 @@ bool python_frames(std::string* note) {
   return !note->empty();
 }
 
-void python_kernel(void (*)(), detail::ArgReader& reader) {
-  GilHold gil;
-  if (reader.value<std::uint32_t>() != kFrameMagic) throw UsageError("dispatch: not a Python kernel frame (internal)");
-  const auto id = reader.value<std::uint64_t>();
-  const std::string name = read_string(reader);
+/// The race detector's view of a Python kernel: its name in reports and its frames as notes.
+void race_python_kernel(const std::string& name) {
   detail::race_kernel_name(display_name(name).c_str());
   detail::race_note_source(&python_frames);
   g_kernel_caller = PyEval_GetFrame();
@@ -189,10 +196,20 @@ void python_kernel(void (*)(), detail::ArgReader& reader) {
     const std::string file = py::module_::import("pld").attr("__file__").cast<std::string>();
     g_package_dir = file.substr(0, file.rfind('/') + 1);
   }
+}
+
+void python_kernel(void (*)(), detail::ArgReader& reader) {
+  GilHold gil;
+  if (reader.value<std::uint32_t>() != kFrameMagic) throw UsageError("dispatch: not a Python kernel frame (internal)");
+  const auto id = reader.value<std::uint64_t>();
+  const std::string name = read_string(reader);
+  if (detail::race_checking()) [[unlikely]]
+    race_python_kernel(name);
   try {
-    py::object fn = resolve_kernel(id, name);
-    py::tuple args = decode_args(reader);
-    fn(*args);
+    const py::object fn = resolve_kernel(id, name);
+    const py::tuple args = decode_args(reader);
+    const py::object done = py::reinterpret_steal<py::object>(PyObject_Call(fn.ptr(), args.ptr(), nullptr));
+    if (!done) throw py::error_already_set();
     flush_stdio();
   } catch (py::error_already_set& e) {
     flush_stdio();
@@ -219,15 +236,16 @@ std::uint64_t register_kernel(py::handle fn) {
   return table.size() - 1;
 }
 
-void record_python_dispatch(Host& host, int rank, py::handle kernel, const py::args& args) {
+void record_python_dispatch(Host& host, int rank, py::handle kernel, PyObject* const* args, std::size_t n) {
   const std::uint64_t id = register_kernel(kernel);
+  const std::string& name = kernel_table()[id].name;
   detail::ArgWriter writer;
+  writer.bytes().reserve(64 + name.size());  // the header, the name and a few scalars: one allocation
   writer.value(kFrameMagic);
   writer.value(id);
-  const std::string& name = kernel_table()[id].name;
   writer.value(static_cast<std::uint32_t>(name.size()));
   write_bytes(writer, name.data(), name.size());
-  encode_args(writer, args);
+  encode_args(writer, args, n);
   detail::record_encoded_dispatch(host, rank, &python_kernel, reinterpret_cast<void (*)()>(&python_kernel), writer);
 }
 

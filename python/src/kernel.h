@@ -29,7 +29,7 @@ std::uint64_t register_kernel(py::handle fn);
 
 /// Encodes the dispatch arguments: window views and host tensors are noted on the writer (the
 /// runtime delivers their domains and shared blocks to the rank), everything else by value.
-void encode_args(detail::ArgWriter& writer, const py::args& args);
+void encode_args(detail::ArgWriter& writer, PyObject* const* args, std::size_t n);
 /// Decodes them in the rank: window views bound to the rank's domains, host tensors as numpy
 /// arrays over the shared block.
 py::tuple decode_args(detail::ArgReader& reader);

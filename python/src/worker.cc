@@ -46,7 +46,13 @@ void call_orchestrator(Host& host, const py::object& program, const py::tuple& a
     const CallAlive& alive;
     ~Expire() { *alive = false; }
   } expire{alive};
-  program(PyHost{&host, alive}, *args);
+  // The call's tuple built directly (pybind11's `program(h, *args)` collects into a list first).
+  const auto n = static_cast<Py_ssize_t>(args.size());
+  const py::tuple call(n + 1);
+  PyTuple_SET_ITEM(call.ptr(), 0, py::cast(PyHost{&host, alive}).release().ptr());
+  for (Py_ssize_t i = 0; i < n; ++i) PyTuple_SET_ITEM(call.ptr(), i + 1, py::object(args[i]).release().ptr());
+  const py::object done = py::reinterpret_steal<py::object>(PyObject_Call(program.ptr(), call.ptr(), nullptr));
+  if (!done) throw py::error_already_set();
 }
 
 /// The recording step of one call: the Python orchestrator runs with the GIL on the thread that

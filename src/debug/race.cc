@@ -281,6 +281,10 @@ void race_dispatch_begin(RankRuntime& rt, void (*kernel)()) {
   s.context.fetch_add(1, std::memory_order_relaxed);
 }
 
+bool race_checking() {
+  return race_on();
+}
+
 void race_kernel_name(const char* name) {
   if (!race_on()) return;
   RaceRank& s = state();

@@ -88,6 +88,22 @@ def test_bad_dispatch(config2):
         pld.run(config2, lambda h: h.dispatch(0, 42))
     with pytest.raises(pld.UsageError, match="numpy array"):
         pld.run(config2, lambda h: [h.dispatch(r, fill_kernel, np.zeros(2), 1) for r in range(2)])
+    with pytest.raises(pld.UsageError, match="rank 'a' is not an int"):
+        pld.run(config2, lambda h: h.dispatch("a", fill_kernel))
+    with pytest.raises(pld.UsageError, match="rank True is not an int"):
+        pld.run(config2, lambda h: h.dispatch(True, fill_kernel))
+    with pytest.raises(pld.UsageError, match=r"rank 1180591620717411303424 out of range \[0, 2\)"):
+        pld.run(config2, lambda h: h.dispatch(2**70, fill_kernel))
+    with pytest.raises(pld.UsageError, match=r"1 argument\(s\); pass dispatch\(rank, kernel, \*args\)"):
+        pld.run(config2, lambda h: h.dispatch(0))
+    with pytest.raises(TypeError, match="keyword"):
+        pld.run(config2, lambda h: h.dispatch(rank=0, kernel=fill_kernel))
+
+
+def test_dispatch_takes_numpy_integer_ranks(config2):
+    out = np.zeros((2, 1, 4), np.float32)
+    pld.run(config2, lambda h, o: [h.dispatch(r, fill_kernel, o[r], 7) for r in np.arange(2)], out)
+    assert (out == 7).all()
 
 
 def test_host_handle_dies_with_the_call(config2):

@@ -73,6 +73,12 @@ class ArgReader {
     p_ += sizeof(T);
     return v;
   }
+  /// The next `n` bytes, copied to `out`.
+  void bytes(void* out, std::size_t n) {
+    if (static_cast<std::size_t>(end_ - p_) < n) throw_usage("dispatch: truncated argument frame (internal)");
+    if (n) std::memcpy(out, p_, n);
+    p_ += n;
+  }
 
  private:
   const std::byte* p_;

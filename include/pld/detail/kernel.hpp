@@ -74,6 +74,8 @@ PLD_API LocalDesc window_local(const char* api, const WindowDesc& w);
 /// in reports, and a source of the caller's own frames, called for every access the detector
 /// records (it writes them to `note` and returns true, or returns false for none).
 PLD_API void race_kernel_name(const char* name);
+/// Whether the race detector runs in this process (a binding skips its hooks when it does not).
+PLD_API bool race_checking();
 using RaceNoteFn = bool (*)(std::string* note);
 PLD_API void race_note_source(RaceNoteFn fn);
 
