@@ -39,6 +39,21 @@ double timeout_of(const py::object& timeout) {
   return timeout.is_none() ? std::numeric_limits<double>::infinity() : timeout.cast<double>();
 }
 
+/// The pld.Host of a recording. The last one is reused when nothing but this cache holds it (a
+/// user who kept `h` keeps a dead handle; the next call gets a new one), so a loop of calls
+/// makes no Python object for it. Called with the GIL.
+py::object host_object(Host& host, const CallAlive& alive) {
+  static auto* cache = new py::object();  // never destroyed: it would outlive the interpreter
+  if (*cache && Py_REFCNT(cache->ptr()) == 1) {
+    auto* h = cache->cast<PyHost*>();
+    h->host = &host;
+    h->alive = alive;
+  } else {
+    *cache = py::cast(PyHost{&host, alive});
+  }
+  return *cache;
+}
+
 /// Calls `program(h, *args)` with a pld.Host valid for this recording only.
 void call_orchestrator(Host& host, const py::object& program, const py::tuple& args) {
   const CallAlive alive = std::make_shared<bool>(true);
@@ -49,7 +64,7 @@ void call_orchestrator(Host& host, const py::object& program, const py::tuple& a
   // The call's tuple built directly (pybind11's `program(h, *args)` collects into a list first).
   const auto n = static_cast<Py_ssize_t>(args.size());
   const py::tuple call(n + 1);
-  PyTuple_SET_ITEM(call.ptr(), 0, py::cast(PyHost{&host, alive}).release().ptr());
+  PyTuple_SET_ITEM(call.ptr(), 0, host_object(host, alive).release().ptr());
   for (Py_ssize_t i = 0; i < n; ++i) PyTuple_SET_ITEM(call.ptr(), i + 1, py::object(args[i]).release().ptr());
   const py::object done = py::reinterpret_steal<py::object>(PyObject_Call(program.ptr(), call.ptr(), nullptr));
   if (!done) throw py::error_already_set();

@@ -98,6 +98,24 @@ def test_run_and_close():
     rt.close()  # idempotent
 
 
+def keep_host(h, kept, out, value):
+    kept.append(h)
+    fill(h, out, value)
+
+
+def test_a_kept_host_handle_stays_dead_in_later_calls():
+    out = pld.HostTensor.zeros((P, 4), pld.DType.INT32)
+    kept = []
+    with pld.DistributedWorker(config(), keep_host) as rt:
+        for i in range(3):
+            rt(kept, out, i)
+        assert out.numpy()[0, 0] == 2
+    assert len({id(h) for h in kept}) == 3  # each call's handle is its own
+    for h in kept:
+        with pytest.raises(pld.UsageError, match="has returned"):
+            h.world_size()
+
+
 def test_several_programs_and_unregistered_program():
     out = pld.HostTensor.zeros((P, 1), pld.DType.INT32)
     with pld.DistributedWorker(config(), [fill, empty]) as rt:
