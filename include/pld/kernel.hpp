@@ -265,12 +265,11 @@ namespace tensor {
 /// incremented atomically. Synchronous for the sender; pair it with notify / wait.
 template <class T>
 void put(const DistributedTensor<T>& dst, int peer, const Tensor<T>& src, const PutOptions& options = {}) {
-  detail::put(detail::desc(dst), peer, detail::desc(src), nullptr, nullptr, nullptr, options);
+  detail::put(detail::PutCall{detail::view_ref(dst), peer, detail::source_ref(src), &options, false});
 }
 template <class T>
 void put(const DistributedTensor<T>& dst, int peer, const DistributedTensor<T>& src, const PutOptions& options = {}) {
-  detail::put(detail::desc(dst), peer, detail::window_local("tensor::put", detail::desc(src)), nullptr, nullptr,
-              nullptr, options);
+  detail::put(detail::PutCall{detail::view_ref(dst), peer, detail::source_ref(src), &options, false});
 }
 template <class T>
 void put(const DistributedTensor<T>& dst, int peer, const Tensor<T>& src, const Dims& dst_offsets,

@@ -69,32 +69,6 @@ PLD_API void put_signal(const WindowDesc& dst, int peer, const LocalDesc& src, c
                         const Dims* src_offsets, const Dims* shape, const SignalArg& signal, const PutOptions& options,
                         bool nbi);
 
-/// A window view by address: its parts, nothing of it copied on the way.
-struct ViewRef {
-  const DomainState* state;
-  const WindowRef* ref;
-  const Dims* shape;
-  DType dtype;
-};
-template <class T>
-ViewRef view_ref(const DistributedTensor<T>& t) {
-  return {t.state(), &t.ref(), &t.shape(), dtype_of<T>};
-}
-/// A put's source by address: a rank-local array (`data`, shape and dtype in `view`) or, with
-/// `window`, the calling rank's own copy of the window view `view`.
-struct SourceRef {
-  ViewRef view;
-  std::byte* data;
-  bool window;
-};
-template <class T>
-SourceRef source_ref(const Tensor<T>& t) {
-  return {{nullptr, nullptr, &t.shape(), dtype_of<T>}, reinterpret_cast<std::byte*>(t.data()), false};
-}
-template <class T>
-SourceRef source_ref(const DistributedTensor<T>& t) {
-  return {view_ref(t), nullptr, true};
-}
 /// A put_signal as the templates hand it over: every operand by address (the region pointers
 /// all nullptr for the full-slice form).
 struct PutSignalCall {
@@ -164,8 +138,7 @@ void put_signal_nbi(const DistributedTensor<T>& dst, int peer, const Src& src, c
 /// Non-blocking tensor::put: complete at system::quiet(); `src` is read until then.
 template <class T, detail::LocalOperand<T> Src>
 void put_nbi(const DistributedTensor<T>& dst, int peer, const Src& src, const PutOptions& options = {}) {
-  detail::put_nbi(detail::desc(dst), peer, detail::local_operand("tensor::put_nbi", src), nullptr, nullptr, nullptr,
-                  options);
+  detail::put(detail::PutCall{detail::view_ref(dst), peer, detail::source_ref(src), &options, true});
 }
 template <class T, detail::LocalOperand<T> Src>
 void put_nbi(const DistributedTensor<T>& dst, int peer, const Src& src, const Dims& dst_offsets,

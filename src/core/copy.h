@@ -8,6 +8,7 @@
 #include "core/thresholds.h"
 
 #include <cstddef>
+#include <cstring>
 
 namespace pld::detail {
 
@@ -32,6 +33,17 @@ inline int nth_in_order(int k, int n, CopyOrder order) {
 
 void bulk_copy(std::byte* dst, const std::byte* src, std::size_t bytes, std::size_t streaming_from = streaming_bytes(),
                CopyOrder order = CopyOrder::Forward);
+
+/// Copies shorter than this never stream (StreamCopy needs eight of the smallest vectors it
+/// streams, 16 bytes each).
+inline constexpr std::size_t kNeverStreamedBytes = 128;
+
+/// bulk_copy for the call sites whose copies are mostly a few elements (the fast paths of put and
+/// put_signal): below kNeverStreamedBytes one memmove, without the threshold lookup.
+inline void bulk_copy_small(std::byte* dst, const std::byte* src, std::size_t bytes) {
+  if (bytes >= kNeverStreamedBytes) return bulk_copy(dst, src, bytes);
+  if (bytes) std::memmove(dst, src, bytes);
+}
 
 /// bulk_copy of `src` to each of dsts[0, n) (Backward: dsts[n - 1] first). Below `streaming_from`
 /// bytes, when no destination overlaps src, it goes block by block (copy_block_bytes(), in `order`),

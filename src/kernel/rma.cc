@@ -1,17 +1,17 @@
 // One-sided transfers between a rank-local array and a peer's copy of a window: tensor::put
-// (push) and tensor::get (pull), their non-blocking forms and put_signal, and the remote_load /
-// remote_store of tiles and tensors. Every form checks its operands (put_signal its signal cell
+// (push) and tensor::get (pull), their non-blocking forms and put_signal (tile::remote_load /
+// remote_store: remote_tile.cc). Every form checks its operands (put_signal its signal cell
 // first), records the operation (backend/op_history.h), and moves the addressed box in runs of
-// contiguous elements through the backend (backend/*/rma.cc); a whole-window put or get with a
-// member whose heap this process addresses is the copy itself where the backend's call is nothing
-// more (Backend::cpu_copies: shm, and the mpi backend's on-node members). put_signal hands its
-// last run to the backend together with the signal (Backend::put_signal), so a backend can send
-// both at once; its common case on a backend whose put_signal is CPU work on addressable memory
-// (Backend::cpu_put_signal: shm) runs inline instead, with one pass of checks and one record
-// (put_signal_inline);
-// in debug mode a non-blocking put's source runs are checksummed and a non-blocking get's
-// destination runs remembered until quiet, and a put whose source is such a destination fails
-// (rank/nbi.h).
+// contiguous elements through the backend (rma.h, backend/*/rma.cc); a whole-window put or get
+// with a member whose heap this process addresses is the copy itself where the backend's call is
+// nothing more (Backend::cpu_copies: shm, and the mpi backend's on-node members). put_signal
+// hands its last run to the backend together with the signal (Backend::put_signal), so a backend
+// can send both at once; its common case on a backend whose put_signal is CPU work on
+// addressable memory (Backend::cpu_put_signal: shm) runs inline instead, with one pass of checks
+// and one record (put_signal_inline), and so does a full-slice put's (put_inline). In debug mode
+// a non-blocking put's source runs are checksummed and a non-blocking get's destination runs
+// remembered until quiet, and a put whose source is such a destination fails (rank/nbi.h).
+#include "kernel/rma.h"
 #include "backend/amo.h"
 #include "core/copy.h"
 #include "debug/checks.h"
@@ -28,19 +28,6 @@
 
 namespace pld::detail {
 
-namespace {
-
-/// Which way the data moves: into the peer's window or out of it.
-enum class Direction { ToPeer, FromPeer };
-
-/// A box `[offsets, offsets + extent)` of an array of `shape`.
-struct Box {
-  const Dims& shape;
-  const Dims& offsets;
-  const Dims& extent;
-};
-
-/// Checks a window operand in debug mode and records the operation in the rank's op history.
 void record(const char* api, OpKind kind, AtomicType atomic, const DomainState& d, int world_peer, const WindowDesc& w,
             Index bytes, const Dims* offsets) {
   if (debug_checks()) debug_check_view(api, w);
@@ -48,23 +35,6 @@ void record(const char* api, OpKind kind, AtomicType atomic, const DomainState& 
                        w.ref.offset, offsets);
 }
 
-/// How the runs of a transfer reach the backend: blocking or not, and for put_signal the run held
-/// back to travel with the signal (the last plain run of the box).
-struct Issue {
-  AtomicType atomic = AtomicType::None;
-  const char* api = "";  // the race detector's name of the operation
-  bool nbi = false;
-  bool hold_last = false;
-  NbiLedger::Spans* spans = nullptr;  // debug mode: the local runs of a non-blocking put
-};
-struct Run {
-  std::uint64_t offset = 0;
-  std::byte* local = nullptr;
-  std::size_t bytes = 0;
-};
-
-/// The race detector's view of one run: the peer's window bytes and the local side (which may be
-/// this rank's own window) are read or written as the direction says.
 void race_runs(const char* api, Direction dir, AtomicType atomic, int world_peer, const Run& run) {
   const bool to_peer = dir == Direction::ToPeer;
   const RaceKind remote = !to_peer ? RaceKind::Read : atomic == AtomicType::Add ? RaceKind::Atomic : RaceKind::Write;
@@ -72,11 +42,8 @@ void race_runs(const char* api, Direction dir, AtomicType atomic, int world_peer
   race_local(api, to_peer ? RaceKind::Read : RaceKind::Write, run.local, run.bytes);
 }
 
-/// Moves box `wbox` of world rank `world_peer`'s copy of window `w` to or from box `lbox` of the
-/// local array at `local`; both boxes hold the same elements in row-major order. With
-/// `how.hold_last`, the last run of a plain put is returned instead of moved.
 Run move_boxes(const DomainState& d, int world_peer, Direction dir, const Issue& how, const WindowDesc& w,
-               const Box& wbox, std::byte* local, const Box& lbox, Index chunk_rows = 0, Index chunk_cols = 0) {
+               const Box& wbox, std::byte* local, const Box& lbox, Index chunk_rows, Index chunk_cols) {
   const std::size_t esz = dtype_size(w.dtype);
   Backend& b = *d.backend;
   Run held;
@@ -106,6 +73,8 @@ Run move_boxes(const DomainState& d, int world_peer, Direction dir, const Issue&
                });
   return held;
 }
+
+namespace {
 
 /// A put or a get: `window` is the peer's side (put's dst, get's src), `local` this rank's.
 /// `signal` / `cell`: put_signal's signal, already checked.
@@ -306,6 +275,44 @@ WindowDesc desc_of(const ViewRef& v) {
   return WindowDesc{v.state, *v.ref, *v.shape, v.dtype};
 }
 
+/// The checked paths' descriptor of a put's source (a window source is validated here).
+LocalDesc source_desc(const char* api, const SourceRef& src) {
+  return src.window ? window_local(api, desc_of(src.view))
+                    : LocalDesc{src.data, *src.view.shape, src.view.dtype, *src.view.shape};
+}
+
+/// The fast paths' address of a put's source: the array, or this rank's copy of the window view;
+/// nullptr for a window view not bound to a comm domain (the checked path names it).
+std::byte* source_address(const SourceRef& src) {
+  if (!src.window) return src.data;
+  const DomainState* s = src.view.state;
+  return s ? s->windows_in[static_cast<std::size_t>(s->rank)] + src.view.ref->offset : nullptr;
+}
+
+/// put's common case (the full-slice templates), as put_signal_inline's without the signal: a
+/// peer whose window this process addresses where the backend's put is a copy, the same shape
+/// and dtype, a plain copy, debug mode, tracing and the race detector off. Returns false, having
+/// done nothing, when any condition fails: the checked path then names the failure.
+bool put_inline(const PutCall& c) {
+  const DomainState* d = c.dst.state;
+  if (!d || !d->backend->cpu_copies || debug_checks() || trace::on() || race_on()) return false;
+  const Dims& shape = *c.dst.shape;
+  const PutOptions& o = *c.options;
+  if (c.peer < 0 || c.peer >= d->nranks() || c.src.view.dtype != c.dst.dtype || !same_dims(*c.src.view.shape, shape) ||
+      !plain_copy(o.atomic, o.chunk_rows, o.chunk_cols, o.pipeline))
+    return false;
+  std::byte* src = source_address(c.src);
+  std::byte* heap = d->windows_in[static_cast<std::size_t>(c.peer)];
+  if (!src || !heap) return false;
+  const std::size_t bytes = static_cast<std::size_t>(shape.numel()) * dtype_size(c.dst.dtype);
+  bulk_copy_small(heap + c.dst.ref->offset, src, bytes);
+  d->backend->record_op(c.nbi ? OpKind::PutNbi : OpKind::Put, 0, d->members[static_cast<std::size_t>(c.peer)],
+                        saturate(static_cast<Index>(bytes)), c.dst.ref->domain, c.dst.ref->buffer, c.dst.ref->offset,
+                        nullptr);
+  if (c.nbi) RankRuntime::get("tensor::put_nbi").nbi().issued();
+  return true;
+}
+
 /// put_signal_inline's signal: the cell's update and wake-up test where that is all the backend's
 /// put_signal does (Backend::cpu_put_signal), the backend's notify otherwise.
 inline void signal_inline(Backend& b, std::byte* heap, int target, std::uint64_t cell, std::int32_t value,
@@ -325,7 +332,7 @@ inline void signal_inline(Backend& b, std::byte* heap, int target, std::uint64_t
                                         std::size_t bytes, std::uint64_t cell) {
   const char* api = c.nbi ? "tensor::put_signal_nbi" : "tensor::put_signal";
   race_runs(api, Direction::ToPeer, AtomicType::None, target, Run{c.dst.ref->offset, src, bytes});
-  bulk_copy(heap + c.dst.ref->offset, src, bytes);
+  bulk_copy_small(heap + c.dst.ref->offset, src, bytes);
   const RaceRelease release(target, cell, c.op == NotifyOp::Set);
   signal_inline(*c.dst.state->backend, heap, target, cell, c.value, c.op);
 }
@@ -348,12 +355,8 @@ bool put_signal_inline(const PutSignalCall& c) {
       !plain_copy(o.atomic, o.chunk_rows, o.chunk_cols, o.pipeline) || !notify_op_valid(c.op) ||
       c.signal.dtype != DType::INT32 || !cell_fast(*c.signal.shape, c.signal.ref->offset, *c.signal_offsets, &cell))
     return false;
-  std::byte* src = c.src.data;
-  if (c.src.window) {
-    const DomainState* s = c.src.view.state;
-    if (!s) return false;
-    src = s->windows_in[static_cast<std::size_t>(s->rank)] + c.src.view.ref->offset;
-  }
+  std::byte* src = source_address(c.src);
+  if (!src) return false;
   const std::size_t bytes = static_cast<std::size_t>(shape.numel()) * dtype_size(c.dst.dtype);
   std::byte* heap = d->windows_in[static_cast<std::size_t>(c.peer)];
   if (!heap) return false;
@@ -362,7 +365,7 @@ bool put_signal_inline(const PutSignalCall& c) {
   if (race_on()) [[unlikely]] {
     put_signal_raced(c, heap, target, src, bytes, cell);
   } else {
-    bulk_copy(heap + c.dst.ref->offset, src, bytes);
+    bulk_copy_small(heap + c.dst.ref->offset, src, bytes);
     signal_inline(b, heap, target, cell, c.value, c.op);
   }
   // Recorded after the signal, as an atomic's record is: outside debug mode nothing reads the
@@ -377,8 +380,7 @@ bool put_signal_inline(const PutSignalCall& c) {
 /// Every other put_signal of the templates, and every error: the descriptors, then the checked path.
 [[gnu::noinline]] void put_signal_checked(const PutSignalCall& c) {
   const char* api = c.nbi ? "tensor::put_signal_nbi" : "tensor::put_signal";
-  const LocalDesc src = c.src.window ? window_local(api, desc_of(c.src.view))
-                                     : LocalDesc{c.src.data, *c.src.view.shape, c.src.view.dtype, *c.src.view.shape};
+  const LocalDesc src = source_desc(api, c.src);
   const WindowDesc signal = desc_of(c.signal);
   put_signal(desc_of(c.dst), c.peer, src, c.dst_offsets, c.src_offsets, c.shape,
              SignalArg{signal, *c.signal_offsets, c.value, c.op}, *c.options, c.nbi);
@@ -404,6 +406,14 @@ void put_nbi(const WindowDesc& dst, int peer, const LocalDesc& src, const Dims* 
 void get_nbi(const LocalDesc& dst, int peer, const WindowDesc& src, const Dims* dst_offsets, const Dims* src_offsets,
              const Dims* shape, const GetOptions& options) {
   transfer(get_transfer("tensor::get_nbi", dst, peer, src, dst_offsets, src_offsets, shape, options, true));
+}
+
+void put(const PutCall& c) {
+  if (put_inline(c)) [[likely]]
+    return;
+  const char* api = c.nbi ? "tensor::put_nbi" : "tensor::put";
+  const LocalDesc src = source_desc(api, c.src);
+  transfer(put_transfer(api, desc_of(c.dst), c.peer, src, nullptr, nullptr, nullptr, *c.options, c.nbi));
 }
 
 void put_signal(const PutSignalCall& c) {
@@ -432,60 +442,6 @@ void quiet() {
 
 void fence() {
   RankRuntime::get("system::fence").backend_process().fence();
-}
-
-void check_remote_load(const LocalDesc& tile, const WindowDesc& src, int peer, const Dims& offsets) {
-  const char* api = "tile::remote_load";
-  const DomainState& d = bound_state(api, src);
-  check_peer(api, d, peer);
-  check_dtype(api, src.dtype, tile.dtype);
-  if (src.shape.size() == 0)
-    throw UsageError("tile::remote_load: the source window view has rank 0; give it at least one dimension");
-  if (tile.shape.size() != src.shape.size())
-    throw UsageError(
-        fmt::format("{}: shape {} has rank {} but the window has rank {} (shape {}); give one extent per "
-                    "dimension",
-                    api, tile.shape.str(), tile.shape.size(), src.shape.size(), src.shape.str()));
-  check_box(api, "window", "box", src.shape, offsets, tile.valid, "reads past the end: pass a smaller valid_shape");
-}
-
-void remote_load(LocalDesc& tile, const WindowDesc& src, int peer, const Dims& offsets) {
-  check_remote_load(tile, src, peer, offsets);
-  const DomainState& d = *src.state;
-  const int world_peer = d.members[static_cast<std::size_t>(peer)];
-  record("tile::remote_load", OpKind::RemoteLoad, AtomicType::None, d, world_peer, src,
-         tile.valid.numel() * static_cast<Index>(dtype_size(tile.dtype)), &offsets);
-  move_boxes(d, world_peer, Direction::FromPeer, Issue{AtomicType::None, "tile::remote_load"}, src,
-             Box{src.shape, offsets, tile.valid}, tile.data, Box{tile.shape, zeros_like(tile.shape), tile.valid});
-}
-
-void remote_store(const char* api, const LocalDesc& src, const WindowDesc& dst, int peer, const Dims& offsets,
-                  AtomicType atomic) {
-  const DomainState& d = bound_state(api, dst);
-  check_peer(api, d, peer);
-  check_dtype(api, src.dtype, dst.dtype);
-  check_atomic(api, atomic, dst.dtype);
-  if (dst.shape.size() < 2)
-    throw UsageError(fmt::format("{}: target rank must be >= 2 (window shape {}); view the window as [rows, cols]", api,
-                                 dst.shape.str()));
-  if (src.shape.size() < 2)
-    throw UsageError(
-        fmt::format("{}: src must be at least 2-D (shape {}); reshape it as [1, n]", api, src.shape.str()));
-  for (int i = 0; i + 2 < src.shape.size(); ++i)
-    if (src.shape[i] != 1)
-      throw UsageError(
-          fmt::format("{}: src leading dimension {} must be 1 (src shape {}); only the inner two "
-                      "dimensions are pushed",
-                      api, i, src.shape.str()));
-  const Dims inner{src.valid[src.valid.size() - 2], src.valid[src.valid.size() - 1]};
-  const Dims ext = pad_leading(inner, dst.shape.size());
-  check_box(api, "target", "box", dst.shape, offsets, ext,
-            "push exceeds the peer's target region: store a smaller tile or at smaller offsets");
-  const int world_peer = d.members[static_cast<std::size_t>(peer)];
-  record(api, OpKind::RemoteStore, atomic, d, world_peer, dst, ext.numel() * static_cast<Index>(dtype_size(dst.dtype)),
-         &offsets);
-  move_boxes(d, world_peer, Direction::ToPeer, Issue{atomic, api}, dst, Box{dst.shape, offsets, ext}, src.data,
-             Box{src.shape, zeros_like(src.shape), pad_leading(inner, src.shape.size())});
 }
 
 }  // namespace pld::detail

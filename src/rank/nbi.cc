@@ -22,12 +22,14 @@ void NbiLedger::track(std::string what, Spans spans) {
   const std::uint64_t sum = checksum(spans);
   std::lock_guard lock(mutex_);
   entries_.push_back(Entry{std::move(what), std::move(spans), sum});
+  tracked_.store(true, std::memory_order_relaxed);
 }
 
 void NbiLedger::track_get(std::string what, Spans spans) {
   std::lock_guard lock(mutex_);
   gets_.push_back(Entry{std::move(what), std::move(spans), 0});
   gets_outstanding_.store(true, std::memory_order_relaxed);
+  tracked_.store(true, std::memory_order_relaxed);
 }
 
 void NbiLedger::check_read(const char* api, const std::byte* at, std::size_t bytes) {
@@ -46,12 +48,14 @@ void NbiLedger::check_read(const char* api, const std::byte* at, std::size_t byt
 void NbiLedger::complete(BackendProcess& backend, const char* where) {
   backend.quiet();
   outstanding_.store(false, std::memory_order_relaxed);
+  if (!tracked_.load(std::memory_order_relaxed)) return;  // outside debug mode: nothing to compare
   std::vector<Entry> entries;
   {
     std::lock_guard lock(mutex_);
     entries.swap(entries_);
     gets_.clear();
     gets_outstanding_.store(false, std::memory_order_relaxed);
+    tracked_.store(false, std::memory_order_relaxed);
   }
   for (const Entry& e : entries)
     if (checksum(e.spans) != e.checksum)
@@ -68,6 +72,7 @@ void NbiLedger::forget() {
   entries_.clear();
   gets_.clear();
   gets_outstanding_.store(false, std::memory_order_relaxed);
+  tracked_.store(false, std::memory_order_relaxed);
 }
 
 }  // namespace pld::detail

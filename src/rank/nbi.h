@@ -55,6 +55,7 @@ class NbiLedger {
 
   std::atomic<bool> outstanding_{false};
   std::atomic<bool> gets_outstanding_{false};
+  std::atomic<bool> tracked_{false};  // entries_ or gets_ hold something (debug mode)
   std::mutex mutex_;
   std::vector<Entry> entries_;
   std::vector<Entry> gets_;  // checksum unused

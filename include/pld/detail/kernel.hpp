@@ -67,6 +67,44 @@ const WindowDesc& desc(const DistributedTensor<T>& t) {
   return t.desc();
 }
 
+/// A window view by address: its parts, nothing of it copied on the way.
+struct ViewRef {
+  const DomainState* state;
+  const WindowRef* ref;
+  const Dims* shape;
+  DType dtype;
+};
+template <class T>
+ViewRef view_ref(const DistributedTensor<T>& t) {
+  return {t.state(), &t.ref(), &t.shape(), dtype_of<T>};
+}
+/// A put's source by address: a rank-local array (`data`, shape and dtype in `view`) or, with
+/// `window`, the calling rank's own copy of the window view `view`.
+struct SourceRef {
+  ViewRef view;
+  std::byte* data;
+  bool window;
+};
+template <class T>
+SourceRef source_ref(const Tensor<T>& t) {
+  return {{nullptr, nullptr, &t.shape(), dtype_of<T>}, reinterpret_cast<std::byte*>(t.data()), false};
+}
+template <class T>
+SourceRef source_ref(const DistributedTensor<T>& t) {
+  return {view_ref(t), nullptr, true};
+}
+/// A full-slice put (tensor::put, tensor::put_nbi) as the templates hand it over: every
+/// operand by address.
+struct PutCall {
+  ViewRef dst;
+  int peer;
+  SourceRef src;
+  const PutOptions* options;
+  bool nbi;
+};
+/// The one entry of the full-slice put templates: validates, records, moves the data.
+PLD_API void put(const PutCall& call);
+
 /// The calling rank's own copy of a window view, as a local array.
 PLD_API LocalDesc window_local(const char* api, const WindowDesc& w);
 
