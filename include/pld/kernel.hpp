@@ -265,11 +265,11 @@ namespace tensor {
 /// incremented atomically. Synchronous for the sender; pair it with notify / wait.
 template <class T>
 void put(const DistributedTensor<T>& dst, int peer, const Tensor<T>& src, const PutOptions& options = {}) {
-  detail::put(detail::PutCall{detail::view_ref(dst), peer, detail::source_ref(src), &options, false});
+  detail::put(detail::PutCall{detail::view_ref(dst), peer, detail::local_ref(src), &options, false});
 }
 template <class T>
 void put(const DistributedTensor<T>& dst, int peer, const DistributedTensor<T>& src, const PutOptions& options = {}) {
-  detail::put(detail::PutCall{detail::view_ref(dst), peer, detail::source_ref(src), &options, false});
+  detail::put(detail::PutCall{detail::view_ref(dst), peer, detail::local_ref(src), &options, false});
 }
 template <class T>
 void put(const DistributedTensor<T>& dst, int peer, const Tensor<T>& src, const Dims& dst_offsets,
@@ -287,12 +287,11 @@ void put(const DistributedTensor<T>& dst, int peer, const DistributedTensor<T>& 
 /// The source rank must have published and signalled before the reader gets.
 template <class T>
 void get(const Tensor<T>& dst, int peer, const DistributedTensor<T>& src, const GetOptions& options = {}) {
-  detail::get(detail::desc(dst), peer, detail::desc(src), nullptr, nullptr, nullptr, options);
+  detail::get(detail::GetCall{detail::local_ref(dst), peer, detail::view_ref(src), &options, false});
 }
 template <class T>
 void get(const DistributedTensor<T>& dst, int peer, const DistributedTensor<T>& src, const GetOptions& options = {}) {
-  detail::get(detail::window_local("tensor::get", detail::desc(dst)), peer, detail::desc(src), nullptr, nullptr,
-              nullptr, options);
+  detail::get(detail::GetCall{detail::local_ref(dst), peer, detail::view_ref(src), &options, false});
 }
 template <class T>
 void get(const Tensor<T>& dst, int peer, const DistributedTensor<T>& src, const Dims& dst_offsets,

@@ -74,7 +74,7 @@ PLD_API void put_signal(const WindowDesc& dst, int peer, const LocalDesc& src, c
 struct PutSignalCall {
   ViewRef dst;
   int peer;
-  SourceRef src;
+  LocalRef src;
   const Dims* dst_offsets;
   const Dims* src_offsets;
   const Dims* shape;
@@ -102,7 +102,7 @@ template <class T, detail::LocalOperand<T> Src>
 void put_signal(const DistributedTensor<T>& dst, int peer, const Src& src,
                 const DistributedTensor<std::int32_t>& signal, const Dims& signal_offsets, std::int32_t value,
                 NotifyOp op, const PutOptions& options = {}) {
-  detail::put_signal(detail::PutSignalCall{detail::view_ref(dst), peer, detail::source_ref(src), nullptr, nullptr,
+  detail::put_signal(detail::PutSignalCall{detail::view_ref(dst), peer, detail::local_ref(src), nullptr, nullptr,
                                            nullptr, detail::view_ref(signal), &signal_offsets, value, op, &options,
                                            false});
 }
@@ -111,7 +111,7 @@ template <class T, detail::LocalOperand<T> Src>
 void put_signal(const DistributedTensor<T>& dst, int peer, const Src& src, const Dims& dst_offsets,
                 const Dims& src_offsets, const Dims& shape, const DistributedTensor<std::int32_t>& signal,
                 const Dims& signal_offsets, std::int32_t value, NotifyOp op, const PutOptions& options = {}) {
-  detail::put_signal(detail::PutSignalCall{detail::view_ref(dst), peer, detail::source_ref(src), &dst_offsets,
+  detail::put_signal(detail::PutSignalCall{detail::view_ref(dst), peer, detail::local_ref(src), &dst_offsets,
                                            &src_offsets, &shape, detail::view_ref(signal), &signal_offsets, value, op,
                                            &options, false});
 }
@@ -122,7 +122,7 @@ template <class T, detail::LocalOperand<T> Src>
 void put_signal_nbi(const DistributedTensor<T>& dst, int peer, const Src& src,
                     const DistributedTensor<std::int32_t>& signal, const Dims& signal_offsets, std::int32_t value,
                     NotifyOp op, const PutOptions& options = {}) {
-  detail::put_signal(detail::PutSignalCall{detail::view_ref(dst), peer, detail::source_ref(src), nullptr, nullptr,
+  detail::put_signal(detail::PutSignalCall{detail::view_ref(dst), peer, detail::local_ref(src), nullptr, nullptr,
                                            nullptr, detail::view_ref(signal), &signal_offsets, value, op, &options,
                                            true});
 }
@@ -130,7 +130,7 @@ template <class T, detail::LocalOperand<T> Src>
 void put_signal_nbi(const DistributedTensor<T>& dst, int peer, const Src& src, const Dims& dst_offsets,
                     const Dims& src_offsets, const Dims& shape, const DistributedTensor<std::int32_t>& signal,
                     const Dims& signal_offsets, std::int32_t value, NotifyOp op, const PutOptions& options = {}) {
-  detail::put_signal(detail::PutSignalCall{detail::view_ref(dst), peer, detail::source_ref(src), &dst_offsets,
+  detail::put_signal(detail::PutSignalCall{detail::view_ref(dst), peer, detail::local_ref(src), &dst_offsets,
                                            &src_offsets, &shape, detail::view_ref(signal), &signal_offsets, value, op,
                                            &options, true});
 }
@@ -138,7 +138,7 @@ void put_signal_nbi(const DistributedTensor<T>& dst, int peer, const Src& src, c
 /// Non-blocking tensor::put: complete at system::quiet(); `src` is read until then.
 template <class T, detail::LocalOperand<T> Src>
 void put_nbi(const DistributedTensor<T>& dst, int peer, const Src& src, const PutOptions& options = {}) {
-  detail::put(detail::PutCall{detail::view_ref(dst), peer, detail::source_ref(src), &options, true});
+  detail::put(detail::PutCall{detail::view_ref(dst), peer, detail::local_ref(src), &options, true});
 }
 template <class T, detail::LocalOperand<T> Src>
 void put_nbi(const DistributedTensor<T>& dst, int peer, const Src& src, const Dims& dst_offsets,
@@ -150,8 +150,7 @@ void put_nbi(const DistributedTensor<T>& dst, int peer, const Src& src, const Di
 /// Non-blocking tensor::get: `dst` holds the peer's data after system::quiet().
 template <class T, detail::LocalOperand<T> Dst>
 void get_nbi(const Dst& dst, int peer, const DistributedTensor<T>& src, const GetOptions& options = {}) {
-  detail::get_nbi(detail::local_operand("tensor::get_nbi", dst), peer, detail::desc(src), nullptr, nullptr, nullptr,
-                  options);
+  detail::get(detail::GetCall{detail::local_ref(dst), peer, detail::view_ref(src), &options, true});
 }
 template <class T, detail::LocalOperand<T> Dst>
 void get_nbi(const Dst& dst, int peer, const DistributedTensor<T>& src, const Dims& dst_offsets,

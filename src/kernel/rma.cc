@@ -8,7 +8,7 @@
 // hands its last run to the backend together with the signal (Backend::put_signal), so a backend
 // can send both at once; its common case on a backend whose put_signal is CPU work on
 // addressable memory (Backend::cpu_put_signal: shm) runs inline instead, with one pass of checks
-// and one record (put_signal_inline), and so does a full-slice put's (put_inline). In debug mode
+// and one record (put_signal_inline), and so do full-slice puts and gets (put_inline, get_inline). In debug mode
 // a non-blocking put's source runs are checksummed and a non-blocking get's destination runs
 // remembered until quiet, and a put whose source is such a destination fails (rank/nbi.h).
 #include "kernel/rma.h"
@@ -275,15 +275,15 @@ WindowDesc desc_of(const ViewRef& v) {
   return WindowDesc{v.state, *v.ref, *v.shape, v.dtype};
 }
 
-/// The checked paths' descriptor of a put's source (a window source is validated here).
-LocalDesc source_desc(const char* api, const SourceRef& src) {
+/// The checked paths' descriptor of a rank-local operand (a window operand is validated here).
+LocalDesc local_desc(const char* api, const LocalRef& src) {
   return src.window ? window_local(api, desc_of(src.view))
                     : LocalDesc{src.data, *src.view.shape, src.view.dtype, *src.view.shape};
 }
 
-/// The fast paths' address of a put's source: the array, or this rank's copy of the window view;
-/// nullptr for a window view not bound to a comm domain (the checked path names it).
-std::byte* source_address(const SourceRef& src) {
+/// The fast paths' address of a rank-local operand: the array, or this rank's copy of the window
+/// view; nullptr for a window view not bound to a comm domain (the checked path names it).
+std::byte* local_address(const LocalRef& src) {
   if (!src.window) return src.data;
   const DomainState* s = src.view.state;
   return s ? s->windows_in[static_cast<std::size_t>(s->rank)] + src.view.ref->offset : nullptr;
@@ -301,7 +301,7 @@ bool put_inline(const PutCall& c) {
   if (c.peer < 0 || c.peer >= d->nranks() || c.src.view.dtype != c.dst.dtype || !same_dims(*c.src.view.shape, shape) ||
       !plain_copy(o.atomic, o.chunk_rows, o.chunk_cols, o.pipeline))
     return false;
-  std::byte* src = source_address(c.src);
+  std::byte* src = local_address(c.src);
   std::byte* heap = d->windows_in[static_cast<std::size_t>(c.peer)];
   if (!src || !heap) return false;
   const std::size_t bytes = static_cast<std::size_t>(shape.numel()) * dtype_size(c.dst.dtype);
@@ -310,6 +310,28 @@ bool put_inline(const PutCall& c) {
                         saturate(static_cast<Index>(bytes)), c.dst.ref->domain, c.dst.ref->buffer, c.dst.ref->offset,
                         nullptr);
   if (c.nbi) RankRuntime::get("tensor::put_nbi").nbi().issued();
+  return true;
+}
+
+/// get's common case (the full-slice templates), put_inline's mirror: the copy out of a peer's
+/// window this process addresses, one record.
+bool get_inline(const GetCall& c) {
+  const DomainState* d = c.src.state;
+  if (!d || !d->backend->cpu_copies || debug_checks() || trace::on() || race_on()) return false;
+  const Dims& shape = *c.src.shape;
+  const GetOptions& o = *c.options;
+  if (c.peer < 0 || c.peer >= d->nranks() || c.dst.view.dtype != c.src.dtype || !same_dims(*c.dst.view.shape, shape) ||
+      !plain_copy(AtomicType::None, o.chunk_rows, o.chunk_cols, o.pipeline))
+    return false;
+  std::byte* dst = local_address(c.dst);
+  const std::byte* heap = d->windows_in[static_cast<std::size_t>(c.peer)];
+  if (!dst || !heap) return false;
+  const std::size_t bytes = static_cast<std::size_t>(shape.numel()) * dtype_size(c.src.dtype);
+  bulk_copy_small(dst, heap + c.src.ref->offset, bytes);
+  d->backend->record_op(c.nbi ? OpKind::GetNbi : OpKind::Get, 0, d->members[static_cast<std::size_t>(c.peer)],
+                        saturate(static_cast<Index>(bytes)), c.src.ref->domain, c.src.ref->buffer, c.src.ref->offset,
+                        nullptr);
+  if (c.nbi) RankRuntime::get("tensor::get_nbi").nbi().issued();
   return true;
 }
 
@@ -355,7 +377,7 @@ bool put_signal_inline(const PutSignalCall& c) {
       !plain_copy(o.atomic, o.chunk_rows, o.chunk_cols, o.pipeline) || !notify_op_valid(c.op) ||
       c.signal.dtype != DType::INT32 || !cell_fast(*c.signal.shape, c.signal.ref->offset, *c.signal_offsets, &cell))
     return false;
-  std::byte* src = source_address(c.src);
+  std::byte* src = local_address(c.src);
   if (!src) return false;
   const std::size_t bytes = static_cast<std::size_t>(shape.numel()) * dtype_size(c.dst.dtype);
   std::byte* heap = d->windows_in[static_cast<std::size_t>(c.peer)];
@@ -380,7 +402,7 @@ bool put_signal_inline(const PutSignalCall& c) {
 /// Every other put_signal of the templates, and every error: the descriptors, then the checked path.
 [[gnu::noinline]] void put_signal_checked(const PutSignalCall& c) {
   const char* api = c.nbi ? "tensor::put_signal_nbi" : "tensor::put_signal";
-  const LocalDesc src = source_desc(api, c.src);
+  const LocalDesc src = local_desc(api, c.src);
   const WindowDesc signal = desc_of(c.signal);
   put_signal(desc_of(c.dst), c.peer, src, c.dst_offsets, c.src_offsets, c.shape,
              SignalArg{signal, *c.signal_offsets, c.value, c.op}, *c.options, c.nbi);
@@ -412,8 +434,16 @@ void put(const PutCall& c) {
   if (put_inline(c)) [[likely]]
     return;
   const char* api = c.nbi ? "tensor::put_nbi" : "tensor::put";
-  const LocalDesc src = source_desc(api, c.src);
+  const LocalDesc src = local_desc(api, c.src);
   transfer(put_transfer(api, desc_of(c.dst), c.peer, src, nullptr, nullptr, nullptr, *c.options, c.nbi));
+}
+
+void get(const GetCall& c) {
+  if (get_inline(c)) [[likely]]
+    return;
+  const char* api = c.nbi ? "tensor::get_nbi" : "tensor::get";
+  const LocalDesc dst = local_desc(api, c.dst);
+  transfer(get_transfer(api, dst, c.peer, desc_of(c.src), nullptr, nullptr, nullptr, *c.options, c.nbi));
 }
 
 void put_signal(const PutSignalCall& c) {

@@ -78,19 +78,20 @@ template <class T>
 ViewRef view_ref(const DistributedTensor<T>& t) {
   return {t.state(), &t.ref(), &t.shape(), dtype_of<T>};
 }
-/// A put's source by address: a rank-local array (`data`, shape and dtype in `view`) or, with
-/// `window`, the calling rank's own copy of the window view `view`.
-struct SourceRef {
+/// A rank-local operand by address (a put's source, a get's destination): a rank-local array
+/// (`data`, shape and dtype in `view`) or, with `window`, the calling rank's own copy of the
+/// window view `view`.
+struct LocalRef {
   ViewRef view;
   std::byte* data;
   bool window;
 };
 template <class T>
-SourceRef source_ref(const Tensor<T>& t) {
+LocalRef local_ref(const Tensor<T>& t) {
   return {{nullptr, nullptr, &t.shape(), dtype_of<T>}, reinterpret_cast<std::byte*>(t.data()), false};
 }
 template <class T>
-SourceRef source_ref(const DistributedTensor<T>& t) {
+LocalRef local_ref(const DistributedTensor<T>& t) {
   return {view_ref(t), nullptr, true};
 }
 /// A full-slice put (tensor::put, tensor::put_nbi) as the templates hand it over: every
@@ -98,12 +99,22 @@ SourceRef source_ref(const DistributedTensor<T>& t) {
 struct PutCall {
   ViewRef dst;
   int peer;
-  SourceRef src;
+  LocalRef src;
   const PutOptions* options;
   bool nbi;
 };
 /// The one entry of the full-slice put templates: validates, records, moves the data.
 PLD_API void put(const PutCall& call);
+/// A full-slice get (tensor::get, tensor::get_nbi) as the templates hand it over.
+struct GetCall {
+  LocalRef dst;
+  int peer;
+  ViewRef src;
+  const GetOptions* options;
+  bool nbi;
+};
+/// The one entry of the full-slice get templates: validates, records, moves the data.
+PLD_API void get(const GetCall& call);
 
 /// The calling rank's own copy of a window view, as a local array.
 PLD_API LocalDesc window_local(const char* api, const WindowDesc& w);
