@@ -8,7 +8,7 @@
 // hands its last run to the backend together with the signal (Backend::put_signal), so a backend
 // can send both at once; its common case on a backend whose put_signal is CPU work on
 // addressable memory (Backend::cpu_put_signal: shm) runs inline instead, with one pass of checks
-// and one record (put_signal_inline), and so do full-slice puts and gets (put_inline, get_inline). In debug mode
+// and one record (put_signal_inline), and so do full-slice puts and gets (transfer_inline). In debug mode
 // a non-blocking put's source runs are checksummed and a non-blocking get's destination runs
 // remembered until quiet, and a put whose source is such a destination fails (rank/nbi.h).
 #include "kernel/rma.h"
@@ -289,49 +289,30 @@ std::byte* local_address(const LocalRef& src) {
   return s ? s->windows_in[static_cast<std::size_t>(s->rank)] + src.view.ref->offset : nullptr;
 }
 
-/// put's common case (the full-slice templates), as put_signal_inline's without the signal: a
-/// peer whose window this process addresses where the backend's put is a copy, the same shape
-/// and dtype, a plain copy, debug mode, tracing and the race detector off. Returns false, having
-/// done nothing, when any condition fails: the checked path then names the failure.
-bool put_inline(const PutCall& c) {
-  const DomainState* d = c.dst.state;
+/// A full-slice put's or get's common case (the templates' PutCall / GetCall), as
+/// put_signal_inline's without the signal: a peer whose window `w` this process addresses where
+/// the backend's put and get are copies, the same shape and dtype, a plain copy, debug mode,
+/// tracing and the race detector off; one copy, one record. Returns false, having done nothing,
+/// when any condition fails: the checked path then names the failure.
+bool transfer_inline(Direction dir, const ViewRef& w, int peer, const LocalRef& local, AtomicType atomic,
+                     Index chunk_rows, Index chunk_cols, bool pipeline, bool nbi) {
+  const DomainState* d = w.state;
   if (!d || !d->backend->cpu_copies || debug_checks() || trace::on() || race_on()) return false;
-  const Dims& shape = *c.dst.shape;
-  const PutOptions& o = *c.options;
-  if (c.peer < 0 || c.peer >= d->nranks() || c.src.view.dtype != c.dst.dtype || !same_dims(*c.src.view.shape, shape) ||
-      !plain_copy(o.atomic, o.chunk_rows, o.chunk_cols, o.pipeline))
+  const Dims& shape = *w.shape;
+  if (peer < 0 || peer >= d->nranks() || local.view.dtype != w.dtype || !same_dims(*local.view.shape, shape) ||
+      !plain_copy(atomic, chunk_rows, chunk_cols, pipeline))
     return false;
-  std::byte* src = local_address(c.src);
-  std::byte* heap = d->windows_in[static_cast<std::size_t>(c.peer)];
-  if (!src || !heap) return false;
-  const std::size_t bytes = static_cast<std::size_t>(shape.numel()) * dtype_size(c.dst.dtype);
-  bulk_copy_small(heap + c.dst.ref->offset, src, bytes);
-  d->backend->record_op(c.nbi ? OpKind::PutNbi : OpKind::Put, 0, d->members[static_cast<std::size_t>(c.peer)],
-                        saturate(static_cast<Index>(bytes)), c.dst.ref->domain, c.dst.ref->buffer, c.dst.ref->offset,
-                        nullptr);
-  if (c.nbi) RankRuntime::get("tensor::put_nbi").nbi().issued();
-  return true;
-}
-
-/// get's common case (the full-slice templates), put_inline's mirror: the copy out of a peer's
-/// window this process addresses, one record.
-bool get_inline(const GetCall& c) {
-  const DomainState* d = c.src.state;
-  if (!d || !d->backend->cpu_copies || debug_checks() || trace::on() || race_on()) return false;
-  const Dims& shape = *c.src.shape;
-  const GetOptions& o = *c.options;
-  if (c.peer < 0 || c.peer >= d->nranks() || c.dst.view.dtype != c.src.dtype || !same_dims(*c.dst.view.shape, shape) ||
-      !plain_copy(AtomicType::None, o.chunk_rows, o.chunk_cols, o.pipeline))
-    return false;
-  std::byte* dst = local_address(c.dst);
-  const std::byte* heap = d->windows_in[static_cast<std::size_t>(c.peer)];
-  if (!dst || !heap) return false;
-  const std::size_t bytes = static_cast<std::size_t>(shape.numel()) * dtype_size(c.src.dtype);
-  bulk_copy_small(dst, heap + c.src.ref->offset, bytes);
-  d->backend->record_op(c.nbi ? OpKind::GetNbi : OpKind::Get, 0, d->members[static_cast<std::size_t>(c.peer)],
-                        saturate(static_cast<Index>(bytes)), c.src.ref->domain, c.src.ref->buffer, c.src.ref->offset,
-                        nullptr);
-  if (c.nbi) RankRuntime::get("tensor::get_nbi").nbi().issued();
+  std::byte* mine = local_address(local);
+  std::byte* heap = d->windows_in[static_cast<std::size_t>(peer)];
+  if (!mine || !heap) return false;
+  std::byte* theirs = heap + w.ref->offset;
+  const std::size_t bytes = static_cast<std::size_t>(shape.numel()) * dtype_size(w.dtype);
+  const bool to_peer = dir == Direction::ToPeer;
+  bulk_copy_small(to_peer ? theirs : mine, to_peer ? mine : theirs, bytes);
+  const OpKind kind = to_peer ? (nbi ? OpKind::PutNbi : OpKind::Put) : (nbi ? OpKind::GetNbi : OpKind::Get);
+  d->backend->record_op(kind, 0, d->members[static_cast<std::size_t>(peer)], saturate(static_cast<Index>(bytes)),
+                        w.ref->domain, w.ref->buffer, w.ref->offset, nullptr);
+  if (nbi) RankRuntime::get(to_peer ? "tensor::put_nbi" : "tensor::get_nbi").nbi().issued();
   return true;
 }
 
@@ -431,7 +412,9 @@ void get_nbi(const LocalDesc& dst, int peer, const WindowDesc& src, const Dims* 
 }
 
 void put(const PutCall& c) {
-  if (put_inline(c)) [[likely]]
+  const PutOptions& o = *c.options;
+  if (transfer_inline(Direction::ToPeer, c.dst, c.peer, c.src, o.atomic, o.chunk_rows, o.chunk_cols, o.pipeline, c.nbi))
+      [[likely]]
     return;
   const char* api = c.nbi ? "tensor::put_nbi" : "tensor::put";
   const LocalDesc src = local_desc(api, c.src);
@@ -439,7 +422,9 @@ void put(const PutCall& c) {
 }
 
 void get(const GetCall& c) {
-  if (get_inline(c)) [[likely]]
+  const GetOptions& o = *c.options;
+  if (transfer_inline(Direction::FromPeer, c.src, c.peer, c.dst, AtomicType::None, o.chunk_rows, o.chunk_cols,
+                      o.pipeline, c.nbi)) [[likely]]
     return;
   const char* api = c.nbi ? "tensor::get_nbi" : "tensor::get";
   const LocalDesc dst = local_desc(api, c.dst);
