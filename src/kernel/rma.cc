@@ -289,15 +289,20 @@ std::byte* local_address(const LocalRef& src) {
   return s ? s->windows_in[static_cast<std::size_t>(s->rank)] + src.view.ref->offset : nullptr;
 }
 
-/// A full-slice put's or get's common case (the templates' PutCall / GetCall), as
-/// put_signal_inline's without the signal: a peer whose window `w` this process addresses where
-/// the backend's put and get are copies, the same shape and dtype, a plain copy, debug mode,
-/// tracing and the race detector off; one copy, one record. Returns false, having done nothing,
-/// when any condition fails: the checked path then names the failure.
-bool transfer_inline(Direction dir, const ViewRef& w, int peer, const LocalRef& local, AtomicType atomic,
-                     Index chunk_rows, Index chunk_cols, bool pipeline, bool nbi) {
+/// A full-slice copy between rank `peer`'s copy of the window view `w` and the local operand
+/// `local`, where it can run inline: `theirs` and `mine` are the two ends, `bytes` its size.
+struct InlineCopy {
+  std::byte* theirs;
+  std::byte* mine;
+  std::size_t bytes;
+};
+/// The inline paths' shared conditions: a peer whose window this process addresses where the
+/// backend's put and get are copies, the same shape and dtype on both sides, a plain copy, debug
+/// mode and tracing off. False, having done nothing, when any fails: the checked path then names it.
+bool inline_copy(const ViewRef& w, int peer, const LocalRef& local, AtomicType atomic, Index chunk_rows,
+                 Index chunk_cols, bool pipeline, InlineCopy* out) {
   const DomainState* d = w.state;
-  if (!d || !d->backend->cpu_copies || debug_checks() || trace::on() || race_on()) return false;
+  if (!d || !d->backend->cpu_copies || debug_checks() || trace::on()) return false;
   const Dims& shape = *w.shape;
   if (peer < 0 || peer >= d->nranks() || local.view.dtype != w.dtype || !same_dims(*local.view.shape, shape) ||
       !plain_copy(atomic, chunk_rows, chunk_cols, pipeline))
@@ -305,13 +310,22 @@ bool transfer_inline(Direction dir, const ViewRef& w, int peer, const LocalRef& 
   std::byte* mine = local_address(local);
   std::byte* heap = d->windows_in[static_cast<std::size_t>(peer)];
   if (!mine || !heap) return false;
-  std::byte* theirs = heap + w.ref->offset;
-  const std::size_t bytes = static_cast<std::size_t>(shape.numel()) * dtype_size(w.dtype);
+  *out = {heap + w.ref->offset, mine, static_cast<std::size_t>(shape.numel()) * dtype_size(w.dtype)};
+  return true;
+}
+
+/// A full-slice put's or get's common case (the templates' PutCall / GetCall), as
+/// put_signal_inline's without the signal, and with the race detector off: one copy, one record.
+bool transfer_inline(Direction dir, const ViewRef& w, int peer, const LocalRef& local, AtomicType atomic,
+                     Index chunk_rows, Index chunk_cols, bool pipeline, bool nbi) {
+  InlineCopy x;
+  if (race_on() || !inline_copy(w, peer, local, atomic, chunk_rows, chunk_cols, pipeline, &x)) return false;
   const bool to_peer = dir == Direction::ToPeer;
-  bulk_copy_small(to_peer ? theirs : mine, to_peer ? mine : theirs, bytes);
+  bulk_copy_small(to_peer ? x.theirs : x.mine, to_peer ? x.mine : x.theirs, x.bytes);
   const OpKind kind = to_peer ? (nbi ? OpKind::PutNbi : OpKind::Put) : (nbi ? OpKind::GetNbi : OpKind::Get);
-  d->backend->record_op(kind, 0, d->members[static_cast<std::size_t>(peer)], saturate(static_cast<Index>(bytes)),
-                        w.ref->domain, w.ref->buffer, w.ref->offset, nullptr);
+  const DomainState& d = *w.state;
+  d.backend->record_op(kind, 0, d.members[static_cast<std::size_t>(peer)], saturate(static_cast<Index>(x.bytes)),
+                       w.ref->domain, w.ref->buffer, w.ref->offset, nullptr);
   if (nbi) RankRuntime::get(to_peer ? "tensor::put_nbi" : "tensor::get_nbi").nbi().issued();
   return true;
 }
@@ -342,33 +356,29 @@ inline void signal_inline(Backend& b, std::byte* heap, int target, std::uint64_t
 
 /// put_signal's common case, to a peer whose window this process addresses where the backend's
 /// put to it is a copy (Backend::cpu_copies): a full slice of the same shape and dtype, a plain
-/// copy, a valid signal cell of dst's comm domain, debug mode and tracing off. Every check runs
-/// once, on the views' parts; then the copy, the signal — the cell's update and wake-up test
+/// copy (inline_copy), a valid signal cell of dst's comm domain, debug mode and tracing off.
+/// Every check runs once, on the views' parts; then the copy, the signal — the cell's update and wake-up test
 /// where that is all the backend's put_signal does (Backend::cpu_put_signal: shm), the backend's
 /// notify otherwise (mpi: it also releases what went to other nodes) — and one PutSignal record.
 /// With the race detector on, put_signal_raced does the copy and the signal. Returns false,
 /// having done nothing, when any condition fails: the checked path then names the failure.
 bool put_signal_inline(const PutSignalCall& c) {
   const DomainState* d = c.dst.state;
-  if (!d || c.signal.state != d || !d->backend->cpu_copies || c.shape || debug_checks() || trace::on()) return false;
-  const Dims& shape = *c.dst.shape;
   const PutOptions& o = *c.options;
   std::uint64_t cell = 0;
-  if (c.peer < 0 || c.peer >= d->nranks() || c.src.view.dtype != c.dst.dtype || !same_dims(*c.src.view.shape, shape) ||
-      !plain_copy(o.atomic, o.chunk_rows, o.chunk_cols, o.pipeline) || !notify_op_valid(c.op) ||
-      c.signal.dtype != DType::INT32 || !cell_fast(*c.signal.shape, c.signal.ref->offset, *c.signal_offsets, &cell))
+  InlineCopy x;
+  if (c.signal.state != d || c.shape || !notify_op_valid(c.op) || c.signal.dtype != DType::INT32 ||
+      !inline_copy(c.dst, c.peer, c.src, o.atomic, o.chunk_rows, o.chunk_cols, o.pipeline, &x) ||
+      !cell_fast(*c.signal.shape, c.signal.ref->offset, *c.signal_offsets, &cell))
     return false;
-  std::byte* src = local_address(c.src);
-  if (!src) return false;
-  const std::size_t bytes = static_cast<std::size_t>(shape.numel()) * dtype_size(c.dst.dtype);
-  std::byte* heap = d->windows_in[static_cast<std::size_t>(c.peer)];
-  if (!heap) return false;
   Backend& b = *d->backend;
+  std::byte* heap = d->windows_in[static_cast<std::size_t>(c.peer)];
   const int target = d->members[static_cast<std::size_t>(c.peer)];
+  const std::size_t bytes = x.bytes;
   if (race_on()) [[unlikely]] {
-    put_signal_raced(c, heap, target, src, bytes, cell);
+    put_signal_raced(c, heap, target, x.mine, bytes, cell);
   } else {
-    bulk_copy_small(heap + c.dst.ref->offset, src, bytes);
+    bulk_copy_small(x.theirs, x.mine, bytes);
     signal_inline(b, heap, target, cell, c.value, c.op);
   }
   // Recorded after the signal, as an atomic's record is: outside debug mode nothing reads the

@@ -113,9 +113,7 @@ void wait(const WindowDesc& signal, const Dims& offsets, std::int32_t expected, 
   switch (status) {
     case WaitStatus::Ok:
       if (debug_checks()) debug_check_wait_done(signal, offsets, off, expected, cmp, seen);
-      if (race_on())
-        race_acquire(reinterpret_cast<const std::int32_t*>(d->windows_in[static_cast<std::size_t>(d->rank)] + off), off,
-                     seen);
+      if (race_on()) race_acquire(own_cell(*d, off), off, seen);
       return;
     case WaitStatus::Timeout:
       throw WaitTimeoutError(fmt::format("{}: waited for value {} {} but the cell holds {} at the deadline",

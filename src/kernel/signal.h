@@ -17,6 +17,11 @@
 
 namespace pld::detail {
 
+/// The calling rank's own signal cell at heap offset `off`.
+inline const std::int32_t* own_cell(const DomainState& d, std::uint64_t off) {
+  return reinterpret_cast<const std::int32_t*>(d.backend->heap_base(d.members[static_cast<std::size_t>(d.rank)]) + off);
+}
+
 /// "wait(signal 'sig', offsets [0, 1])".
 std::string signal_site(const char* api, const WindowDesc& s, const Dims& offsets);
 /// Byte offset of the cell `offsets` of a signal window, after checking that the view is INT32

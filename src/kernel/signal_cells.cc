@@ -50,11 +50,6 @@ std::uint64_t local_cell(const char* api, const WindowDesc& signal, const Dims& 
   return off;
 }
 
-// The calling rank's cell at heap offset `off`.
-const std::int32_t* own_cell(const DomainState& d, std::uint64_t off) {
-  return reinterpret_cast<const std::int32_t*>(d.backend->heap_base(d.members[static_cast<std::size_t>(d.rank)]) + off);
-}
-
 // Reads a cell of the calling rank, after one round of communication progress (the mpi backend
 // delivers remote notifies only while a rank drives it).
 std::int32_t read_cell(const DomainState& d, std::uint64_t off) {

@@ -1,5 +1,5 @@
 // pld::tile on rank-local memory: tile shapes and storage, load/store, element access. The
-// tile forms of remote_load / remote_store move data between ranks and live in rma.cc.
+// tile forms of remote_load / remote_store move data between ranks and live in remote_tile.cc.
 #include "debug/checks.h"
 #include "debug/race.h"
 #include "kernel/region.h"
@@ -85,9 +85,7 @@ void check_tile_load(const char* api, const LocalDesc& tile, const LocalDesc& sr
 void tile_load(const char* api, LocalDesc& tile, const LocalDesc& src, const Dims& offsets) {
   check_tile_load(api, tile, src, offsets);
   if (debug_checks()) check_nbi_read(api, src, offsets, tile.valid);
-  Dims zero = tile.shape;
-  for (int d = 0; d < zero.size(); ++d) zero[d] = 0;
-  copy_local(api, tile, zero, tile.valid, src, offsets, tile.valid);
+  copy_local(api, tile, zeros_like(tile.shape), tile.valid, src, offsets, tile.valid);
 }
 
 void tile_store(const char* api, const LocalDesc& tile, const LocalDesc& dst, const Dims& offsets) {
@@ -97,9 +95,7 @@ void tile_store(const char* api, const LocalDesc& tile, const LocalDesc& dst, co
                                  tile.shape.str(), dst.shape.str()));
   const Dims ext = pad_leading(tile.valid, dst.shape.size());
   check_box(api, "dst", "box", dst.shape, offsets, ext, "store at smaller offsets or into a larger tensor");
-  Dims zero = tile.shape;
-  for (int d = 0; d < zero.size(); ++d) zero[d] = 0;
-  copy_local(api, dst, offsets, ext, tile, zero, tile.valid);
+  copy_local(api, dst, offsets, ext, tile, zeros_like(tile.shape), tile.valid);
 }
 
 void element_read(const char* api, const LocalDesc& src, const Dims& offsets, void* value) {

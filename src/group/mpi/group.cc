@@ -43,8 +43,9 @@ MpiGroup::MpiGroup(const GroupOptions& options) : options_(options), backend_(&M
     if (!block)
       throw UsageError(fmt::format(
           "the race detector (PLD_DEBUG=race) under mpirun needs every rank on one node with shared memory (this job "
-          "runs on {} nodes{}); run it on one node, or on the shm backend",
-          backend_->nodes(), setting_int(Setting::MpiShared) ? "" : " and PLD_MPI_SHARED=0"));
+          "runs on {} node{}{}); run it on one node, or on the shm backend",
+          backend_->nodes(), backend_->nodes() == 1 ? "" : "s",
+          setting_int(Setting::MpiShared) ? "" : " and PLD_MPI_SHARED=0"));
     race_ = std::make_unique<RaceBlock>(p, block, backend_->rank() == 0);
     g_race_block = race_.get();
   }
