@@ -1,7 +1,7 @@
-// broadcast: up to PLD_BROADCAST_PUSH_MAX bytes over all peers, the root pushes to every peer
-// (coll/ll.cc): through the LL staging slots in one hop while the target fits a slot (kLLMaxBytes;
-// the other ranks' messages are their entry into the call), else straight into the peers' windows
-// between two LL barriers. Larger: barrier (the root's data is staged); every rank copies its 1/P
+// broadcast: up to PLD_BROADCAST_PUSH_MAX bytes over all peers, the root pushes to every peer:
+// eagerly through every peer's staging ring while the target fits an LL slot (kLLMaxBytes,
+// coll/eager_broadcast.cc), else straight into the peers' windows between two LL barriers
+// (coll/ll.cc). Larger: barrier (the root's data is staged); every rank copies its 1/P
 // share of the root's window into every other non-root rank's window and, last, its own; barrier (the root may reuse
 // its window, and every share has landed). Two credits. Like the push collectives (coll/push.h),
 // a rank's copies run backward on every other call on the same target, so a repeated broadcast
@@ -11,6 +11,7 @@
 // its own window and puts it from there; the closing barrier's notifies publish the puts.
 #include "coll/checks.h"
 #include "coll/credit.h"
+#include "coll/eager_broadcast.h"
 #include "coll/ll.h"
 #include "coll/match.h"
 #include "coll/native.h"
@@ -31,14 +32,16 @@ void coll_broadcast(const WindowDesc& target, const WindowDesc& signal, int root
   const Index count = target.shape.numel();
   CallKey key = call_key(CollKind::Broadcast, target, core_num);
   key.root = root;
-  const RaceCollective race(d);
-  coll_enter(d, signal, key);
-  if (d.nranks() == 1 || count == 0) return;
   const std::size_t esz = elem_bytes(target.dtype);
   const std::size_t bytes = static_cast<std::size_t>(count) * esz;
+  // The eager path orders the root's entry before every rank's return, and nothing else.
+  const bool eager = eager_broadcast_fits(d, signal, bytes) && !native_for(d, signal);
+  const RaceCollective race(d, eager ? root : -1);
+  coll_enter(d, signal, key);
+  if (d.nranks() == 1 || count == 0) return;
+  if (eager) return eager_broadcast(api, d, target, bytes, signal, root);
   if (NativeCollectives* native = native_for(d, signal))
     return native_done(native->broadcast(own_at(d, target, 0), bytes, root, native_site(api, signal)), api, d);
-  if (ll_broadcast_fits(d, signal, bytes)) return ll_broadcast(api, d, target, bytes, signal, root);
   if (ll_push_broadcast_fits(d, signal, bytes)) return ll_push_broadcast(api, d, target, signal, root);
   // Every rank copies its 1/P share of the root's vector into every non-root rank, so all
   // cores copy at once instead of each non-root copying the whole vector alone.

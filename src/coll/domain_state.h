@@ -37,6 +37,18 @@ struct CurrentCall {
   const CallKey* key = nullptr;
 };
 
+/// This rank's eager broadcasts on one staging channel (coll/eager_broadcast.cc). Every member
+/// counts the same messages and ring positions (a message's lines follow from its size alone).
+struct EagerChannel {
+  std::uint32_t messages = 0;           // eager broadcasts so far
+  std::uint32_t position = 0;           // ring lines read (the end of the last message)
+  std::uint32_t published = 0;          // the position last published to every peer
+  std::uint32_t acked = 0;              // every peer had published at least this at the last look
+  std::uint32_t sent = 0;               // the end of the last message this rank sent as the root
+  bool active = false;                  // a broadcast since the end of the last kernel
+  std::vector<std::uint32_t> verified;  // per domain rank: messages compared with its history
+};
+
 struct CollDomainState {
   // Every member's heap is load/store addressable here and PLD_COLL_RMA does not force RMA: the
   // direct schedules run (coll/peer.h).
@@ -52,6 +64,8 @@ struct CollDomainState {
   // one rank), and per channel this rank's current call.
   bool match = false;
   std::vector<CurrentCall> calls;
+  // Per channel: the eager broadcasts (made with the staging window, direct peers, > 1 rank).
+  std::vector<EagerChannel> eager;
   // The largest broadcast (bytes) the root pushes straight into the peers' windows between two LL
   // barriers (only where PLD_BROADCAST_PUSH_MAX was set or tuned, coll/tuning.h), and through
   // the LL staging slots (at most kLLMaxBytes): (P - 1) x the target within PLD_BROADCAST_PUSH_MAX

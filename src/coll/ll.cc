@@ -1,6 +1,6 @@
 // The LL one-hop exchange (docs/01-collectives-reference.md, "LL") and the collectives built on it:
-// allreduce, allgather, reduce_scatter, all_to_all, all_to_all_v and broadcast of small messages;
-// and the LL barrier.
+// allreduce, allgather, reduce_scatter, all_to_all and all_to_all_v of small messages; the LL
+// barrier and the pushed broadcast on it. (A small broadcast is eager: coll/eager_broadcast.cc.)
 //
 // Staging: pld reserves one window per used comm domain (kCollStagingName, host/session.cc) and
 // cuts it into channels, one per buffer id of the domain; a call uses the channel of its signal's
@@ -22,8 +22,7 @@
 //
 // 1. push   For every peer p, rank `me` cuts its message for p (the same bytes for every peer in
 //           allreduce and allgather, row p of its operand in reduce_scatter and all_to_all, count
-//           and block p in all_to_all_v, the target from a broadcast's root, nothing from its other
-//           ranks) into lines of 56 bytes (the last one zero-padded; an empty message is a token)
+//           and block p in all_to_all_v) into lines of 56 bytes (the last one zero-padded; an empty message is a token)
 //           and writes them into slot [e & 1][me] of p's channel, each line's token last with a
 //           release store: a reader that acquires the token in a line sees that line's data (on x86
 //           every store is a plain move). Then it rings p's doorbell (Backend::ring) on the epoch
@@ -36,9 +35,7 @@
 //           each checked for the token.
 // 3. finish Each rank writes only its own window: allreduce reduces sources 0, 1, ..., P-1 in
 //           ascending rank order (the same bits as Mesh and TwoShot on every rank), reduce_scatter
-//           does the same for its row, allgather and all_to_all store each source's row, and a
-//           broadcast's non-root ranks store the root's data (the other ranks' empty messages only
-//           say that they entered the call, see below).
+//           does the same for its row, allgather and all_to_all store each source's row.
 //
 // From kDisseminationRanks ranks an allreduce whose P / 2 sources fit a slot gathers them by
 // dissemination instead: log2 P rounds, each one message to me - 2^j and one from me + 2^j (the
@@ -50,9 +47,7 @@
 // return needs a message of every peer (sent to it, or passed on by dissemination). And e + 2 != e, also across the
 // 2^32 wrap. A fresh (zeroed) channel holds epoch 0, which no call before the wrap waits for. In place is safe: my
 // window is read and written by me alone. The same all-to-all makes every LL collective return
-// only after every peer has entered it. A broadcast root that calls back to back sends the data
-// of call k + 1 before it waits for the entries of call k + 1, which its data of call k released
-// two hops earlier: a loop of broadcasts runs at about one hop per call, not a round trip.
+// only after every peer has entered it.
 //
 // The LL barrier is the same exchange without data: barrier call e (its own epoch sequence per
 // channel) sets flag [e & 1][me] of every peer's channel to e << 32 | the call's signature (a
@@ -193,31 +188,6 @@ void ll_allreduce(const char* api, const DomainState& d, const WindowDesc& targe
   call.pack(mine, bytes);
   call.send_all();
   reduce_received(call, d, mine, count, target.dtype, op);
-}
-
-void ll_broadcast(const char* api, const DomainState& d, const WindowDesc& target, std::size_t bytes,
-                  const WindowDesc& signal, int root) {
-  std::byte* mine = own_at(d, target, 0);
-  // The root sends its data, every other rank an empty message (its entry into the call); every
-  // rank receives from every peer. So the exchange stays all-to-all (slots are reused without
-  // acknowledgements) and no rank returns before every peer has entered the call, yet a root
-  // that loops waits only for the entries its previous call's data let through.
-  // The two sides apart, so that each runs a straight path: the root receives entries alone, the
-  // other ranks send them.
-  LLCall call(api, d, signal);
-  if (d.rank == root) {
-    call.pack(mine, bytes);
-    call.send_all();
-    call.receive_all([&](int s) { call.await_entry(s); });
-  } else {
-    call.send_entries();
-    call.receive_all([&](int s) {
-      if (s == root)
-        call.receive(s, bytes, mine);
-      else
-        call.await_entry(s);
-    });
-  }
 }
 
 void ll_all_to_all_v(const char* api, const DomainState& d, const std::byte* input, const std::int32_t* send_counts,

@@ -1,7 +1,7 @@
 // The LL ("low latency", after NCCL's protocol of that name) one-hop collectives for payloads of
-// at most kLLMaxBytes per peer (coll/tuning.h): allreduce, allgather, reduce_scatter, all_to_all,
-// all_to_all_v and broadcast in one hop instead of two barriers around the copies; and the LL
-// barrier: one flag store per peer instead of a credit and its give-back.
+// at most kLLMaxBytes per peer (coll/tuning.h): allreduce, allgather, reduce_scatter, all_to_all
+// and all_to_all_v in one hop instead of two barriers around the copies; the LL barrier: one flag
+// store per peer instead of a credit and its give-back; and the pushed broadcast on it.
 #pragma once
 
 #include "coll/domain_state.h"
@@ -41,23 +41,6 @@ enum class LLRows { Allgather, ReduceScatter, AllToAll };
 /// own target; reduce_scatter combines ranks in ascending order like its two-barrier form.
 void ll_rows(const char* api, LLRows kind, const DomainState& d, const std::byte* input, const WindowDesc& target,
              const WindowDesc& signal, ReduceOp op = ReduceOp::Sum);
-
-/// Whether a broadcast of `bytes` can run LL on domain `d`: more than one rank, 0 < bytes <=
-/// kLLMaxBytes (a staging slot), (P - 1) * bytes within PLD_BROADCAST_PUSH_MAX, a staging channel
-/// for the signal's buffer, direct peers. Every member gets the same answer. Inline: every
-/// broadcast asks, and the limits are the domain's, computed once (coll/domain_state.h).
-inline bool ll_broadcast_fits(const DomainState& d, const WindowDesc& signal, std::uint64_t bytes) {
-  const CollDomainState& s = coll_state(d);
-  return bytes > 0 && bytes <= s.ll_broadcast_max && signal.ref.buffer < s.ll_epochs.size();
-}
-
-/// The LL broadcast of `target` (`bytes` long) from domain rank `root` (needs ll_broadcast_fits()): the root
-/// sends its target to every peer, every other rank sends every peer an empty message (its entry
-/// into the call), and every rank waits for every peer's message. So every rank returns only after
-/// every peer entered the call, in one hop: a root calling back to back waits for entries that
-/// its previous call's data released, not for a round trip.
-void ll_broadcast(const char* api, const DomainState& d, const WindowDesc& target, std::size_t bytes,
-                  const WindowDesc& signal, int root);
 
 /// Whether a broadcast of `bytes` can run as the root's push between two LL barriers on domain
 /// `d`: more than one rank, (P - 1) * bytes within PLD_BROADCAST_PUSH_MAX, a staging channel,

@@ -20,7 +20,12 @@
 //     it), prefetches the next rank's after it, and compares once its second barrier is passed;
 //   * every collective wait, once it sleeps, publishes this rank's record and probes every peer's
 //     (WaitProbe): calls whose protocols differ stall each other instead of completing, and each
-//     side finds the other's record of the same number with another signature.
+//     side finds the other's record of the same number with another signature;
+//   * an eager broadcast's root does not wait for its peers (coll/eager_broadcast.cc): every rank
+//     keeps its last broadcasts as records in a history line per message, which the probes (a
+//     peer made a broadcast this rank did not) and the root's checks of its messages read. Its
+//     number is mixed into a call's signature, so a rank one call ahead of a peer in an LL call
+//     of the same kind carries another token.
 // The check runs where the domain has a staging channel for the signal and its peers' windows
 // are memory (the shm backend, mpi on one node). Debug mode (PLD_DEBUG=1) compares every call on
 // every rank before it starts, on every backend.
@@ -32,6 +37,8 @@
 
 #include <atomic>
 #include <cstdint>
+#include <optional>
+#include <utility>
 
 namespace pld::detail {
 
@@ -78,7 +85,10 @@ inline void coll_enter(const DomainState& d, const WindowDesc& signal, const Cal
   CollDomainState& s = coll_state(d);
   if (s.match && signal.ref.buffer < s.calls.size()) {
     CurrentCall& c = s.calls[signal.ref.buffer];
-    c.token = ((c.token >> 32) + 1) << 32 | signature;
+    // The number mixed into the signature: ranks whose calls are a number apart (one rank called an
+    // eager broadcast the others did not) carry different tokens into the same LL epoch.
+    const std::uint64_t number = (c.token >> 32) + 1;
+    c.token = number << 32 | (signature ^ static_cast<std::uint32_t>(number * 0x9e3779b9u));
     c.key = &key;
   }
   if (debug_checks() || collective_logging()) [[unlikely]]
@@ -102,8 +112,37 @@ inline std::uint64_t call_token(const DomainState& d, const WindowDesc& signal) 
 void publish_call(const DomainState& d, const WindowDesc& signal);
 
 /// Throws the mismatch UsageError: this rank's call and domain rank `peer`'s, and what differs
-/// (after publishing this rank's record and waiting briefly for the peer's).
+/// (after publishing this rank's record and waiting briefly for the peer's record or eager
+/// broadcast of the same number).
 [[noreturn]] void call_mismatch_failed(const char* api, const DomainState& d, const WindowDesc& signal, int peer);
+
+/// The mismatch UsageError for two calls of number `number` (this rank's `mine`, `peer`'s `theirs`).
+[[noreturn]] void calls_differ(const char* api, const DomainState& d, std::uint32_t buffer, std::uint64_t number,
+                               const CollCall& mine, int peer, const CollCall* theirs);
+
+/// An eager broadcast as the history keeps it (coll/eager_broadcast.cc): its call token, its
+/// message number and the call.
+struct HistoryEntry {
+  std::uint64_t token = 0;
+  std::uint32_t message = 0;
+  CollCall call;
+};
+
+/// Writes this rank's current call on the signal's channel into its history line of eager
+/// broadcast `message` (a sequence lock, as the record).
+void publish_history(const DomainState& d, const WindowDesc& signal, std::uint32_t message);
+
+/// Domain rank `rank`'s eager broadcast of call number `number`, if its history still holds it.
+std::optional<std::pair<std::uint64_t, CollCall>> history_call(const DomainState& d, std::uint32_t buffer, int rank,
+                                                               std::uint64_t number);
+
+/// Domain rank `rank`'s call of number `number` (token and call) from its record or its history.
+std::optional<std::pair<std::uint64_t, CollCall>> peer_call(const DomainState& d, std::uint32_t buffer, int rank,
+                                                            std::uint64_t number);
+
+/// Domain rank `rank`'s history line of `message`'s slot: whatever message it holds now (nothing
+/// while it is never written or keeps changing).
+std::optional<HistoryEntry> read_history(const DomainState& d, std::uint32_t buffer, int rank, std::uint32_t message);
 
 /// Heap offset of the record of the call with token `token` on `buffer`'s channel (the same in
 /// every member's heap): the line of its number's parity.
@@ -150,7 +189,8 @@ inline void check_next_call(const char* api, const DomainState& d, const WindowD
 /// get() is nullptr where the check does not run.
 class MatchProbe {
  public:
-  MatchProbe(const DomainState& d, const WindowDesc& signal);
+  /// `eager`: the wait is an eager broadcast's, whose own history line is already published.
+  MatchProbe(const DomainState& d, const WindowDesc& signal, bool eager = false);
   MatchProbe(const MatchProbe&) = delete;
   MatchProbe& operator=(const MatchProbe&) = delete;
   const WaitProbe* get() const { return mine_ ? &probe_ : nullptr; }
@@ -161,6 +201,7 @@ class MatchProbe {
   const DomainState& d_;
   const WindowDesc& signal_;
   std::uint64_t mine_;
+  bool eager_;
   int peer_ = -1;
   WaitProbe probe_;
 };

@@ -38,7 +38,8 @@ inline constexpr std::uint64_t ll_lines(std::uint64_t bytes) {
 
 /// One staging channel holds the LL slots, 2 parities x P sources x the lines of a kLLMaxBytes
 /// message, then the LL barrier's flags, 2 parities x P sources, one line each, then this rank's
-/// call records (coll/match.h), one line per parity of the call number.
+/// call records (coll/match.h), one line per parity of the call number, then the eager
+/// broadcast's ring, acknowledgements and history (below).
 inline constexpr std::uint64_t kLLSlotBytes = ll_lines(kLLMaxBytes) * kLLLineBytes;
 inline constexpr std::uint64_t kLLFlagBytes = kLLLineBytes;
 inline constexpr std::uint64_t kCallRecordBytes = 2 * kLLLineBytes;
@@ -48,8 +49,33 @@ inline constexpr std::uint64_t ll_flags_offset(std::uint64_t nranks) {
 inline constexpr std::uint64_t call_record_offset(std::uint64_t nranks) {
   return ll_flags_offset(nranks) + 2 * nranks * kLLFlagBytes;
 }
-inline constexpr std::uint64_t ll_channel_bytes(std::uint64_t nranks) {
+
+// --- The eager broadcast (coll/eager_broadcast.cc) ---
+
+/// Lines of the ring every root writes its messages into (a message never wraps: it starts the
+/// ring over where it would not fit), so a root runs up to this many lines ahead of its slowest peer.
+inline constexpr std::uint32_t kEagerRingLines = 32;
+/// A rank publishes how far it has read the ring once it is this many lines past its last
+/// publication (and at the end of the kernel): the ring holds a whole message beyond that lag.
+inline constexpr std::uint32_t kEagerAckLines = 8;
+static_assert(kEagerRingLines >= ll_lines(kLLMaxBytes) + kEagerAckLines - 1);
+/// This rank's last broadcasts as call records, one line each, indexed by message number: more than a
+/// root can run ahead, so a peer's probe finds the call it is missing.
+inline constexpr std::uint32_t kEagerHistory = 64;
+static_assert(kEagerHistory > kEagerRingLines + 1 && (kEagerHistory & (kEagerHistory - 1)) == 0);
+/// Every source's acknowledgement word (the ring position it has read up to) is 8 bytes apart.
+inline constexpr std::uint64_t kEagerAckBytes = 8;
+inline constexpr std::uint64_t eager_ring_offset(std::uint64_t nranks) {
   return call_record_offset(nranks) + kCallRecordBytes;
+}
+inline constexpr std::uint64_t eager_acks_offset(std::uint64_t nranks) {
+  return eager_ring_offset(nranks) + kEagerRingLines * kLLLineBytes;
+}
+inline constexpr std::uint64_t eager_history_offset(std::uint64_t nranks) {
+  return eager_acks_offset(nranks) + (nranks * kEagerAckBytes + kLLLineBytes - 1) / kLLLineBytes * kLLLineBytes;
+}
+inline constexpr std::uint64_t ll_channel_bytes(std::uint64_t nranks) {
+  return eager_history_offset(nranks) + kEagerHistory * kLLLineBytes;
 }
 
 /// From this many ranks the LL barrier is a dissemination barrier (log2 P rounds of one flag out,

@@ -400,9 +400,10 @@ void race_acquire_at(int target, std::uint64_t offset) {
   acquire_cell(target, offset, nullptr, 0);
 }
 
-void RaceCollective::begin(const DomainState& d) {
+void RaceCollective::begin(const DomainState& d, int root) {
   if (!race_tracked() || state().me < 0) return;
   d_ = &d;
+  root_ = root;
   RaceRank& s = state();
   {
     std::lock_guard<RankLock> lock(s.mutex);
@@ -420,7 +421,9 @@ void RaceCollective::end() {
   RaceRank& s = state();
   std::atomic_thread_fence(std::memory_order_acquire);
   std::lock_guard<RankLock> lock(s.mutex);
-  for (int m : d_->members) {
+  for (int i = 0; i < d_->nranks(); ++i) {
+    if (root_ >= 0 && (i != root_ || i == d_->rank)) continue;  // an eager broadcast: the root's entry only
+    const int m = d_->members[static_cast<std::size_t>(i)];
     const std::uint32_t* theirs = g_race_block->entry_clock(m);
     std::uint32_t now[kMaxRanks];
     for (int i = 0; i < s.clock.size(); ++i)

@@ -7,7 +7,8 @@
 // wait_until_*, signal_fetch, a deferred task condition) is an acquire: it joins the cell's clock
 // if the cell still holds the value the wait saw, else every release into the cell this call. A
 // collective orders every member's entry before every member's return (entry clocks published,
-// joined on return); its own window accesses are exempt. Every other window access — tile
+// joined on return; an eager broadcast: the root's entry before every rank's return); its own
+// window accesses are exempt. Every other window access — tile
 // load/store/read/write of the rank's own window, remote_load/remote_store, put/get and their nbi
 // forms — is checked against the heap's shadow (debug/race_shadow.h): a conflicting earlier access
 // of another rank that the clock does not cover is a race, reported with both operations, the
@@ -79,9 +80,11 @@ void race_acquire_at(int target, std::uint64_t offset);
 /// more order can hide a race, never invent one.
 class RaceCollective {
  public:
-  explicit RaceCollective(const DomainState& d) {
+  /// `root` >= 0: a broadcast that orders only the root's entry before every rank's return (the
+  /// eager broadcast); -1: every member's entry before every member's return.
+  explicit RaceCollective(const DomainState& d, int root = -1) {
     if (race_on()) [[unlikely]]
-      begin(d);
+      begin(d, root);
   }
   ~RaceCollective() {
     if (d_) [[unlikely]]
@@ -91,9 +94,10 @@ class RaceCollective {
   RaceCollective& operator=(const RaceCollective&) = delete;
 
  private:
-  void begin(const DomainState& d);
+  void begin(const DomainState& d, int root);
   void end();
   const DomainState* d_ = nullptr;
+  int root_ = -1;
 };
 
 }  // namespace pld::detail

@@ -26,6 +26,7 @@ DispatchOutcome run_kernel(Trampoline trampoline, void (*kernel)(), const std::b
     // system::quiet), so that its dispatch is complete when it returns, as with blocking puts.
     if (RankRuntime* rt = RankRuntime::current(); rt && rt->nbi().outstanding())
       rt->nbi().complete(rt->backend_process(), "the end of the kernel (implicit system::quiet)");
+    if (g_kernel_end.done) g_kernel_end.done();
   } catch (const WaitTimeoutError& e) {
     out.status = DispatchStatus::WaitTimeout;
     out.text = e.what();
@@ -45,8 +46,10 @@ DispatchOutcome run_kernel(Trampoline trampoline, void (*kernel)(), const std::b
     out.status = DispatchStatus::KernelError;
     out.text = "kernel threw an exception that is not a std::exception";
   }
-  if (out.status != DispatchStatus::Ok)
+  if (out.status != DispatchStatus::Ok) {
     if (RankRuntime* rt = RankRuntime::current()) rt->nbi().forget();
+    if (g_kernel_end.failed) g_kernel_end.failed();
+  }
   out.kernel_ns = static_cast<std::uint64_t>(
       std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count());
   return out;

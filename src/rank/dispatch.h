@@ -21,6 +21,16 @@ struct DispatchOutcome {
   std::uint64_t kernel_ns = 0;
 };
 
+/// Work a higher layer leaves for the end of every kernel on this rank (the collectives' eager
+/// broadcasts: their roots wait there until every peer has read their messages). `done` runs after
+/// the kernel returns, inside its error handling; `failed` instead when the kernel failed. Set once
+/// per process, by the layer on its first use.
+struct KernelEndHook {
+  void (*done)() = nullptr;
+  void (*failed)() = nullptr;
+};
+inline KernelEndHook g_kernel_end;
+
 /// Runs `kernel` with the encoded arguments [args, args + bytes); never throws.
 DispatchOutcome run_kernel(Trampoline trampoline, void (*kernel)(), const std::byte* args, std::size_t bytes);
 

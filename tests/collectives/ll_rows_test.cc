@@ -1,4 +1,4 @@
-// The LL form of allgather, reduce_scatter, all_to_all, broadcast and all_to_all_v (messages of
+// The LL form of allgather, reduce_scatter, all_to_all and all_to_all_v, and the eager broadcast (messages of
 // at most PLD_COLL_LL_MAX bytes): every LL collective and a two-barrier one back to back on ONE
 // signal (they share its staging channel and its epoch sequence); the same loop with
 // PLD_COLL_LL_MAX=512 and =0 (the two-barrier copies for the
@@ -192,6 +192,8 @@ const char* forgotten_path(int which, Index cols) {
   const std::string what = forgotten_message(which, cols);
   const std::string waiting = std::string(kWhichName[which]) + ": waiting for rank 0's ";
   if (what.find(waiting + "data of LL call 1 (staging") != std::string::npos) return "LL";
+  if (what.find(waiting + "data of eager broadcast 1 (staging 'pld.coll_staging' ring line [") != std::string::npos)
+    return "eager";
   if (what.find(waiting + "arrival at LL barrier") != std::string::npos) return "pushed";
   if (what.find(waiting + "arrival at entry barrier") != std::string::npos) return "credit";
   return "neither";
@@ -214,16 +216,18 @@ TEST(LLRows, MissingPeerTimesOutWithTheStagingWordOrTheCredit) {
       << credit;
 }
 
-// Which path ran shows in the wait: every small collective waits for a staging word, not a credit.
+// Which path ran shows in the wait: every small collective waits for a staging word, not a credit
+// (a small broadcast for the first line of its ring).
 TEST(LLRows, EverySmallCollectiveTakesLL) {
   PLD_REQUIRE_RANKS(2);
   if (coll_rma()) GTEST_SKIP() << "PLD_COLL_RMA=1 turns LL off (the wait is a credit barrier's)";
-  for (int which : {kAllgather, kReduceScatter, kBroadcastCall, kAllToAllV}) {
+  for (int which : {kAllgather, kReduceScatter, kAllToAllV}) {
     const std::string what = forgotten_message(which);
     EXPECT_NE(what.find(std::string(kWhichName[which]) + ": waiting for rank 0's data of LL call 1 (staging"),
               std::string::npos)
         << what;
   }
+  EXPECT_STREQ(forgotten_path(kBroadcastCall, 3), "eager");
 }
 
 // all_to_all_v's threshold is on its block: the 4-byte count rides along, up to the 512-byte slot.
@@ -250,16 +254,16 @@ TEST(LLRows, BroadcastAboveTheSlotIsPushedOnlyWhenChosen) {
   if (coll_rma()) GTEST_SKIP() << "PLD_COLL_RMA=1 turns LL off (the wait is a credit barrier's)";
   auto path = [](Index cols) { return forgotten_path(kBroadcastCall, cols); };
   ScopedEnv automatic("PLD_BROADCAST_PUSH_MAX", "auto");
-  EXPECT_STREQ(path(128), "LL");  // 512 bytes: a slot
+  EXPECT_STREQ(path(128), "eager");  // 512 bytes: a slot
   EXPECT_STREQ(path(256), "credit");
   ScopedEnv chosen("PLD_BROADCAST_PUSH_MAX", "8K");
-  EXPECT_STREQ(path(128), "LL");
+  EXPECT_STREQ(path(128), "eager");
   EXPECT_STREQ(path(256), "pushed");
 }
 
 // The root of a broadcast runs ahead of peers that arrive late, call after call: it must not
-// overwrite a slot a peer has not read (every rank sends, if only its entry, so the root waits for
-// the late ones), nor, pushed between LL barriers, a window whose rank has not entered the call.
+// overwrite a ring line a peer has not read (40 calls of a 32-line ring: the root waits for the
+// late ones' positions), nor, pushed between LL barriers, a window whose rank has not entered the call.
 // `barriers`: an LL barrier on the same signal after every third call (the pushed broadcast shares
 // its flags).
 void late_peers(I32 v, I32 sig, Tensor<std::int64_t> wrong, int barriers) {
@@ -304,7 +308,7 @@ void late_peers_with_barriers(int p, Index n, const char* push) {
   for (int r = 0; r < p; ++r) EXPECT_EQ(wrong(r, 0), 0) << "P=" << p << " rank " << r;
 }
 
-// 256 bytes: LL in five lines (within the slot and, at P <= 3, PLD_BROADCAST_PUSH_MAX).
+// 256 bytes: eager in five lines (within the slot and, at P <= 3, PLD_BROADCAST_PUSH_MAX).
 TEST_P(LLRows, MultiLineBroadcastRootAheadOfLatePeers) {
   const int p = GetParam();
   PLD_REQUIRE_RANKS(p);

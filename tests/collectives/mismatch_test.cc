@@ -118,6 +118,38 @@ std::string case_name(const ::testing::TestParamInfo<Case>& info) {
 
 INSTANTIATE_TEST_SUITE_P(P, Mismatch, ::testing::ValuesIn(cases()), case_name);
 
+// An eager broadcast's root returns before its peers read it: run on into its next call, it meets
+// the odd rank still in the call the root made a broadcast, and the odd rank's allreduce of the
+// same kind does not pair with the root's next one.
+void ahead(DistributedTensor<float> small, DistributedTensor<std::int32_t> sig, int odd) {
+  if (rank(get_comm_ctx(sig)) == odd) {
+    tensor::allreduce(small, sig);
+    tensor::broadcast(small, sig);
+  } else {
+    tensor::broadcast(small, sig);
+    tensor::allreduce(small, sig);
+  }
+}
+
+TEST(Mismatch, EagerRootAheadIntoTheNextCall) {
+  if (launcher_world_size() != 0 || coll_rma()) GTEST_SKIP() << "the check needs direct peers";
+  for (int p : {2, 3, 4}) {
+    try {
+      run(ranks(p), [&](Host& h) {
+        auto small = h.window<float>(h.alloc_window_buffer({2}, DType::FP32, "small"), {2});
+        auto sig = h.window<std::int32_t>(h.alloc_window_buffer({p, 1}, DType::INT32, "sig"), {p, 1});
+        for (int r = 0; r < p; ++r) h.dispatch(r, ahead, small, sig, p - 1);
+      });
+      ADD_FAILURE() << "P=" << p << ": expected a collective mismatch";
+    } catch (const RankError& e) {
+      const std::string msg = e.what();
+      EXPECT_NE(msg.find("collective mismatch on comm domain world (collective #"), std::string::npos) << msg;
+      EXPECT_NE(msg.find("broadcast("), std::string::npos) << msg;
+      EXPECT_NE(msg.find("allreduce("), std::string::npos) << msg;
+    }
+  }
+}
+
 // A worker keeps its ranks: a mismatch fails its call only, and the next call runs clean.
 void sum_or_max(DistributedTensor<float> v, DistributedTensor<std::int32_t> sig, int odd) {
   if (rank(get_comm_ctx(v)) == odd)

@@ -310,6 +310,38 @@ TEST(Race, CollectivesOrderTheirMembers) {
   });
 }
 
+// A small broadcast is eager: it orders the root's entry before every rank's return, and not the
+// other ranks' entries before the root's return. `peer_reads`: rank 1 reads the root's window after
+// the broadcast (ordered); else the root reads rank 1's, which rank 1 stored before it (a race).
+void around_broadcast(Window data, Signal value, Signal coll, int peer_reads) {
+  const int me = rank(get_comm_ctx(data));
+  tile::store(tile::full<float>({1, N}, 2.0f), {0, 0}, data);
+  tensor::broadcast(value, coll, {.root = 0});  // 8 bytes: eager
+  if (peer_reads ? me == 1 : me == 0) (void)tile::remote_load(data, 1 - me, {0, 0}, {1, N});
+}
+
+void run_around_broadcast(Host& h, int peer_reads) {
+  auto d = h.alloc_window_buffer({1, N}, DType::FP32, "data");
+  auto v = h.alloc_window_buffer({2}, DType::INT32, "value");
+  auto c = h.alloc_window_buffer({2, 1}, DType::INT32, "coll");
+  for (int r = 0; r < 2; ++r)
+    h.dispatch(r, around_broadcast, h.window<float>(d, {1, N}), h.window<std::int32_t>(v, {2}),
+               h.window<std::int32_t>(c, {2, 1}), peer_reads);
+}
+
+TEST(Race, ReadOfTheRootAfterABroadcastPasses) {
+  NEED_RANKS(2);
+  run(race_config(2), [](Host& h) { run_around_broadcast(h, 1); });
+}
+
+TEST(Race, RootReadsAPeerAfterAnEagerBroadcast) {
+  NEED_RANKS(2);
+  const std::string msg = race_error(2, [](Host& h) { run_around_broadcast(h, 0); });
+  EXPECT_HAS(msg, "data race on window 'data'");
+  EXPECT_HAS(msg, "tile::remote_load");
+  EXPECT_HAS(msg, "tile::store");
+}
+
 // Two dispatches of one call on different ranks are not ordered by the host: only by signals.
 void store_only(Window data) {
   tile::store(tile::full<float>({1, N}, 3.0f), {0, 0}, data);
