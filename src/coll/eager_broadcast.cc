@@ -246,6 +246,7 @@ void kernel_end() {
 
 void kernel_failed() {
   const std::lock_guard<std::mutex> lock(g_active_mutex);
+  for (const Active& a : g_active) coll_state(*a.d).eager[a.buffer].active = false;
   g_active.clear();
 }
 
