@@ -201,11 +201,7 @@ class AckProbe {
         "{}{}: waiting for rank {} to read this rank's eager broadcasts (staging '{}' acknowledgement {}, channel of "
         "signal '{}'; it has read up to ring line {}, line {} is needed)",
         api, signal ? "" : " at the end of the kernel", q, kCollStagingName, at.str(), d.buffer_name(buffer), v, need);
-    if (st == WaitStatus::Timeout)
-      throw WaitTimeoutError(what +
-                             " at the deadline; every rank of the domain must call the same collectives in the "
-                             "same order");
-    throw AbortedError(what + ": released because another rank failed");
+    staging_wait_failed(st, what);
   }
 }
 
@@ -276,11 +272,7 @@ void kernel_failed() {
       "{}: waiting for rank {}'s data of eager broadcast {} (staging '{}' ring line {}, channel of signal '{}'; the "
       "line holds message {})",
       api, root, message, kCollStagingName, at.str(), d.buffer_name(signal.ref.buffer), seen);
-  if (st == WaitStatus::Timeout)
-    throw WaitTimeoutError(what +
-                           " at the deadline; every rank of the domain must call the same collectives in the "
-                           "same order");
-  throw AbortedError(what + ": released because another rank failed");
+  staging_wait_failed(st, what);
 }
 
 }  // namespace

@@ -36,14 +36,18 @@ void await_epoch(const char* api, const DomainState& d, const WindowDesc& signal
   const std::string what = fmt::format(
       "{}: waiting for rank {}'s {} {} (staging '{}' {} {}, channel of signal '{}'; {} {})", api, source, how.thing,
       epoch, kCollStagingName, how.cell, at.str(), d.buffer_name(signal.ref.buffer), how.seen, seen);
+  staging_wait_failed(st, what);
+}
+
+}  // namespace
+
+void staging_wait_failed(WaitStatus st, const std::string& what) {
   if (st == WaitStatus::Timeout)
     throw WaitTimeoutError(what +
                            " at the deadline; every rank of the domain must call the same collectives in the "
                            "same order");
   throw AbortedError(what + ": released because another rank failed");
 }
-
-}  // namespace
 
 // Line `line` of LL slot [parity][source] (its epoch at `offset`, its token in the word `tail`
 // that ends at offset + 4): waits for the epoch, then compares the signature that came with it.

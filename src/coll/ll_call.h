@@ -14,6 +14,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <string>
 
 namespace pld::detail {
 
@@ -23,6 +24,10 @@ inline int ring_at(int me, int k, int n) {
   const int p = me + k;
   return p < n ? p : p - n;
 }
+
+// Throws the error of a collective's wait on a staging word that ended `st` (Timeout or Aborted):
+// `what` is the wait ("<api>: waiting for ...").
+[[noreturn]] void staging_wait_failed(WaitStatus st, const std::string& what);
 
 // Line `line` of LL slot [parity][source] (its epoch at `offset`, its token in the word `tail`
 // that ends at offset + 4): waits for the epoch, then compares the signature that came with it.
