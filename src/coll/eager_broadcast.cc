@@ -235,9 +235,10 @@ void kernel_end() {
     ch.active = false;
     if (ch.published != ch.position) publish_position(*a.d, a.buffer, ch);
   }
-  for (const Active& a : active)
-    await_ring("broadcast", *a.d, nullptr, a.buffer, coll_state(*a.d).eager[a.buffer],
-               coll_state(*a.d).eager[a.buffer].sent);
+  for (const Active& a : active) {
+    EagerChannel& ch = coll_state(*a.d).eager[a.buffer];
+    await_ring("broadcast", *a.d, nullptr, a.buffer, ch, ch.sent);
+  }
 }
 
 void kernel_failed() {
