@@ -21,7 +21,7 @@ std::unique_ptr<CollDomainState> make_state(const DomainState& d) {
       s->ll_barrier_epochs.assign(s->ll_epochs.size(), 0);
       s->calls.assign(s->ll_epochs.size(), CurrentCall{});
       s->eager.resize(s->ll_epochs.size());
-      for (EagerChannel& c : s->eager) c.verified.assign(d.members.size(), 0);
+      for (EagerChannel& c : s->eager) c.acks.assign(kEagerHistory, 0);
     }
   const int n = d.nranks();
   s->match = s->ll_staging >= 0 && s->direct && n > 1;

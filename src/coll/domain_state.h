@@ -40,13 +40,16 @@ struct CurrentCall {
 /// This rank's eager broadcasts on one staging channel (coll/eager_broadcast.cc). Every member
 /// counts the same messages and ring positions (a message's lines follow from its size alone).
 struct EagerChannel {
-  std::uint32_t messages = 0;           // eager broadcasts so far
-  std::uint32_t position = 0;           // ring lines read (the end of the last message)
-  std::uint32_t published = 0;          // the position last published to every peer
-  std::uint32_t acked = 0;              // every peer had published at least this at the last look
-  std::uint32_t sent = 0;               // the end of the last message this rank sent as the root
-  bool active = false;                  // a broadcast since the end of the last kernel
-  std::vector<std::uint32_t> verified;  // per domain rank: messages compared with its history
+  std::uint32_t messages = 0;   // eager broadcasts so far
+  std::uint32_t position = 0;   // ring lines read (the end of the last message)
+  std::uint32_t published = 0;  // the position last published to every peer
+  std::uint32_t acked = 0;      // every peer had published at least this at the last look
+  std::uint32_t sent = 0;       // the end of the last message this rank sent as the root
+  std::uint32_t chain = 0;      // a hash of every message's token so far
+  bool active = false;          // a broadcast since the end of the last kernel
+  // Per message m, at m % kEagerHistory: the acknowledgement a peer publishes after m if its
+  // messages so far are this rank's (chain << 32 | the end of m).
+  std::vector<std::uint64_t> acks;
 };
 
 struct CollDomainState {

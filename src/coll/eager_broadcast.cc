@@ -10,8 +10,9 @@
 // last message it read or sent) into its acknowledgement word in every peer's channel, once it is
 // kEagerAckLines past its last publication and at the end of every kernel. A root writes message
 // m's lines [start, end) only once every peer's published position is at least end - the ring's
-// lines, so it runs up to a ring ahead of its slowest peer. It never waits for the lag below
-// kEagerAckLines: the ring holds a message beyond it (static_assert in coll/tuning.h).
+// lines and at least the end of message m - (kEagerHistory - 2), so it runs up to a ring (and
+// fewer messages than its history holds) ahead of its slowest peer. It never waits for the lag
+// below kEagerAckLines: the ring holds a message beyond it (static_assert in coll/tuning.h).
 //
 // The end of the kernel (rank/dispatch.h's hook): every rank that broadcast publishes its exact
 // position, and a root waits until every peer has read up to the end of its last message; so a
@@ -20,8 +21,10 @@
 // The match check: a peer in the same broadcast compares the token of every line; every rank
 // keeps its broadcasts as call records in a history line per message (coll/match.h), so a probe
 // finds a root that ran ahead into a call this rank did not make. Two ranks that both take
-// themselves for the root read nothing of each other: a root compares its broadcasts with every
-// peer's history when it looks at their positions (a full ring) and at the end of the kernel.
+// themselves for the root read nothing of each other: every acknowledgement carries, beside the
+// position, a chain hash of the tokens of every message up to it, and a root compares it with its
+// own chain at that position when it looks at the positions (a full ring, the end of the kernel);
+// only where they differ does it read the peer's history to name the message.
 #include "coll/eager_broadcast.h"
 
 #include "coll/ll_call.h"
@@ -63,10 +66,38 @@ std::uint64_t ack_word(const DomainState& d, std::uint32_t buffer, int source) {
          static_cast<std::uint64_t>(source) * kEagerAckBytes;
 }
 
-std::uint32_t load_ack(const DomainState& d, std::uint32_t buffer, int source) {
-  const auto* word = reinterpret_cast<const std::int32_t*>(d.windows_in[static_cast<std::size_t>(d.rank)] +
-                                                           ack_word(d, buffer, source));
-  return static_cast<std::uint32_t>(std::atomic_ref<const std::int32_t>(*word).load(std::memory_order_acquire));
+// Domain rank `source`'s acknowledgement in this rank's channel: chain << 32 | position.
+std::uint64_t load_ack(const DomainState& d, std::uint32_t buffer, int source) {
+  const auto* word = reinterpret_cast<const std::uint64_t*>(d.windows_in[static_cast<std::size_t>(d.rank)] +
+                                                            ack_word(d, buffer, source));
+  return std::atomic_ref<const std::uint64_t>(*word).load(std::memory_order_acquire);
+}
+std::uint32_t position_of(std::uint64_t ack) {
+  return static_cast<std::uint32_t>(ack);
+}
+std::uint64_t ack_of(std::uint32_t chain, std::uint32_t position) {
+  return std::uint64_t{chain} << 32 | position;
+}
+
+// The chain after a message with `token`.
+std::uint32_t chained(std::uint32_t chain, std::uint64_t token) {
+  const std::uint64_t h = (token ^ std::uint64_t{chain} * 0x9e3779b97f4a7c15ull) * 0xff51afd7ed558ccdull;
+  return static_cast<std::uint32_t>(h >> 32);
+}
+
+// Whether a peer's acknowledgement agrees with this rank's messages 1 .. `done`: it acknowledges a
+// position one of them ended at with this rank's chain there. A position ahead of this rank's, or
+// older than the messages it keeps, has nothing to compare with.
+bool acked_alike(const EagerChannel& ch, std::uint32_t done, std::uint64_t ack) {
+  const std::uint32_t at = position_of(ack);
+  if (before(ch.position, at)) return true;
+  for (std::uint32_t k = 0; k < kEagerHistory; ++k) {
+    const std::uint32_t m = done - k;
+    const std::uint64_t mine = m == 0 ? 0 : ch.acks[m % kEagerHistory];
+    if (position_of(mine) == at) return mine == ack;
+    if (m == 0 || before(position_of(mine), at)) return false;
+  }
+  return true;
 }
 
 // The channels this rank broadcast on since the end of the last kernel (several threads of a
@@ -91,29 +122,26 @@ void mark_active(const DomainState& d, std::uint32_t buffer, EagerChannel& ch) {
 // Publishes `position` into this rank's acknowledgement word in every peer's channel.
 void publish_position(const DomainState& d, std::uint32_t buffer, EagerChannel& ch) {
   const std::uint64_t at = ack_word(d, buffer, d.rank);
-  const auto value = static_cast<std::int32_t>(ch.position);
+  const std::uint64_t value = ack_of(ch.chain, ch.position);
   for (int k = 1; k < d.nranks(); ++k) {
     const int p = ring_at(d.rank, k, d.nranks());
-    auto* word = reinterpret_cast<std::int32_t*>(d.windows_in[static_cast<std::size_t>(p)] + at);
-    std::atomic_ref<std::int32_t>(*word).store(value, std::memory_order_release);
-    d.backend->ring(d.members[static_cast<std::size_t>(p)], at, value);
+    auto* word = reinterpret_cast<std::uint64_t*>(d.windows_in[static_cast<std::size_t>(p)] + at);
+    std::atomic_ref<std::uint64_t>(*word).store(value, std::memory_order_release);
+    d.backend->ring(d.members[static_cast<std::size_t>(p)], at, static_cast<std::int32_t>(ch.position));
   }
   ch.published = ch.position;
 }
 
-// The first of this rank's broadcasts since the last comparison with domain rank q that q's history
-// holds with another token (0: none); advances the compared count over those that match. A
-// message q has not reached yet ends the comparison, one that q's history no longer holds is
-// skipped.
-std::uint32_t first_difference(const DomainState& d, std::uint32_t buffer, EagerChannel& ch, int q) {
-  std::uint32_t& done = ch.verified[static_cast<std::size_t>(q)];
-  if (ch.messages - done > kEagerHistory) done = ch.messages - kEagerHistory;
-  for (std::uint32_t m = done + 1; !before(ch.messages, m); ++m) {
+// The first of the broadcasts this rank's history holds that domain rank q's history holds with
+// another token (0: none). A message q has not reached yet ends the comparison, one that q's
+// history no longer holds is skipped.
+std::uint32_t first_difference(const DomainState& d, std::uint32_t buffer, const EagerChannel& ch, int q) {
+  const std::uint32_t first = ch.messages > kEagerHistory ? ch.messages - kEagerHistory + 1 : 1;
+  for (std::uint32_t m = first; !before(ch.messages, m); ++m) {
     const auto mine = read_history(d, buffer, d.rank, m);
     const auto theirs = read_history(d, buffer, q, m);
     if (!theirs || before(theirs->message, m)) return 0;  // q is not there yet
     if (mine && mine->message == m && theirs->message == m && theirs->token != mine->token) return m;
-    done = m;
   }
   return 0;
 }
@@ -147,7 +175,7 @@ bool record_differs(const DomainState& d, std::uint32_t buffer, int q, std::uint
 // this rank's broadcasts against q's history and q's record against this rank's history.
 class AckProbe {
  public:
-  AckProbe(const DomainState& d, const WindowDesc* signal, std::uint32_t buffer, EagerChannel& ch, int q)
+  AckProbe(const DomainState& d, const WindowDesc* signal, std::uint32_t buffer, const EagerChannel& ch, int q)
       : d_(d), buffer_(buffer), ch_(ch), q_(q), probe_{&AckProbe::check, this} {
     if (signal) match_.emplace(d, *signal, true);
   }
@@ -172,7 +200,7 @@ class AckProbe {
   }
   const DomainState& d_;
   std::uint32_t buffer_;
-  EagerChannel& ch_;
+  const EagerChannel& ch_;
   int q_;
   std::optional<MatchProbe> match_;
   std::uint32_t message_ = 0;
@@ -180,18 +208,19 @@ class AckProbe {
   WaitProbe probe_;
 };
 
-// Waits until domain rank q has published a position of at least `need`; returns it. `signal`:
-// the broadcast waiting (nullptr at the end of the kernel).
-[[gnu::noinline]] std::uint32_t await_ack(const char* api, const DomainState& d, const WindowDesc* signal,
-                                          std::uint32_t buffer, EagerChannel& ch, int q, std::uint32_t need) {
+// Waits until domain rank q has published a position of at least `need`; returns its
+// acknowledgement. `signal`: the broadcast waiting (nullptr at the end of the kernel).
+[[gnu::noinline]] std::uint64_t await_ack(const char* api, const DomainState& d, const WindowDesc* signal,
+                                          std::uint32_t buffer, const EagerChannel& ch, int q, std::uint32_t need) {
   const AckProbe probe(d, signal, buffer, ch, q);
   const Dims at{q};
   WaitSite site{d.id, static_cast<std::uint32_t>(coll_state(d).ll_staging), &at, d.members[static_cast<std::size_t>(q)],
                 api};
   site.probe = probe.get();
   for (;;) {
-    const std::uint32_t v = load_ack(d, buffer, q);
-    if (!before(v, need)) return v;
+    const std::uint64_t ack = load_ack(d, buffer, q);
+    const std::uint32_t v = position_of(ack);
+    if (!before(v, need)) return ack;
     std::int32_t seen = 0;
     const WaitStatus st =
         d.backend->wait(ack_word(d, buffer, q), static_cast<std::int32_t>(v), WaitCmp::Ne, site, &seen);
@@ -205,19 +234,20 @@ class AckProbe {
   }
 }
 
-// Makes every peer's published position at least `need`, and compares this rank's broadcasts with
-// their histories.
+// Makes every peer's published position at least `need`, and compares their acknowledgements with
+// this rank's messages 1 .. `done` (their histories, where one differs).
 void await_ring(const char* api, const DomainState& d, const WindowDesc* signal, std::uint32_t buffer, EagerChannel& ch,
-                std::uint32_t need) {
+                std::uint32_t need, std::uint32_t done) {
   std::uint32_t lowest = need;
   bool first = true;
   for (int k = 1; k < d.nranks(); ++k) {
     const int q = ring_at(d.rank, k, d.nranks());
-    std::uint32_t v = load_ack(d, buffer, q);
-    if (before(v, need)) v = await_ack(api, d, signal, buffer, ch, q, need);
-    if (first || before(v, lowest)) lowest = v;
+    std::uint64_t ack = load_ack(d, buffer, q);
+    if (before(position_of(ack), need)) ack = await_ack(api, d, signal, buffer, ch, q, need);
+    if (first || before(position_of(ack), lowest)) lowest = position_of(ack);
     first = false;
-    if (const std::uint32_t m = first_difference(d, buffer, ch, q)) message_differs(api, d, buffer, q, m);
+    if (!acked_alike(ch, done, ack))
+      if (const std::uint32_t m = first_difference(d, buffer, ch, q)) message_differs(api, d, buffer, q, m);
   }
   ch.acked = lowest;
 }
@@ -237,7 +267,7 @@ void kernel_end() {
   }
   for (const Active& a : active) {
     EagerChannel& ch = coll_state(*a.d).eager[a.buffer];
-    await_ring("broadcast", *a.d, nullptr, a.buffer, ch, ch.sent);
+    await_ring("broadcast", *a.d, nullptr, a.buffer, ch, ch.sent, ch.messages);
   }
 }
 
@@ -292,7 +322,12 @@ void eager_broadcast(const char* api, const DomainState& d, const WindowDesc& ta
   if (!ch.active) mark_active(d, buffer, ch);
   std::byte* mine = own_at(d, target, 0);
   if (d.rank == root) {
-    if (before(ch.acked, end - kEagerRingLines)) await_ring(api, d, &signal, buffer, ch, end - kEagerRingLines);
+    // Every peer has read up to a ring before this message's end, and up to message m - (history - 2).
+    std::uint32_t need = end - kEagerRingLines;
+    if (m > kEagerHistory - 2)
+      if (const std::uint32_t p = position_of(ch.acks[(m - (kEagerHistory - 2)) % kEagerHistory]); before(need, p))
+        need = p;
+    if (before(ch.acked, need)) await_ring(api, d, &signal, buffer, ch, need, m - 1);
     std::uint64_t packed[kLLSlotBytes / 8];
     for (std::uint32_t l = 0; l < lines; ++l) {
       std::uint64_t* line = packed + kLineWords * l;
@@ -329,6 +364,8 @@ void eager_broadcast(const char* api, const DomainState& d, const WindowDesc& ta
     std::memcpy(mine + from, words + kLineWords * (lines - 1), bytes - from);
   }
   ch.position = end;
+  ch.chain = chained(ch.chain, token);
+  ch.acks[m % kEagerHistory] = ack_of(ch.chain, end);
   if (ch.position - ch.published >= kEagerAckLines) publish_position(d, buffer, ch);
 }
 

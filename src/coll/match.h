@@ -57,15 +57,20 @@ inline CallKey call_key(CollKind kind, const WindowDesc& target, int core_num, R
   return k;
 }
 
-/// The key's 32-bit signature: a few multiplies, every field mixed into every bit.
+/// The key's 32-bit signature: every field multiplied on its own, then mixed into every bit. No
+/// load spans two fields: a wide load of fields the caller has just stored one by one cannot be
+/// forwarded from the store buffer and waits until every older store (a root's lines into its
+/// peers' windows among them) has reached the cache.
 constexpr std::uint32_t call_signature(const CallKey& k) {
-  const std::uint64_t a = static_cast<std::uint64_t>(k.kind) | static_cast<std::uint64_t>(k.dtype) << 8 |
-                          static_cast<std::uint64_t>(k.op) << 16 | static_cast<std::uint64_t>(k.mode) << 24 |
-                          static_cast<std::uint64_t>(static_cast<std::uint16_t>(k.core_num)) << 32 |
-                          static_cast<std::uint64_t>(static_cast<std::uint32_t>(k.root)) << 40;
-  const std::uint64_t b = k.target | static_cast<std::uint64_t>(k.extra) << 32;
-  std::uint64_t h = a * 0x9e3779b97f4a7c15ull ^ b * 0xc2b2ae3d27d4eb4full ^
-                    static_cast<std::uint64_t>(k.count) * 0x165667b19e3779f9ull;
+  std::uint64_t h = static_cast<std::uint64_t>(k.kind) * 0x9e3779b97f4a7c15ull ^
+                    static_cast<std::uint64_t>(k.dtype) * 0xc2b2ae3d27d4eb4full ^
+                    static_cast<std::uint64_t>(k.op) * 0x165667b19e3779f9ull ^
+                    static_cast<std::uint64_t>(k.mode) * 0xd6e8feb86659fd93ull ^
+                    static_cast<std::uint64_t>(static_cast<std::uint32_t>(k.core_num)) * 0xa0761d6478bd642full ^
+                    static_cast<std::uint64_t>(static_cast<std::uint32_t>(k.root)) * 0xe7037ed1a0b428dbull ^
+                    static_cast<std::uint64_t>(k.target) * 0x8ebc6af09c88c6e3ull ^
+                    static_cast<std::uint64_t>(k.extra) * 0x589965cc75374cc3ull ^
+                    static_cast<std::uint64_t>(k.count) * 0x1d8e4e27c47d124full;
   h ^= h >> 31;
   h *= 0xff51afd7ed558ccdull;
   return static_cast<std::uint32_t>(h >> 32);

@@ -53,17 +53,21 @@ inline constexpr std::uint64_t call_record_offset(std::uint64_t nranks) {
 // --- The eager broadcast (coll/eager_broadcast.cc) ---
 
 /// Lines of the ring every root writes its messages into (a message never wraps: it starts the
-/// ring over where it would not fit), so a root runs up to this many lines ahead of its slowest peer.
-inline constexpr std::uint32_t kEagerRingLines = 32;
+/// ring over where it would not fit), so a root runs up to this many lines ahead of its slowest
+/// peer: deep enough that a loop of small broadcasts on more ranks than cores switches ranks
+/// once per many calls, not every few.
+inline constexpr std::uint32_t kEagerRingLines = 128;
 /// A rank publishes how far it has read the ring once it is this many lines past its last
 /// publication (and at the end of the kernel): the ring holds a whole message beyond that lag.
 inline constexpr std::uint32_t kEagerAckLines = 8;
 static_assert(kEagerRingLines >= ll_lines(kLLMaxBytes) + kEagerAckLines - 1);
-/// This rank's last broadcasts as call records, one line each, indexed by message number: more than a
-/// root can run ahead, so a peer's probe finds the call it is missing.
-inline constexpr std::uint32_t kEagerHistory = 64;
-static_assert(kEagerHistory > kEagerRingLines + 1 && (kEagerHistory & (kEagerHistory - 1)) == 0);
-/// Every source's acknowledgement word (the ring position it has read up to) is 8 bytes apart.
+/// This rank's last broadcasts as call records, one line each, indexed by message number. A root
+/// also runs at most kEagerHistory - 2 messages ahead of its slowest peer, so a peer's probe finds
+/// the call it is missing in the root's history.
+inline constexpr std::uint32_t kEagerHistory = 128;
+static_assert(kEagerHistory >= 2 * kEagerAckLines && (kEagerHistory & (kEagerHistory - 1)) == 0);
+/// Every source's acknowledgement word is 8 bytes: the ring position it has read up to (the low
+/// half, the cell a root waits on) and a hash of the tokens of every message up to it.
 inline constexpr std::uint64_t kEagerAckBytes = 8;
 inline constexpr std::uint64_t eager_ring_offset(std::uint64_t nranks) {
   return call_record_offset(nranks) + kCallRecordBytes;
@@ -83,8 +87,8 @@ inline constexpr std::uint64_t ll_channel_bytes(std::uint64_t nranks) {
 inline constexpr int kDisseminationRanks = 32;
 
 /// Staging per rank is capped (it is zeroed with the other windows on every call): channels go
-/// to the first buffer ids only, at least one (P = 2: 66 channels, P = 8: 17, P = 64: 2).
-inline constexpr std::uint64_t kCollStagingBudget = 192 * 1024;
+/// to the first buffer ids only, at least one (P = 2: 13 channels, P = 8: 9, P = 64: 2).
+inline constexpr std::uint64_t kCollStagingBudget = 256 * 1024;
 
 // --- Schedules of the two-barrier collectives ---
 

@@ -262,7 +262,7 @@ TEST(LLRows, BroadcastAboveTheSlotIsPushedOnlyWhenChosen) {
 }
 
 // The root of a broadcast runs ahead of peers that arrive late, call after call: it must not
-// overwrite a ring line a peer has not read (40 calls of a 32-line ring: the root waits for the
+// overwrite a ring line a peer has not read (300 calls of a 128-line ring: the root waits for the
 // late ones' positions), nor, pushed between LL barriers, a window whose rank has not entered the call.
 // `barriers`: an LL barrier on the same signal after every third call (the pushed broadcast shares
 // its flags).
@@ -270,7 +270,7 @@ void late_peers(I32 v, I32 sig, Tensor<std::int64_t> wrong, int barriers) {
   const int me = rank(get_comm_ctx(sig));
   const Index n = v.shape()[0];
   std::int64_t bad = 0;
-  for (int k = 0; k < 40; ++k) {
+  for (int k = 0; k < 300; ++k) {
     if (me == 0) {
       for (Index i = 0; i < n; ++i) tile::write(v, {i}, static_cast<std::int32_t>(1000 * (i + 1) + k));
     } else {

@@ -171,7 +171,7 @@ TEST(LLAllreduce, MissingParticipantTimesOutWithTheStagingWord) {
 
 TEST(LLAllreduce, SignalWithoutAChannelRunsTwoShot) {
   PLD_REQUIRE_RANKS(2);
-  // Channels cover the first 76 buffer ids at P = 2 (192 KiB of staging per rank): a signal
+  // Channels cover the first 13 buffer ids at P = 2 (256 KiB of staging per rank): a signal
   // allocated after 256 others has none, so the same tiny allreduce waits in a credit barrier.
   try {
     run(ranks(2, 0.5), [](Host& h) {
