@@ -45,10 +45,9 @@ struct EagerChannel {
   std::uint32_t published = 0;  // the position last published to every peer
   std::uint32_t acked = 0;      // every peer had published at least this at the last look
   std::uint32_t sent = 0;       // the end of the last message this rank sent as the root
-  std::uint32_t chain = 0;      // a hash of every message's token so far
   bool active = false;          // a broadcast since the end of the last kernel
   // Per message m, at m % kEagerHistory: the acknowledgement a peer publishes after m if its
-  // messages so far are this rank's (chain << 32 | the end of m).
+  // messages so far are this rank's (a hash of every token up to m << 32 | the end of m).
   std::vector<std::uint64_t> acks;
 };
 

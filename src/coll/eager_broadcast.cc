@@ -85,6 +85,11 @@ std::uint32_t chained(std::uint32_t chain, std::uint64_t token) {
   return static_cast<std::uint32_t>(h >> 32);
 }
 
+// The acknowledgement after this rank's message m (0 before the first).
+std::uint64_t ack_after(const EagerChannel& ch, std::uint32_t m) {
+  return m == 0 ? 0 : ch.acks[m % kEagerHistory];
+}
+
 // Whether a peer's acknowledgement agrees with this rank's messages 1 .. `done`: it acknowledges a
 // position one of them ended at with this rank's chain there. A position ahead of this rank's, or
 // older than the messages it keeps, has nothing to compare with.
@@ -93,7 +98,7 @@ bool acked_alike(const EagerChannel& ch, std::uint32_t done, std::uint64_t ack) 
   if (before(ch.position, at)) return true;
   for (std::uint32_t k = 0; k < kEagerHistory; ++k) {
     const std::uint32_t m = done - k;
-    const std::uint64_t mine = m == 0 ? 0 : ch.acks[m % kEagerHistory];
+    const std::uint64_t mine = ack_after(ch, m);
     if (position_of(mine) == at) return mine == ack;
     if (m == 0 || before(position_of(mine), at)) return false;
   }
@@ -119,10 +124,10 @@ void mark_active(const DomainState& d, std::uint32_t buffer, EagerChannel& ch) {
   g_kernel_end = {&kernel_end, &kernel_failed};
 }
 
-// Publishes `position` into this rank's acknowledgement word in every peer's channel.
+// Publishes this rank's acknowledgement (its position, after its last message) into every peer's channel.
 void publish_position(const DomainState& d, std::uint32_t buffer, EagerChannel& ch) {
   const std::uint64_t at = ack_word(d, buffer, d.rank);
-  const std::uint64_t value = ack_of(ch.chain, ch.position);
+  const std::uint64_t value = ack_after(ch, ch.messages);
   for (int k = 1; k < d.nranks(); ++k) {
     const int p = ring_at(d.rank, k, d.nranks());
     auto* word = reinterpret_cast<std::uint64_t*>(d.windows_in[static_cast<std::size_t>(p)] + at);
@@ -364,8 +369,7 @@ void eager_broadcast(const char* api, const DomainState& d, const WindowDesc& ta
     std::memcpy(mine + from, words + kLineWords * (lines - 1), bytes - from);
   }
   ch.position = end;
-  ch.chain = chained(ch.chain, token);
-  ch.acks[m % kEagerHistory] = ack_of(ch.chain, end);
+  ch.acks[m % kEagerHistory] = ack_of(chained(static_cast<std::uint32_t>(ack_after(ch, m - 1) >> 32), token), end);
   if (ch.position - ch.published >= kEagerAckLines) publish_position(d, buffer, ch);
 }
 
