@@ -101,6 +101,9 @@ std::optional<HostTensor> shared_view(py::handle value);
 /// guarantees the memory outlives the array).
 py::array numpy_view(std::byte* data, const Dims& shape, DType dtype, py::handle owner);
 
+/// The Python type name of `value` ("ndarray", "float"), for error messages.
+std::string type_name(py::handle value);
+
 /// The Window held by `value`, or a UsageError naming `api` and `what`.
 const Window& window_of(py::handle value, const char* api, const char* what);
 /// A rank-local operand: a C-contiguous numpy array of a pld dtype, a HostTensor, or (with

@@ -10,11 +10,11 @@
 
 namespace pld::python {
 
-namespace {
-
 std::string type_name(py::handle value) {
   return py::str(py::type::handle_of(value).attr("__name__")).cast<std::string>();
 }
+
+namespace {
 
 py::array window_numpy(py::handle self) {
   const Window& w = self.cast<const Window&>();

@@ -162,3 +162,42 @@ def test_kernel_collective_bad_core_num():
 
     with pytest.raises(pld.RankError, match="core_num 0"):
         pld.run(pld.DistributedConfig(device_ids=[0, 1]), orch)
+
+
+def call_binding_kernel(data, sig):
+    t = pld.tensor
+    with pytest.raises(TypeError, match=r"broadcast\(\) takes at most 2 positional argument\(s\) \(3 given\); the call "
+                                        r"is broadcast\(target, signal, \*, root, core_num\)"):
+        t.broadcast(data, sig, 0)
+    with pytest.raises(TypeError, match="allreduce.. got an unexpected keyword argument 'ops'"):
+        t.allreduce(data, sig, ops=pld.ReduceOp.Max)
+    with pytest.raises(TypeError, match="got multiple values for argument 'target'"):
+        t.allreduce(data, sig, target=data)
+    with pytest.raises(TypeError, match="all_to_all_v.. missing required argument 'recv_counts'"):
+        t.all_to_all_v(data, data, sig, data)
+    with pytest.raises(pld.UsageError, match="broadcast: root is a float; pass an int"):
+        t.broadcast(data, sig, root=1.0)
+    with pytest.raises(pld.UsageError, match="allreduce: reproducible is a int; pass True or False"):
+        t.allreduce(data, sig, reproducible=1)
+    with pytest.raises(pld.UsageError, match="allreduce: op 'max' is not a pld.ReduceOp"):
+        t.allreduce(data, sig, op="max")
+    with pytest.raises(pld.UsageError, match="does not fit an int"):
+        t.broadcast(data, sig, root=1 << 40)
+    d = data.numpy()
+    d[...] = pld.rank(pld.get_comm_ctx(data)) + 1
+    # keywords in any order; numpy integers where an int goes
+    assert t.broadcast(data, sig, core_num=np.int64(1), root=np.int32(1)) is data
+    assert d[0, 0] == 2
+    t.allreduce(signal=sig, target=data, reproducible=True, op=pld.ReduceOp.Sum)
+    assert d[0, 0] == 4
+    assert t.barrier(signal=sig) is sig
+
+
+def test_kernel_collective_call_binding():
+    def orch(h):
+        data = h.window(h.alloc_window_buffer((1, N), np.float32), (1, N), np.float32)
+        sig = h.window(h.alloc_window_buffer((2, 1), np.int32), (2, 1), np.int32)
+        for r in range(2):
+            h.dispatch(r, call_binding_kernel, data, sig)
+
+    pld.run(pld.DistributedConfig(device_ids=[0, 1]), orch)
