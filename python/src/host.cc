@@ -74,15 +74,21 @@ PyObject* host_dispatch(PyObject* self, PyObject* const* argv, Py_ssize_t argc) 
   try {
     if (argc < 2)
       throw UsageError(fmt::format("Host.dispatch: {} argument(s); pass dispatch(rank, kernel, *args)", argc));
-    const PyHost& h = py::handle(self).cast<const PyHost&>();
+    const PyHost* exact = exact_instance<PyHost>(self);
+    const PyHost& h = exact ? *exact : py::handle(self).cast<const PyHost&>();
     const py::handle rank(argv[0]);
-    if (!PyIndex_Check(rank.ptr()) || PyBool_Check(rank.ptr()))
-      throw UsageError(fmt::format("Host.dispatch: rank {} is not an int; pass dispatch(rank, kernel, *args)",
-                                   py::repr(rank).cast<std::string>()));
-    const auto index = py::reinterpret_steal<py::object>(PyNumber_Index(rank.ptr()));  // numpy integers too
-    if (!index) throw py::error_already_set();
     int overflow = 0;
-    const long r = PyLong_AsLongAndOverflow(index.ptr(), &overflow);
+    long r = 0;
+    if (PyLong_CheckExact(rank.ptr())) {
+      r = PyLong_AsLongAndOverflow(rank.ptr(), &overflow);
+    } else {
+      if (!PyIndex_Check(rank.ptr()) || PyBool_Check(rank.ptr()))
+        throw UsageError(fmt::format("Host.dispatch: rank {} is not an int; pass dispatch(rank, kernel, *args)",
+                                     py::repr(rank).cast<std::string>()));
+      const auto index = py::reinterpret_steal<py::object>(PyNumber_Index(rank.ptr()));  // numpy integers too
+      if (!index) throw py::error_already_set();
+      r = PyLong_AsLongAndOverflow(index.ptr(), &overflow);
+    }
     Host& host = h.get("Host.dispatch");
     if (overflow || r < std::numeric_limits<int>::min() || r > std::numeric_limits<int>::max())
       throw UsageError(

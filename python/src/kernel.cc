@@ -5,6 +5,7 @@
 
 #include "errors.h"
 #include "host.h"
+#include "stdio_streams.h"
 
 #include <pld/comm_domain.hpp>
 #include <pld/detail/host.hpp>
@@ -103,29 +104,6 @@ py::object import_kernel(const std::string& name) {
 
 }  // namespace
 
-void flush_stdio() {
-  // The C API with interned names: a kernel's end costs two method calls, not four attribute
-  // lookups of names made anew.
-  static PyObject* const flush = PyUnicode_InternFromString("flush");
-  static PyObject* const streams[] = {PyUnicode_InternFromString("stdout"), PyUnicode_InternFromString("stderr")};
-  static PyObject* const sys = py::module_::import("sys").release().ptr();  // kept for the process's life
-  for (PyObject* name : streams) {
-    PyObject* stream = PyObject_GetAttr(sys, name);
-    if (!stream) {
-      PyErr_Clear();
-      continue;
-    }
-    if (stream != Py_None) {
-      PyObject* done = PyObject_CallMethodNoArgs(stream, flush);
-      if (done)
-        Py_DECREF(done);
-      else
-        PyErr_Clear();
-    }
-    Py_DECREF(stream);
-  }
-}
-
 namespace {
 
 /// Turns a Python kernel's exception into the C++ exception the runtime reports: a wait deadline
@@ -210,7 +188,7 @@ void python_kernel(void (*)(), detail::ArgReader& reader) {
     const py::tuple args = decode_args(reader);
     const py::object done = py::reinterpret_steal<py::object>(PyObject_Call(fn.ptr(), args.ptr(), nullptr));
     if (!done) throw py::error_already_set();
-    flush_stdio();
+    flush_kernel_stdio();
   } catch (py::error_already_set& e) {
     flush_stdio();
     rethrow_kernel_error(e, name);

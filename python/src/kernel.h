@@ -38,9 +38,3 @@ void write_bytes(detail::ArgWriter& writer, const void* data, std::size_t size);
 std::string read_string(detail::ArgReader& reader);
 
 }  // namespace pld::python
-
-namespace pld::python {
-/// Flushes Python's sys.stdout and sys.stderr (before a fork, after a kernel: a rank process ends
-/// with _exit, which does not flush Python's buffers). Needs the GIL.
-void flush_stdio();
-}  // namespace pld::python

@@ -3,6 +3,7 @@
 // launcher queries (launcher_world_size, is_output_rank, gather).
 #include "host.h"
 #include "kernel.h"
+#include "stdio_streams.h"
 
 #include <pld/detail/host.hpp>
 #include <pld/error.hpp>
@@ -35,7 +36,14 @@ void fork_parent() {
 
 void fork_child() {
   PyOS_AfterFork_Child();
+  line_buffer_rank_stdio();
   PyEval_SaveThread();
+}
+
+void rank_exit() {
+  const PyGILState_STATE gil = PyGILState_Ensure();
+  flush_stdio();
+  PyGILState_Release(gil);
 }
 
 void run(const DistributedConfig& config, py::object orchestrator) {
@@ -64,7 +72,7 @@ DistributedConfig make_config(const std::vector<int>& device_ids, BackendKind ba
 }  // namespace
 
 void bind_run(py::module_& m) {
-  detail::set_rank_fork_hooks({&fork_prepare, &fork_parent, &fork_child});
+  detail::set_rank_fork_hooks({&fork_prepare, &fork_parent, &fork_child, &rank_exit});
   py::class_<DistributedConfig>(m, "DistributedConfig",
                                 "How a distributed program is laid out: rank r runs on device_ids[r].")
       .def(py::init(&make_config), py::arg("device_ids"), py::kw_only(), py::arg("backend") = BackendKind::Auto,

@@ -1,5 +1,11 @@
 """pld.run: orchestrators, dispatch of Python kernels, numpy arrays and HostTensors as host
 tensors, argument kinds, callbacks and the config's validation."""
+import os
+import select
+import subprocess
+import sys
+import time
+
 import numpy as np
 import pytest
 
@@ -161,6 +167,53 @@ def test_prints_appear_once(capfd, config2):
     out = capfd.readouterr().out
     assert out.count("host line before the run") == 1
     assert out.count("kernel line from rank 0") == 1 and out.count("kernel line from rank 1") == 1
+
+
+LINES_SCRIPT = """
+import os, sys, time
+import pld
+
+def kernel(rank, go):
+    print(f"line from rank {rank} before its wait")
+    print(f"partial from rank {rank}", end="")  # no newline: reaches the output when the rank exits
+    while not os.path.exists(go):
+        time.sleep(0.001)
+
+def step(h, go):
+    for r in range(2):
+        h.dispatch(r, kernel, r, go)
+
+with pld.DistributedWorker(pld.DistributedConfig(device_ids=[0, 1]), step) as rt:
+    rt(sys.argv[1])
+"""
+
+
+def test_kernel_lines_appear_while_the_kernel_runs(tmp_path):
+    """Output to a pipe (a log file, a pager): a kernel's lines arrive as it prints them, also when
+    it then blocks; a partial line arrives when the rank process exits."""
+    go = tmp_path / "go"
+    script = tmp_path / "lines.py"
+    script.write_text(LINES_SCRIPT)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    env.pop("PYTHONUNBUFFERED", None)  # Python's default: a pipe is block-buffered
+    proc = subprocess.Popen([sys.executable, str(script), str(go)], stdout=subprocess.PIPE, env=env)
+    try:
+        seen, deadline = b"", time.monotonic() + 60
+        while seen.count(b"before its wait\n") < 2:
+            assert time.monotonic() < deadline, f"the kernels' lines did not arrive while they ran: {seen!r}"
+            if select.select([proc.stdout], [], [], 0.1)[0]:
+                chunk = os.read(proc.stdout.fileno(), 4096)
+                assert chunk, f"the program ended before its kernels were released: {seen!r}"
+                seen += chunk
+        go.touch()
+        out = (seen + proc.stdout.read()).decode()
+        assert proc.wait(60) == 0
+    finally:
+        proc.kill()
+        proc.wait()
+    for r in range(2):
+        assert out.count(f"line from rank {r} before its wait\n") == 1
+        assert out.count(f"partial from rank {r}") == 1
 
 
 def test_callback_exception_fails_the_call(config2):

@@ -30,11 +30,13 @@ PLD_API void record_encoded_dispatch(Host& host, int rank, Trampoline trampoline
 
 /// Functions run around every fork of a rank process on the shm backend: `prepare` in the forking
 /// thread before fork(), `parent` in it after fork() (also when fork failed), `child` first in the
-/// new rank process. An interpreter embedding pld re-initialises itself in `child`. Null = none.
+/// new rank process, `exit` in the rank process just before it exits. An interpreter embedding pld
+/// re-initialises itself in `child` and flushes its output streams in `exit`. Null = none.
 struct RankForkHooks {
   void (*prepare)() = nullptr;
   void (*parent)() = nullptr;
   void (*child)() = nullptr;
+  void (*exit)() = nullptr;
 };
 PLD_API void set_rank_fork_hooks(const RankForkHooks& hooks);
 

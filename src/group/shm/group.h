@@ -18,6 +18,7 @@
 #include "group/report.h"
 #include "group/shm/mailbox.h"
 
+#include <pld/detail/host.hpp>
 #include <pld/error.hpp>
 
 #include <poll.h>
@@ -171,6 +172,9 @@ class ShmGroup final : public ProcessGroup {
   Failure failure_;
   bool shut_down_ = false;
 };
+
+/// The language binding's fork hooks (set_rank_fork_hooks; lifecycle.cc).
+const RankForkHooks& rank_fork_hooks();
 
 /// The rank process (rank_loop.cc): serves the host's messages from its mailbox (descriptors on
 /// socket `fd`) until shutdown; never returns.

@@ -34,6 +34,10 @@ void set_rank_fork_hooks(const RankForkHooks& hooks) {
   g_fork_hooks = hooks;
 }
 
+const RankForkHooks& rank_fork_hooks() {
+  return g_fork_hooks;
+}
+
 void ShmGroup::fork_rank(int r) {
   std::fflush(nullptr);  // buffered output must not be duplicated into the child
   const auto inherited = BlockRegistry::instance().snapshot();

@@ -43,6 +43,7 @@ int g_rank = -1;                 // this process's world rank
 std::uint64_t g_dispatches = 0;  // dispatches received (swimlane directories d{k})
 
 [[noreturn]] void leave(int code) {
+  if (const auto exit_hook = rank_fork_hooks().exit) exit_hook();
   std::cout.flush();
   std::cerr.flush();
   std::fflush(nullptr);
