@@ -133,6 +133,35 @@ struct GilHold {
   ~GilHold() { PyGILState_Release(state); }
 };
 
+/// A forked rank's thread (rank_forked), and whether it holds the GIL between kernels.
+PyThreadState* g_rank_thread = nullptr;
+bool g_rank_holds_gil = false;
+
+bool only_python_thread(PyThreadState* me) {
+  const PyThreadState* head = PyInterpreterState_ThreadHead(PyThreadState_GetInterpreter(me));
+  return head == me && PyThreadState_Next(me) == nullptr;
+}
+
+/// Around a kernel in a forked rank: takes the GIL when the rank does not hold it, and keeps it
+/// for the next kernel while the rank's thread is the interpreter's only one (no other thread can
+/// want it), so a loop of dispatches does not take and drop it per kernel. A kernel that leaves
+/// another thread running (threading.Thread) makes the rank drop it, as every kernel did before.
+/// Elsewhere (the mpi backend's kernels run on the host thread) it does nothing.
+struct RankGil {
+  RankGil() {
+    if (g_rank_thread && !g_rank_holds_gil) {
+      PyEval_RestoreThread(g_rank_thread);
+      g_rank_holds_gil = true;
+    }
+  }
+  ~RankGil() {
+    if (g_rank_holds_gil && !only_python_thread(g_rank_thread)) {
+      PyEval_SaveThread();
+      g_rank_holds_gil = false;
+    }
+  }
+};
+
 /// The frame that called the running kernel (in a rank: the host's, inherited at fork), where
 /// the race detector's notes stop, and the pld package's directory, whose frames they skip. Both
 /// are set by python_kernel and read by python_frames under the GIL.
@@ -177,6 +206,7 @@ void race_python_kernel(const std::string& name) {
 }
 
 void python_kernel(void (*)(), detail::ArgReader& reader) {
+  const RankGil rank_gil;
   GilHold gil;
   if (reader.value<std::uint32_t>() != kFrameMagic) throw UsageError("dispatch: not a Python kernel frame (internal)");
   const auto id = reader.value<std::uint64_t>();
@@ -196,6 +226,11 @@ void python_kernel(void (*)(), detail::ArgReader& reader) {
 }
 
 }  // namespace
+
+void rank_forked(PyThreadState* thread) {
+  g_rank_thread = thread;
+  g_rank_holds_gil = false;
+}
 
 std::uint64_t register_kernel(py::handle fn) {
   auto& by_object = kernel_ids_by_object();

@@ -23,6 +23,10 @@
 
 namespace pld::python {
 
+/// In a new rank process, after the fork: `thread` is its Python thread state, released (the
+/// kernels take the GIL with it, and keep it between kernels while no other thread exists).
+void rank_forked(PyThreadState* thread);
+
 /// Registers `fn` in this process's kernel table (idempotent) and returns its id. A
 /// DistributedWorker registers its programs' kernels before it forks its ranks.
 std::uint64_t register_kernel(py::handle fn);

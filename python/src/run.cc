@@ -37,7 +37,7 @@ void fork_parent() {
 void fork_child() {
   PyOS_AfterFork_Child();
   line_buffer_rank_stdio();
-  PyEval_SaveThread();
+  rank_forked(PyEval_SaveThread());
 }
 
 void rank_exit() {

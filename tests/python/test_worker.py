@@ -2,6 +2,7 @@
 rank failure (conftest.py checks that no process or /dev/shm entry is left behind)."""
 import os
 import signal
+import time
 
 import numpy as np
 import pytest
@@ -82,6 +83,36 @@ def persistent_program(h, out):
         h.dispatch(r, count_calls, h.window(buf, (1,), pld.DType.INT32), out[r])
 
 
+_background = {}  # per rank process: the thread start_background left running
+
+
+def start_background(folder, me):
+    """Starts a thread that outlives this kernel: it waits for the file 'go', then writes 'ran-<me>'."""
+    import threading
+
+    def body():
+        while not os.path.exists(os.path.join(folder, "go")):
+            time.sleep(0.001)
+        open(os.path.join(folder, f"ran-{me}"), "w").close()
+
+    _background["thread"] = threading.Thread(target=body)
+    _background["thread"].start()
+
+
+def join_background():
+    _background.pop("thread").join()
+
+
+def background(h, folder):
+    for r in range(h.world_size()):
+        h.dispatch(r, start_background, folder, r)
+
+
+def joining(h):
+    for r in range(h.world_size()):
+        h.dispatch(r, join_background)
+
+
 # ----- lifecycle -------------------------------------------------------------------------------
 
 def test_run_and_close():
@@ -101,6 +132,19 @@ def test_run_and_close():
 def keep_host(h, kept, out, value):
     kept.append(h)
     fill(h, out, value)
+
+
+def test_a_thread_a_kernel_left_running_runs_between_calls(tmp_path):
+    """A rank keeps the GIL between kernels only while no other Python thread exists: a thread a
+    kernel started runs while the rank waits for its next dispatch."""
+    with pld.DistributedWorker(config(), [background, joining]) as rt:
+        rt.run(background, str(tmp_path))
+        (tmp_path / "go").touch()
+        deadline = time.monotonic() + 60
+        while not all((tmp_path / f"ran-{r}").exists() for r in range(P)):  # no kernel runs meanwhile
+            assert time.monotonic() < deadline, "the kernels' threads did not run between calls"
+            time.sleep(0.001)
+        rt.run(joining)
 
 
 def test_a_kept_host_handle_stays_dead_in_later_calls():
