@@ -68,14 +68,28 @@ std::shared_ptr<py::object> gil_shared(py::object o) {
   });
 }
 
+const PyHost& host_of(PyObject* self) {
+  const PyHost* exact = exact_instance<PyHost>(self);
+  return exact ? *exact : py::handle(self).cast<const PyHost&>();
+}
+
+/// Host.world_size(), against the C API (METH_NOARGS): an orchestrator's loop bound.
+PyObject* host_world_size(PyObject* self, PyObject* /*unused*/) {
+  try {
+    return PyLong_FromLong(host_of(self).get("Host.world_size").world_size());
+  } catch (...) {
+    set_python_error();
+    return nullptr;
+  }
+}
+
 /// Host.dispatch(rank, kernel, *args), against the C API (METH_FASTCALL): a worker loop records
 /// one dispatch per rank per call, and pybind11's generic dispatcher costs more than the record.
 PyObject* host_dispatch(PyObject* self, PyObject* const* argv, Py_ssize_t argc) {
   try {
     if (argc < 2)
       throw UsageError(fmt::format("Host.dispatch: {} argument(s); pass dispatch(rank, kernel, *args)", argc));
-    const PyHost* exact = exact_instance<PyHost>(self);
-    const PyHost& h = exact ? *exact : py::handle(self).cast<const PyHost&>();
+    const PyHost& h = host_of(self);
     const py::handle rank(argv[0]);
     int overflow = 0;
     long r = 0;
@@ -102,15 +116,21 @@ PyObject* host_dispatch(PyObject* self, PyObject* const* argv, Py_ssize_t argc) 
   }
 }
 
-PyMethodDef g_dispatch_def = {
-    "dispatch", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(&host_dispatch)), METH_FASTCALL,
-    "dispatch(rank, kernel, *args): runs the Python function kernel(*args) in rank's process. Arguments: window "
-    "views, HostTensor slices, numbers, strings, enums, tuples and other picklable values."};
+PyMethodDef g_host_methods[] = {
+    {"dispatch", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(&host_dispatch)), METH_FASTCALL,
+     "dispatch(rank, kernel, *args): runs the Python function kernel(*args) in rank's process. Arguments: window "
+     "views, HostTensor slices, numbers, strings, enums, tuples and other picklable values."},
+    {"world_size", &host_world_size, METH_NOARGS, "world_size()\n--\n\nNumber of ranks in the world."},
+};
 
-void add_dispatch(py::class_<PyHost>& host) {
-  PyObject* method = PyDescr_NewMethod(reinterpret_cast<PyTypeObject*>(host.ptr()), &g_dispatch_def);
-  if (!method) throw py::error_already_set();
-  host.attr("dispatch") = py::reinterpret_steal<py::object>(method);
+/// The methods an orchestrator calls per dispatch, against the C API (pybind11's dispatcher costs
+/// more than the work).
+void add_fast_methods(py::class_<PyHost>& host) {
+  for (PyMethodDef& def : g_host_methods) {
+    PyObject* method = PyDescr_NewMethod(reinterpret_cast<PyTypeObject*>(host.ptr()), &def);
+    if (!method) throw py::error_already_set();
+    host.attr(def.ml_name) = py::reinterpret_steal<py::object>(method);
+  }
 }
 
 void bind_domain(py::module_& m) {
@@ -150,8 +170,7 @@ void check_alive(const CallAlive& alive, const char* api) {
 void bind_host(py::module_& m) {
   bind_domain(m);
   py::class_<PyHost> host(m, "Host", "The orchestrator's handle (pld.run passes it as the first argument).");
-  host.def("world_size", [](const PyHost& h) { return h.get("Host.world_size").world_size(); })
-      .def("world",
+  host.def("world",
            [](const PyHost& h) {
              return PyDomain{h.get("Host.world").world(), h.alive};
            })
@@ -190,7 +209,7 @@ void bind_host(py::module_& m) {
           py::arg("fn"),
           "callback(fn, *args): runs fn(*args) on the host after every dispatch recorded before it has finished.");
   bind_host_collectives(host);
-  add_dispatch(host);
+  add_fast_methods(host);
 }
 
 }  // namespace pld::python

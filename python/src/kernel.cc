@@ -25,7 +25,8 @@ constexpr std::uint32_t kFrameMagic = 0x504b3031;  // "PK01"
 
 struct KernelEntry {
   py::object fn;
-  std::string name;  // "module:qualname"
+  std::string name;                 // "module:qualname"
+  std::vector<std::byte> header{};  // the start of its dispatch frames: magic, id, name
 };
 
 // Never destroyed: the table outlives the interpreter's last dispatch, and the ranks exit
@@ -243,21 +244,22 @@ std::uint64_t register_kernel(py::handle fn) {
   auto& ids = kernel_ids();
   for (auto [it, end] = ids.equal_range(name); it != end; ++it)
     if (table[it->second].fn.is(fn) || table[it->second].fn.equal(fn)) return it->second;
-  table.push_back({py::reinterpret_borrow<py::object>(fn), name});
+  detail::ArgWriter frame;
+  frame.value(kFrameMagic);
+  frame.value(static_cast<std::uint64_t>(table.size()));
+  frame.value(static_cast<std::uint32_t>(name.size()));
+  write_bytes(frame, name.data(), name.size());
+  table.push_back({py::reinterpret_borrow<py::object>(fn), name, std::move(frame.bytes())});
   ids.emplace(name, table.size() - 1);
   by_object.emplace(fn.ptr(), table.size() - 1);
   return table.size() - 1;
 }
 
 void record_python_dispatch(Host& host, int rank, py::handle kernel, PyObject* const* args, std::size_t n) {
-  const std::uint64_t id = register_kernel(kernel);
-  const std::string& name = kernel_table()[id].name;
+  const std::vector<std::byte>& header = kernel_table()[register_kernel(kernel)].header;
   detail::ArgWriter writer;
-  writer.bytes().reserve(64 + name.size());  // the header, the name and a few scalars: one allocation
-  writer.value(kFrameMagic);
-  writer.value(id);
-  writer.value(static_cast<std::uint32_t>(name.size()));
-  write_bytes(writer, name.data(), name.size());
+  writer.bytes().reserve(header.size() + 32 + 16 * n);  // the header and a few scalars: one allocation
+  writer.bytes().assign(header.begin(), header.end());
   encode_args(writer, args, n);
   detail::record_encoded_dispatch(host, rank, &python_kernel, reinterpret_cast<void (*)()>(&python_kernel), writer);
 }

@@ -3,6 +3,7 @@
 // orchestrator on the calling thread (with the GIL), then executes it on the ranks (without it).
 #include "worker.h"
 
+#include "errors.h"
 #include "host.h"
 
 #include <pld/error.hpp>
@@ -168,6 +169,25 @@ void worker_run(Worker& w, const py::object& program, const py::tuple& call_args
   core.run(kProgramSlots[static_cast<std::size_t>(slot)], recorder(program, call_args));
 }
 
+/// _Worker.run(program, args), against the C API (METH_FASTCALL): DistributedWorker's per-call
+/// entry, where pybind11's dispatcher cost a tenth of an empty call.
+PyObject* worker_run_entry(PyObject* self, PyObject* const* argv, Py_ssize_t argc) {
+  try {
+    if (argc != 2 || !PyTuple_Check(argv[1]))
+      throw UsageError("_Worker.run: pass run(program, args) with args a tuple (use pld.DistributedWorker)");
+    const Worker* exact = exact_instance<Worker>(self);
+    Worker& w = exact ? const_cast<Worker&>(*exact) : py::handle(self).cast<Worker&>();
+    worker_run(w, py::reinterpret_borrow<py::object>(argv[0]), py::reinterpret_borrow<py::tuple>(argv[1]));
+    Py_RETURN_NONE;
+  } catch (...) {
+    set_python_error();
+    return nullptr;
+  }
+}
+
+PyMethodDef g_run_def = {"run", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(&worker_run_entry)),
+                         METH_FASTCALL, "run(program, args)\n--\n\nRuns program(h, *args) and waits for it."};
+
 BenchmarkStats worker_benchmark(Worker& w, const py::object& program, const py::tuple& call_args, int rounds,
                                 int warmup) {
   const int slot = w.program_index("DistributedWorker.benchmark", program);
@@ -250,10 +270,12 @@ void bind_worker(py::module_& m) {
       .def(py::init<const DistributedConfig&, const py::list&, const WorkerOptions&>(), py::arg("config"),
            py::arg("programs"), py::arg("options"))
       .def("submit", &worker_submit, py::arg("program"), py::arg("args"))
-      .def("run", &worker_run, py::arg("program"), py::arg("args"))
       .def("benchmark", &worker_benchmark, py::arg("program"), py::arg("args"), py::arg("rounds"), py::arg("warmup"))
       .def("close", &Worker::close)
       .def("world_size", &Worker::world_size);
+  PyObject* run = PyDescr_NewMethod(reinterpret_cast<PyTypeObject*>(worker.ptr()), &g_run_def);
+  if (!run) throw py::error_already_set();
+  worker.attr("run") = py::reinterpret_steal<py::object>(run);
   bind_worker_resident(m, worker);
 }
 
