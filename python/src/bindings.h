@@ -41,6 +41,8 @@ void bind_shared_numpy(py::module_& m);
 /// The DType of a pld.DType, a numpy dtype, a numpy type (numpy.float32) or a dtype name
 /// ("float32", "fp32"). bfloat16 is uint16 storage (pld.bfloat16). Throws UsageError naming `api`.
 DType dtype_of(py::handle value, const char* api);
+/// The DType of a numpy dtype (its kind and size). Throws UsageError naming `api`.
+DType dtype_of(const py::dtype& dt, const char* api);
 /// The numpy dtype holding `dtype` (BF16: uint16).
 py::dtype numpy_dtype(DType dtype);
 /// A shape or offsets from an int, a tuple or a list of ints. Throws UsageError naming `api` and

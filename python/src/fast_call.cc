@@ -16,7 +16,7 @@ namespace {
 
 /// "broadcast(target, signal, *, root, core_num)": the call's parameters, for binding errors.
 std::string signature_text(const FastSignature& sig) {
-  std::string s = fmt::format("{}(", sig.api);
+  std::string s = fmt::format("{}(", python_name(sig.api));
   for (std::size_t i = 0; i < sig.count; ++i) {
     if (i) s += ", ";
     if (i == sig.positional) s += "*, ";
@@ -49,12 +49,15 @@ CallArgs::CallArgs(const FastSignature& sig, PyObject* const* argv, Py_ssize_t n
     if (values_[i]) fail(fmt::format("got multiple values for argument '{}'", sig.names[i]));
     values_[i] = argv[given + static_cast<std::size_t>(k)];
   }
-  for (std::size_t i = 0; i < sig.required; ++i)
-    if (!values_[i]) fail(fmt::format("missing required argument '{}'", sig.names[i]));
+  for (std::size_t i = 0; i < sig.required; ++i) require(i);
+}
+
+void CallArgs::require(std::size_t i) const {
+  if (!values_[i]) fail(fmt::format("missing required argument '{}'", sig_.names[i]));
 }
 
 void CallArgs::fail(const std::string& what) const {
-  throw py::type_error(fmt::format("{}() {}; the call is {}", sig_.api, what, signature_text(sig_)));
+  throw py::type_error(fmt::format("{}() {}; the call is {}", python_name(sig_.api), what, signature_text(sig_)));
 }
 
 int CallArgs::int_or(std::size_t i, int fallback) const {

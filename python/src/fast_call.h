@@ -14,12 +14,12 @@
 
 namespace pld::python {
 
-inline constexpr std::size_t kMaxFastParams = 8;
+inline constexpr std::size_t kMaxFastParams = 16;
 
 /// The parameter list of a fast entry point: `names` in order, the first `positional` of them may
 /// be given positionally, the first `required` must be given.
 struct FastSignature {
-  const char* api;  // the function's name, as Python shows it
+  const char* api;  // the function's name in messages ("broadcast", "tensor::put"); Python's after "::"
   std::array<const char*, kMaxFastParams> names;
   std::size_t count;
   std::size_t positional;
@@ -34,6 +34,10 @@ class CallArgs {
   py::handle operator[](std::size_t i) const { return values_[i]; }
   /// Argument i as an int (anything with __index__), or `fallback` when it is not given.
   int int_or(std::size_t i, int fallback) const;
+  /// Raises the TypeError of a missing argument when argument i is not given.
+  void require(std::size_t i) const;
+  /// Required argument i as an int.
+  int integer(std::size_t i) const { return int_or(i, 0); }
   /// Argument i as a bool (True or False), or `fallback` when it is not given.
   bool bool_or(std::size_t i, bool fallback) const;
   /// Argument i as the pybind11-bound enum E, or `fallback` when it is not given.
@@ -61,11 +65,19 @@ PyObject* fast_entry(PyObject* /*module*/, PyObject* const* argv, Py_ssize_t nar
   }
 }
 
+/// The Python name of an entry point: `api` after its last "::".
+constexpr const char* python_name(const char* api) {
+  const char* name = api;
+  for (const char* c = api; *c; ++c)
+    if (c[0] == ':' && c[1] == ':') name = c + 2;
+  return name;
+}
+
 /// A PyMethodDef of a fast entry point; `doc` starts with the signature line, followed by "--"
 /// where every default is a literal (inspect.signature reads it then; help() shows it either way).
 template <const FastSignature& Sig, py::object (*Body)(const CallArgs&)>
 constexpr PyMethodDef fast_method(const char* doc) {
-  return {Sig.api, reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(&fast_entry<Sig, Body>)),
+  return {python_name(Sig.api), reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(&fast_entry<Sig, Body>)),
           METH_FASTCALL | METH_KEYWORDS, doc};
 }
 

@@ -3,6 +3,7 @@
 // wait whose condition already holds, and notify and the atomics on shared memory, keep it (a
 // release and re-acquire of the GIL costs more than the call itself).
 #include "bindings.h"
+#include "fast_call.h"
 
 #include <pld/atomic.hpp>
 #include <pld/error.hpp>
@@ -145,54 +146,66 @@ void bind_atomics(py::module_& s) {
   }
 }
 
+// ----- notify, wait and the single-cell reads: fast entry points (fast_call.h) ------------------
+
+constexpr FastSignature kNotify{"notify", {"signal", "peer", "offsets", "value", "op"}, 5, 5, 5};
+py::object notify(const CallArgs& a) {
+  const NotifyOp op = a.enum_or(4, NotifyOp::Set);
+  const detail::WindowDesc sig = signal_of(a[0], "notify");
+  const Dims off = dims_of(a[2], "notify", "offsets");
+  const int peer = a.integer(1), value = a.integer(3);
+  quick_or_without_gil([&] { detail::notify(sig, peer, off, value, op); });
+  return py::none();
+}
+
+constexpr FastSignature kWait{"wait", {"signal", "offsets", "expected", "cmp"}, 4, 4, 4};
+py::object wait(const CallArgs& a) {
+  const WaitCmp cmp = a.enum_or(3, WaitCmp::Eq);
+  const detail::WindowDesc sig = signal_of(a[0], "wait");
+  const Dims off = dims_of(a[1], "wait", "offsets");
+  const int expected = a.integer(2);
+  // A condition that holds already returns at once: wait (its checks and records included) keeps
+  // the GIL then. Bad input fails in wait, under wait's name.
+  bool ready = false;
+  try {
+    ready = detail::signal_test(sig, off, expected, cmp);
+  } catch (const Error&) {
+  }
+  if (ready)
+    detail::wait(sig, off, expected, cmp);
+  else
+    without_gil([&] { detail::wait(sig, off, expected, cmp); });
+  return py::none();
+}
+
+constexpr FastSignature kSignalFetch{"signal_fetch", {"signal", "offsets"}, 2, 2, 2};
+py::object signal_fetch(const CallArgs& a) {
+  return py::int_(detail::signal_fetch(signal_of(a[0], "signal_fetch"), dims_of(a[1], "signal_fetch", "offsets")));
+}
+
+constexpr FastSignature kTest{"test", {"signal", "offsets", "expected", "cmp"}, 4, 4, 4};
+py::object test(const CallArgs& a) {
+  const WaitCmp cmp = a.enum_or(3, WaitCmp::Eq);
+  const bool holds = detail::signal_test(signal_of(a[0], "test"), dims_of(a[1], "test", "offsets"), a.integer(2), cmp);
+  return py::bool_(holds);
+}
+
+PyMethodDef g_signal_calls[] = {
+    fast_method<kNotify, notify>("notify(signal, peer, offsets, value, op)\n--\n\nOn rank peer's copy of signal at "
+                                 "offsets: Set stores value, AtomicAdd adds it. A release."),
+    fast_method<kWait, wait>("wait(signal, offsets, expected, cmp)\n--\n\nBlocks until the local signal[offsets] "
+                             "compares cmp against expected. An acquire; fails at the deadline."),
+    fast_method<kSignalFetch, signal_fetch>(
+        "signal_fetch(signal, offsets)\n--\n\nThe local cell's value (an acquire)."),
+    fast_method<kTest, test>("test(signal, offsets, expected, cmp)\n--\n\nWhether the local cell compares cmp "
+                             "against expected now; never blocks."),
+};
+
 }  // namespace
 
 void bind_signal(py::module_& m) {
   auto s = m.def_submodule("_system", "pld.system's C++ half");
-  s.def(
-      "notify",
-      [](py::handle signal, int peer, py::handle offsets, std::int32_t value, py::handle op_in) {
-        const NotifyOp op = enum_of<NotifyOp>(op_in, "notify", "op");
-        const detail::WindowDesc sig = signal_of(signal, "notify");
-        const Dims off = dims_of(offsets, "notify", "offsets");
-        quick_or_without_gil([&] { detail::notify(sig, peer, off, value, op); });
-      },
-      py::arg("signal"), py::arg("peer"), py::arg("offsets"), py::arg("value"), py::arg("op"),
-      "On rank peer's copy of signal at offsets: Set stores value, AtomicAdd adds it. A release.");
-  s.def(
-      "wait",
-      [](py::handle signal, py::handle offsets, std::int32_t expected, py::handle cmp_in) {
-        const WaitCmp cmp = enum_of<WaitCmp>(cmp_in, "wait", "cmp");
-        const detail::WindowDesc sig = signal_of(signal, "wait");
-        const Dims off = dims_of(offsets, "wait", "offsets");
-        // A condition that holds already returns at once: wait (its checks and records included)
-        // keeps the GIL then. Bad input fails in wait, under wait's name.
-        bool ready = false;
-        try {
-          ready = detail::signal_test(sig, off, expected, cmp);
-        } catch (const Error&) {
-        }
-        if (ready)
-          detail::wait(sig, off, expected, cmp);
-        else
-          without_gil([&] { detail::wait(sig, off, expected, cmp); });
-      },
-      py::arg("signal"), py::arg("offsets"), py::arg("expected"), py::arg("cmp"),
-      "Blocks until the local signal[offsets] compares cmp against expected. An acquire; fails at the deadline.");
-  s.def(
-      "signal_fetch",
-      [](py::handle signal, py::handle offsets) {
-        return detail::signal_fetch(signal_of(signal, "signal_fetch"), dims_of(offsets, "signal_fetch", "offsets"));
-      },
-      py::arg("signal"), py::arg("offsets"), "The local cell's value (an acquire).");
-  s.def(
-      "test",
-      [](py::handle signal, py::handle offsets, std::int32_t expected, py::handle cmp_in) {
-        const WaitCmp cmp = enum_of<WaitCmp>(cmp_in, "test", "cmp");
-        return detail::signal_test(signal_of(signal, "test"), dims_of(offsets, "test", "offsets"), expected, cmp);
-      },
-      py::arg("signal"), py::arg("offsets"), py::arg("expected"), py::arg("cmp"),
-      "Whether the local cell compares cmp against expected now; never blocks.");
+  add_fast_functions(s, g_signal_calls, std::size(g_signal_calls));
   s.def(
       "wait_until_any",
       [](py::handle signal, py::handle cells, py::handle expected, py::handle cmp) {

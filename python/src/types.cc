@@ -54,7 +54,17 @@ void throw_not_enum(const char* api, const char* what, py::handle value, py::han
                                py::repr(value).cast<std::string>(), name, members));
 }
 
+DType dtype_of(const py::dtype& dt, const char* api) {
+  const char kind = dt.kind();
+  const auto size = dt.itemsize();
+  for (DType d : kAllDTypes)
+    if (numpy_code(d)[0] == kind && static_cast<py::ssize_t>(numpy_code(d)[1] - '0') == size) return d;
+  bad_dtype(dt, api);
+}
+
 DType dtype_of(py::handle value, const char* api) {
+  if (const DType* d = exact_instance<DType>(value)) return *d;
+  if (py::isinstance<py::dtype>(value)) return dtype_of(py::reinterpret_borrow<py::dtype>(value), api);
   if (py::isinstance<DType>(value)) return value.cast<DType>();
   if (py::isinstance<py::str>(value)) {
     const auto name = value.cast<std::string>();

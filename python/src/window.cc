@@ -44,6 +44,17 @@ const Window& window_of(py::handle value, const char* api, const char* what) {
 }
 
 detail::LocalDesc local_of(py::handle value, const char* api, const char* what, bool allow_window) {
+  if (py::isinstance<py::array>(value)) {  // the common case first: a tile
+    auto a = py::reinterpret_borrow<py::array>(value);
+    if (!(a.flags() & py::array::c_style))
+      throw UsageError(fmt::format("{}: {} is not C-contiguous; pass numpy.ascontiguousarray(...) ", api, what));
+    detail::LocalDesc d;
+    d.dtype = dtype_of(a.dtype(), api);
+    d.data = static_cast<std::byte*>(a.mutable_data());
+    for (py::ssize_t i = 0; i < a.ndim(); ++i) d.shape.push_back(a.shape(i));
+    d.valid = d.shape;
+    return d;
+  }
   if (is_window(value)) {
     if (!allow_window)
       throw UsageError(fmt::format("{}: {} is a window view; pass a numpy array (a tile) here", api, what));
@@ -53,18 +64,8 @@ detail::LocalDesc local_of(py::handle value, const char* api, const char* what, 
     const auto& t = value.cast<const HostTensor&>();
     return {t.data(), t.shape, t.dtype, t.shape};
   }
-  if (!py::isinstance<py::array>(value))
-    throw UsageError(fmt::format("{}: {} is a {}; pass a numpy array, a pld.HostTensor or a window view", api, what,
-                                 type_name(value)));
-  auto a = py::reinterpret_borrow<py::array>(value);
-  if (!(a.flags() & py::array::c_style))
-    throw UsageError(fmt::format("{}: {} is not C-contiguous; pass numpy.ascontiguousarray(...) ", api, what));
-  detail::LocalDesc d;
-  d.dtype = dtype_of(a.dtype(), api);
-  d.data = static_cast<std::byte*>(a.mutable_data());
-  for (py::ssize_t i = 0; i < a.ndim(); ++i) d.shape.push_back(a.shape(i));
-  d.valid = d.shape;
-  return d;
+  throw UsageError(fmt::format("{}: {} is a {}; pass a numpy array, a pld.HostTensor or a window view", api, what,
+                               type_name(value)));
 }
 
 void bind_window(py::module_& m) {

@@ -90,6 +90,44 @@ def test_put_get_put_signal():
     assert out[:, 0].tolist() == [2 * (1 + 0), 2 * (1 + 100)]
 
 
+def rma_binding_kernel(out, data, sig):
+    """The region form by position or by keyword, put_signal's two positional forms, and the
+    binding errors of the RMA calls."""
+    ctx = pld.get_comm_ctx(data)
+    me, n = pld.rank(ctx), pld.nranks(ctx)
+    nxt, prv = (me + 1) % n, (me - 1) % n
+    t = pld.tensor
+    src = np.full((1, N), me + 1, np.float32)
+    t.put(data, nxt, src, shape=(1, 2), src_offsets=(0, 0), dst_offsets=(0, 2))
+    t.put_signal(data, nxt, src, (0, 5), (0, 0), (1, 1), sig, (me, 0), 1, pld.NotifyOp.Set, pipeline=False)
+    t.put_signal(data, nxt, src, sig, (me, 0), 1, pld.NotifyOp.AtomicAdd, dst_offsets=(0, 6), src_offsets=(0, 0),
+                 shape=(1, 1))
+    pld.system.wait(sig, (prv, 0), 2, pld.WaitCmp.Eq)
+    mine = data.numpy()[0]
+    assert mine[2:4].tolist() == [prv + 1] * 2 and mine[5] == prv + 1 and mine[6] == prv + 1, mine
+    back = np.zeros((1, 2), np.float32)
+    t.get(back, prv, data, dst_offsets=(0, 0), src_offsets=(0, 2), shape=(1, 2))
+    assert back.tolist() == [[me + 1] * 2]
+    with pytest.raises(pld.UsageError, match=r"tensor::put: the region form needs dst_offsets, src_offsets and shape "
+                                             r"together \(got 2 of 3\)"):
+        t.put(data, nxt, src, (0, 0), (0, 0))
+    with pytest.raises(TypeError, match="put.. got an unexpected keyword argument 'atomics'"):
+        t.put(data, nxt, src, atomics=pld.AtomicType.Add)
+    with pytest.raises(TypeError, match=r"put_signal\(\) missing required argument 'signal'"):
+        t.put_signal(data, nxt, src, sig, (me, 0))
+    with pytest.raises(pld.UsageError, match="tensor::get: chunk_rows is a str; pass an int"):
+        t.get(back, prv, data, chunk_rows="2")
+    with pytest.raises(pld.UsageError, match="tensor::put_nbi: src is a list; pass a numpy array"):
+        t.put_nbi(data, nxt, [1, 2])
+    t.barrier(sig)
+    out[0] = 1
+
+
+def test_rma_call_binding():
+    out = run_on(2, rma_binding_kernel, ((1, N), pld.DType.FP32), ((2, 1), pld.DType.INT32))
+    assert out[:, 0].tolist() == [1, 1]
+
+
 def atomic_kernel(out, cells):
     ctx = pld.get_comm_ctx(cells)
     me = pld.rank(ctx)
