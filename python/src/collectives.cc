@@ -67,15 +67,20 @@ py::object broadcast(const CallArgs& a) {
   return py::reinterpret_borrow<py::object>(a[0]);
 }
 
-constexpr FastSignature kAllgather{"allgather", {"local", "target", "signal", "core_num"}, 4, 3, 3};
-py::object allgather(const CallArgs& a) {
-  const Input in = input_of(a[0], "allgather", "local");
-  const Window& tg = window_of(a[1], "allgather", "target");
-  const Window& s = signal_window(a[2], "allgather");
+// allgather(local, target, signal) and all_to_all(input, target, signal): a rank-local operand (or
+// this rank's window copy) into a [P, SIZE] target.
+template <const FastSignature& Sig, auto Coll>
+py::object local_into_rows(const CallArgs& a) {
+  const Input in = input_of(a[0], Sig.api, Sig.names[0]);
+  const Window& tg = window_of(a[1], Sig.api, "target");
+  const Window& s = signal_window(a[2], Sig.api);
   const int core_num = a.int_or(3, 1);
-  without_gil([&] { detail::coll_allgather(in.local, in.window_ptr(), tg.desc(), s.desc(), core_num); });
+  without_gil([&] { Coll(in.local, in.window_ptr(), tg.desc(), s.desc(), core_num); });
   return py::reinterpret_borrow<py::object>(a[1]);
 }
+
+constexpr FastSignature kAllgather{"allgather", {"local", "target", "signal", "core_num"}, 4, 3, 3};
+constexpr FastSignature kAllToAll{"all_to_all", {"input", "target", "signal", "core_num"}, 4, 3, 3};
 
 constexpr FastSignature kReduceScatter{"reduce_scatter", {"target", "signal", "op", "core_num"}, 4, 2, 2};
 py::object reduce_scatter(const CallArgs& a) {
@@ -85,16 +90,6 @@ py::object reduce_scatter(const CallArgs& a) {
   const int core_num = a.int_or(3, 1);
   without_gil([&] { detail::coll_reduce_scatter(tg.desc(), s.desc(), op, core_num); });
   return py::reinterpret_borrow<py::object>(a[0]);
-}
-
-constexpr FastSignature kAllToAll{"all_to_all", {"input", "target", "signal", "core_num"}, 4, 3, 3};
-py::object all_to_all(const CallArgs& a) {
-  const Input in = input_of(a[0], "all_to_all", "input");
-  const Window& tg = window_of(a[1], "all_to_all", "target");
-  const Window& s = signal_window(a[2], "all_to_all");
-  const int core_num = a.int_or(3, 1);
-  without_gil([&] { detail::coll_all_to_all(in.local, in.window_ptr(), tg.desc(), s.desc(), core_num); });
-  return py::reinterpret_borrow<py::object>(a[1]);
 }
 
 constexpr FastSignature kAllToAllV{
@@ -118,13 +113,13 @@ PyMethodDef g_kernel_collectives[] = {
         "\n\nIn place: every rank's target becomes op over every rank's target; returns target."),
     fast_method<kBroadcast, broadcast>("broadcast(target, signal, *, root=0, core_num=1)\n--\n\nEvery rank's "
                                        "target becomes rank root's; returns target."),
-    fast_method<kAllgather, allgather>(
+    fast_method<kAllgather, local_into_rows<kAllgather, &detail::coll_allgather>>(
         "allgather(local, target, signal, *, core_num=1)\n--\n\ntarget is [P, SIZE]; row s of every rank's target "
         "becomes rank s's local; returns target."),
     fast_method<kReduceScatter, reduce_scatter>(
         "reduce_scatter(target, signal, *, op=pld.ReduceOp.Sum, core_num=1)\n\ntarget is [P, SIZE]; row r of rank "
         "r's target becomes op over ranks of their row r; returns target."),
-    fast_method<kAllToAll, all_to_all>(
+    fast_method<kAllToAll, local_into_rows<kAllToAll, &detail::coll_all_to_all>>(
         "all_to_all(input, target, signal, *, core_num=1)\n--\n\ninput and target are [P, SIZE]; row s of rank r's "
         "target becomes row r of rank s's input; returns target."),
     fast_method<kAllToAllV, all_to_all_v>(

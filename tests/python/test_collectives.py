@@ -153,15 +153,20 @@ def bad_coll_kernel(data, sig):
     pld.tensor.allreduce(data, sig, core_num=0)
 
 
-def test_kernel_collective_bad_core_num():
+def run_two_ranks(kernel):
+    """kernel(data, sig) on two ranks: data a [1, N] float32 window, sig a [2, 1] signal."""
     def orch(h):
         data = h.window(h.alloc_window_buffer((1, N), np.float32), (1, N), np.float32)
         sig = h.window(h.alloc_window_buffer((2, 1), np.int32), (2, 1), np.int32)
         for r in range(2):
-            h.dispatch(r, bad_coll_kernel, data, sig)
+            h.dispatch(r, kernel, data, sig)
 
+    pld.run(pld.DistributedConfig(device_ids=[0, 1]), orch)
+
+
+def test_kernel_collective_bad_core_num():
     with pytest.raises(pld.RankError, match="core_num 0"):
-        pld.run(pld.DistributedConfig(device_ids=[0, 1]), orch)
+        run_two_ranks(bad_coll_kernel)
 
 
 def call_binding_kernel(data, sig):
@@ -194,10 +199,4 @@ def call_binding_kernel(data, sig):
 
 
 def test_kernel_collective_call_binding():
-    def orch(h):
-        data = h.window(h.alloc_window_buffer((1, N), np.float32), (1, N), np.float32)
-        sig = h.window(h.alloc_window_buffer((2, 1), np.int32), (2, 1), np.int32)
-        for r in range(2):
-            h.dispatch(r, call_binding_kernel, data, sig)
-
-    pld.run(pld.DistributedConfig(device_ids=[0, 1]), orch)
+    run_two_ranks(call_binding_kernel)
