@@ -25,8 +25,7 @@ std::string signature_text(const FastSignature& sig) {
   return s + ")";
 }
 
-/// The parameter named by keyword `name`, or sig.count. Keywords written in a call are interned
-/// strings, so the pointer compare against the interned names usually decides.
+/// The parameter named by keyword `name`, or sig.count.
 std::size_t parameter_of(const FastSignature& sig, PyObject* name) {
   for (std::size_t i = 0; i < sig.count; ++i) {
     if (PyUnicode_CompareWithASCIIString(name, sig.names[i]) == 0) return i;

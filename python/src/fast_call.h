@@ -1,7 +1,7 @@
 // Entry points against the C API's vectorcall convention (METH_FASTCALL | METH_KEYWORDS), for the
 // calls a kernel makes in its loops: pybind11's generic dispatcher copies the arguments into a
 // tuple, a keyword argument into a dict, and tries every overload, which costs more than a small
-// collective itself. A FastFunction names its parameters once; CallArgs binds a call's
+// collective itself. A FastSignature names an entry's parameters once; CallArgs binds a call's
 // positional and keyword arguments to them the way Python binds a def's, and the entry's body
 // reads them by index.
 #pragma once
