@@ -46,7 +46,7 @@ double timeout_of(const py::object& timeout) {
 py::object host_object(Host& host, const CallAlive& alive) {
   static auto* cache = new py::object();  // never destroyed: it would outlive the interpreter
   if (*cache && Py_REFCNT(cache->ptr()) == 1) {
-    auto* h = cache->cast<PyHost*>();
+    auto* h = const_cast<PyHost*>(exact_instance<PyHost>(*cache));  // the cache holds exactly a pld.Host
     h->host = &host;
     h->alive = alive;
   } else {
