@@ -1,6 +1,6 @@
 // broadcast: up to PLD_BROADCAST_PUSH_MAX bytes over all peers, the root pushes to every peer:
-// eagerly through every peer's staging ring while the target fits an LL slot (kLLMaxBytes,
-// coll/eager_broadcast.cc), else straight into the peers' windows between two LL barriers
+// eagerly through every peer's staging ring up to kEagerMaxBytes (and the threshold over P - 1
+// peers; coll/eager_broadcast.cc), else straight into the peers' windows between two LL barriers
 // (coll/ll.cc). Larger: barrier (the root's data is staged); every rank copies its 1/P
 // share of the root's window into every other non-root rank's window and, last, its own; barrier (the root may reuse
 // its window, and every share has landed). Two credits. Like the push collectives (coll/push.h),

@@ -28,7 +28,7 @@ std::unique_ptr<CollDomainState> make_state(const DomainState& d) {
   if (s->ll_staging >= 0 && s->direct && n > 1) {
     const BroadcastPushMax push = broadcast_push_max();
     const std::uint64_t per_peer = push.bytes / static_cast<std::uint64_t>(n - 1);
-    s->ll_broadcast_max = std::min(per_peer, kLLMaxBytes);
+    s->ll_broadcast_max = std::min(per_peer, kEagerMaxBytes);
     s->push_broadcast_max = push.chosen ? per_peer : 0;
   }
   return s;

@@ -1,4 +1,4 @@
-// The eager broadcast (docs/01-collectives-reference.md, "broadcast"): up to kLLMaxBytes, the root
+// The eager broadcast (docs/01-collectives-reference.md, "broadcast"): up to kEagerMaxBytes, the root
 // writes its target into every peer's ring and returns; a peer waits for the message in its own
 // ring and copies it out. Every member numbers its eager broadcasts per staging channel (message m
 // = 1, 2, ...) and lays them out alike in ring lines (coll/tuning.h): message m takes ll_lines(size)
@@ -333,7 +333,7 @@ void eager_broadcast(const char* api, const DomainState& d, const WindowDesc& ta
       if (const std::uint32_t p = position_of(ch.acks[(m - (kEagerHistory - 2)) % kEagerHistory]); before(need, p))
         need = p;
     if (before(ch.acked, need)) await_ring(api, d, &signal, buffer, ch, need, m - 1);
-    std::uint64_t packed[kLLSlotBytes / 8];
+    std::uint64_t packed[ll_lines(kEagerMaxBytes) * kLLLineBytes / 8];
     for (std::uint32_t l = 0; l < lines; ++l) {
       std::uint64_t* line = packed + kLineWords * l;
       const std::size_t at = kLLLineData * l, n = std::min<std::size_t>(kLLLineData, bytes - at);

@@ -18,7 +18,7 @@ namespace pld::detail {
 // --- LL: the one-hop exchange through pld's staging window (coll/ll.cc) ---
 
 /// Largest LL message (bytes per peer; allreduce: per rank): the staging slot's capacity.
-/// PLD_ALLREDUCE_LL_MAX and PLD_COLL_LL_MAX are capped at it; a broadcast runs LL up to it.
+/// PLD_ALLREDUCE_LL_MAX and PLD_COLL_LL_MAX are capped at it.
 inline constexpr std::uint64_t kLLMaxBytes = 512;
 
 /// Name of pld's small-message staging window, one per used comm domain (host/session.cc
@@ -60,7 +60,12 @@ inline constexpr std::uint32_t kEagerRingLines = 128;
 /// A rank publishes how far it has read the ring once it is this many lines past its last
 /// publication (and at the end of the kernel): the ring holds a whole message beyond that lag.
 inline constexpr std::uint32_t kEagerAckLines = 8;
-static_assert(kEagerRingLines >= ll_lines(kLLMaxBytes) + kEagerAckLines - 1);
+/// Largest eager broadcast (bytes): a message of up to ll_lines(kEagerMaxBytes) lines, so the
+/// ring holds it beyond the acknowledgement lag, and a root runs a few messages ahead at the
+/// largest size. The per-call cap is also the pushed broadcast's threshold over P - 1 peers
+/// (coll/domain_state.cc): what a root writes per call stays under that threshold.
+inline constexpr std::uint64_t kEagerMaxBytes = 2048;
+static_assert(kEagerRingLines >= ll_lines(kEagerMaxBytes) + kEagerAckLines - 1);
 /// This rank's last broadcasts as call records, one line each, indexed by message number. A root
 /// also runs at most kEagerHistory - 2 messages ahead of its slowest peer, so a peer's probe finds
 /// the call it is missing in the root's history.

@@ -247,18 +247,24 @@ TEST(LLRows, AllToAllVThresholdIsOnTheBlock) {
   EXPECT_STREQ(path(128), "credit");
 }
 
-// A broadcast above the LL slot is pushed between LL barriers only where PLD_BROADCAST_PUSH_MAX
-// was chosen (set or tuned); the derived value leaves it to the ranks' shared copies.
-TEST(LLRows, BroadcastAboveTheSlotIsPushedOnlyWhenChosen) {
+// A broadcast is eager up to kEagerMaxBytes (2 KiB) and PLD_BROADCAST_PUSH_MAX over the P - 1
+// peers (the derived value is at least 1 KiB); above, it is pushed between LL barriers only where
+// PLD_BROADCAST_PUSH_MAX was chosen (set or tuned), else left to the ranks' shared copies.
+TEST(LLRows, BroadcastAboveTheEagerSizeIsPushedOnlyWhenChosen) {
   PLD_REQUIRE_RANKS(2);
   if (coll_rma()) GTEST_SKIP() << "PLD_COLL_RMA=1 turns LL off (the wait is a credit barrier's)";
   auto path = [](Index cols) { return forgotten_path(kBroadcastCall, cols); };
   ScopedEnv automatic("PLD_BROADCAST_PUSH_MAX", "auto");
-  EXPECT_STREQ(path(128), "eager");  // 512 bytes: a slot
-  EXPECT_STREQ(path(256), "credit");
+  EXPECT_STREQ(path(256), "eager");   // 1 KiB
+  EXPECT_STREQ(path(513), "credit");  // 2052 bytes: past the eager size
+  {
+    ScopedEnv small("PLD_BROADCAST_PUSH_MAX", "1K");
+    EXPECT_STREQ(path(256), "eager");
+    EXPECT_STREQ(path(257), "credit");  // 1028 bytes: past the 1 KiB for the one peer, eager or pushed
+  }
   ScopedEnv chosen("PLD_BROADCAST_PUSH_MAX", "8K");
-  EXPECT_STREQ(path(128), "eager");
-  EXPECT_STREQ(path(256), "pushed");
+  EXPECT_STREQ(path(512), "eager");  // 2 KiB
+  EXPECT_STREQ(path(513), "pushed");
 }
 
 // The root of a broadcast runs ahead of peers that arrive late, call after call: it must not
