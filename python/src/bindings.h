@@ -118,11 +118,11 @@ bool is_window(py::handle value);
 /// per-call fast path of the kernel-side bindings (a type compare instead of pybind11's registry
 /// lookups in isinstance and cast; a subclass takes the general path).
 template <class T>
-const T* exact_instance(py::handle value) {
+T* exact_instance(py::handle value) {
   static PyTypeObject* const type = reinterpret_cast<PyTypeObject*>(py::type::of<T>().ptr());
   if (Py_TYPE(value.ptr()) != type) return nullptr;
   auto* inst = reinterpret_cast<py::detail::instance*>(value.ptr());
-  return static_cast<const T*>(inst->get_value_and_holder().value_ptr());
+  return static_cast<T*>(inst->get_value_and_holder().value_ptr());
 }
 
 [[noreturn]] void throw_not_enum(const char* api, const char* what, py::handle value, py::handle type);

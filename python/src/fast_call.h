@@ -65,6 +65,12 @@ PyObject* fast_entry(PyObject* /*module*/, PyObject* const* argv, Py_ssize_t nar
   }
 }
 
+/// A C-API entry point of any calling convention as a PyMethodDef's ml_meth (the flags say which).
+template <class F>
+PyCFunction c_function(F* fn) {
+  return reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(fn));
+}
+
 /// The Python name of an entry point: `api` after its last "::".
 constexpr const char* python_name(const char* api) {
   const char* name = api;
@@ -76,9 +82,8 @@ constexpr const char* python_name(const char* api) {
 /// A PyMethodDef of a fast entry point; `doc` starts with the signature line, followed by "--"
 /// where every default is a literal (inspect.signature reads it then; help() shows it either way).
 template <const FastSignature& Sig, py::object (*Body)(const CallArgs&)>
-constexpr PyMethodDef fast_method(const char* doc) {
-  return {python_name(Sig.api), reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(&fast_entry<Sig, Body>)),
-          METH_FASTCALL | METH_KEYWORDS, doc};
+PyMethodDef fast_method(const char* doc) {
+  return {python_name(Sig.api), c_function(&fast_entry<Sig, Body>), METH_FASTCALL | METH_KEYWORDS, doc};
 }
 
 /// Adds the functions of `defs` (static storage: Python keeps pointers to them) to module `m`.

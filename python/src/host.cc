@@ -3,6 +3,7 @@
 #include "host.h"
 
 #include "errors.h"
+#include "fast_call.h"
 
 #include <pld/error.hpp>
 
@@ -117,7 +118,7 @@ PyObject* host_dispatch(PyObject* self, PyObject* const* argv, Py_ssize_t argc) 
 }
 
 PyMethodDef g_host_methods[] = {
-    {"dispatch", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(&host_dispatch)), METH_FASTCALL,
+    {"dispatch", c_function(&host_dispatch), METH_FASTCALL,
      "dispatch(rank, kernel, *args): runs the Python function kernel(*args) in rank's process. Arguments: window "
      "views, HostTensor slices, numbers, strings, enums, tuples and other picklable values."},
     {"world_size", &host_world_size, METH_NOARGS, "world_size()\n--\n\nNumber of ranks in the world."},

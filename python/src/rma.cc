@@ -182,14 +182,11 @@ PyMethodDef g_rma_calls[] = {
     fast_method<kGetNbi, get<true>>(
         "get_nbi(dst, peer, src, dst_offsets=None, src_offsets=None, shape=None, *, chunk_rows=0, chunk_cols=0, "
         "pipeline=False)\n--\n\nNon-blocking get: dst holds the data after pld.system.quiet()."),
-    {"put_signal", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(&put_signal_entry<kPutSignal, false>)),
-     METH_FASTCALL | METH_KEYWORDS,
+    {"put_signal", c_function(&put_signal_entry<kPutSignal, false>), METH_FASTCALL | METH_KEYWORDS,
      "put_signal(dst, peer, src[, dst_offsets, src_offsets, shape], signal, signal_offsets, value, op, *, atomic=..., "
      "chunk_rows=0, chunk_cols=0, pipeline=False)\n\nput, then notify(signal, peer, signal_offsets, value, op); a "
      "rank whose wait observes the signal sees the data."},
-    {"put_signal_nbi",
-     reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(&put_signal_entry<kPutSignalNbi, true>)),
-     METH_FASTCALL | METH_KEYWORDS,
+    {"put_signal_nbi", c_function(&put_signal_entry<kPutSignalNbi, true>), METH_FASTCALL | METH_KEYWORDS,
      "put_signal_nbi(dst, peer, src[, dst_offsets, src_offsets, shape], signal, signal_offsets, value, op, *, "
      "atomic=..., chunk_rows=0, chunk_cols=0, pipeline=False)\n\nNon-blocking put_signal: src is read until "
      "pld.system.quiet(); the signal still follows the data."},

@@ -4,6 +4,7 @@
 #include "worker.h"
 
 #include "errors.h"
+#include "fast_call.h"
 #include "host.h"
 
 #include <pld/error.hpp>
@@ -46,7 +47,7 @@ double timeout_of(const py::object& timeout) {
 py::object host_object(Host& host, const CallAlive& alive) {
   static auto* cache = new py::object();  // never destroyed: it would outlive the interpreter
   if (*cache && Py_REFCNT(cache->ptr()) == 1) {
-    auto* h = const_cast<PyHost*>(exact_instance<PyHost>(*cache));  // the cache holds exactly a pld.Host
+    PyHost* h = exact_instance<PyHost>(*cache);  // the cache holds exactly a pld.Host
     h->host = &host;
     h->alive = alive;
   } else {
@@ -175,8 +176,8 @@ PyObject* worker_run_entry(PyObject* self, PyObject* const* argv, Py_ssize_t arg
   try {
     if (argc != 2 || !PyTuple_Check(argv[1]))
       throw UsageError("_Worker.run: pass run(program, args) with args a tuple (use pld.DistributedWorker)");
-    const Worker* exact = exact_instance<Worker>(self);
-    Worker& w = exact ? const_cast<Worker&>(*exact) : py::handle(self).cast<Worker&>();
+    Worker* exact = exact_instance<Worker>(self);
+    Worker& w = exact ? *exact : py::handle(self).cast<Worker&>();
     worker_run(w, py::reinterpret_borrow<py::object>(argv[0]), py::reinterpret_borrow<py::tuple>(argv[1]));
     Py_RETURN_NONE;
   } catch (...) {
@@ -185,8 +186,8 @@ PyObject* worker_run_entry(PyObject* self, PyObject* const* argv, Py_ssize_t arg
   }
 }
 
-PyMethodDef g_run_def = {"run", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(&worker_run_entry)),
-                         METH_FASTCALL, "run(program, args)\n--\n\nRuns program(h, *args) and waits for it."};
+PyMethodDef g_run_def = {"run", c_function(&worker_run_entry), METH_FASTCALL,
+                         "run(program, args)\n--\n\nRuns program(h, *args) and waits for it."};
 
 BenchmarkStats worker_benchmark(Worker& w, const py::object& program, const py::tuple& call_args, int rounds,
                                 int warmup) {
